@@ -1,0 +1,41 @@
+# ducc — one binary. `make build` then `make test`.
+GO        ?= go
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X main.version=$(VERSION)
+BIN       := bin/ducc
+# Packages with goroutines and locks run under the race detector.
+RACE_PKGS := ./wire/... ./head/... ./agent/... ./proc/... ./cgroup/...
+
+.PHONY: build test test-short vet staticcheck bench fuzz dev clean
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ducc
+
+# Every test: unit, race, and the end-to-end tests that start the real
+# binary. Run as root for cgroups and test users (CI does).
+test: build vet
+	$(GO) test -count=1 -timeout 12m ./...
+	$(GO) test -count=1 -race -timeout 12m $(RACE_PKGS)
+
+test-short:
+	$(GO) test -short -count=1 ./...
+
+vet:
+	$(GO) vet ./...
+
+staticcheck:
+	staticcheck ./...
+
+bench: build
+	$(GO) test -run XXX -bench . -benchtime 2s ./head/rm/ ./wire/ ./proc/ ./cmd/ducc/
+
+fuzz:
+	for f in $$($(GO) test -list 'Fuzz.*' ./wire/ | grep ^Fuzz); do \
+		$(GO) test -run XXX -fuzz "^$$f$$" -fuzztime 20s ./wire/ || exit 1; done
+
+# A one-node dev cluster in the foreground (Ctrl-C stops it).
+dev: build
+	./$(BIN) agent --dev
+
+clean:
+	rm -rf bin

@@ -1,0 +1,299 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/ducc-project/ducc/cgroup"
+	"github.com/ducc-project/ducc/head"
+	"github.com/ducc-project/ducc/proc"
+	"github.com/ducc-project/ducc/wire"
+)
+
+// Agent is the node daemon.
+type Agent struct {
+	cfg     *Config
+	log     *slog.Logger
+	version string
+
+	host   host.Host
+	ps     *pubsub.PubSub
+	hbT    *wire.Topic[wire.Heartbeat]
+	leadT  *wire.Topic[wire.LeaderAnnounce]
+	procs  *proc.Manager
+	cands  *head.Candidate
+	inv    inventory
+	lock   *os.File
+	desire chan wire.DesiredState
+
+	mu       sync.Mutex
+	leader   peer.ID
+	applied  uint64                     // version of the desired state applied
+	want     map[string]wire.ProcSpec   // processes the head wants here
+	unacked  map[string]wire.ProcStatus // ended processes the head has not acknowledged
+	seq      uint64
+	starting map[string]bool
+}
+
+// New prepares an agent: it takes the data-dir lock and loads identity and
+// cluster key, but starts nothing until Run.
+func New(cfg *Config, version string, logger *slog.Logger) (*Agent, error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	return &Agent{
+		cfg: cfg, version: version, log: logger.With("component", "agent", "node", cfg.Node), lock: lock,
+		desire: make(chan wire.DesiredState, 1), want: map[string]wire.ProcSpec{},
+		unacked: map[string]wire.ProcStatus{}, starting: map[string]bool{},
+	}, nil
+}
+
+// Run runs the agent until ctx ends. It never stops managed processes on
+// the way out: they keep running and are re-adopted by the next agent.
+func (a *Agent) Run(ctx context.Context) error {
+	defer a.lock.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	id, err := wire.LoadOrCreateIdentity(filepath.Join(a.cfg.DataDir, "identity.key"))
+	if err != nil {
+		return err
+	}
+	var psk []byte
+	if a.cfg.Dev {
+		psk, err = wire.LoadOrCreateClusterKey(a.cfg.ClusterKeyFile)
+	} else {
+		psk, err = wire.LoadClusterKey(a.cfg.ClusterKeyFile)
+	}
+	if err != nil {
+		return fmt.Errorf("cluster key: %w", err)
+	}
+	a.host, err = wire.NewHost(ctx, wire.HostConfig{Identity: id, ClusterKey: psk, ListenAddrs: a.cfg.Listen, Logger: a.log})
+	if err != nil {
+		return err
+	}
+	defer a.host.Close()
+	a.log.Info("libp2p host up", "peer", a.host.ID().String(), "addrs", fmt.Sprint(a.host.Addrs()))
+
+	if a.ps, err = wire.NewPubSub(ctx, a.host, a.log); err != nil {
+		return err
+	}
+	if a.hbT, err = wire.JoinTopic[wire.Heartbeat](a.ps, wire.TopicHeartbeat, wire.MaxHeartbeatSize, a.log); err != nil {
+		return err
+	}
+	if a.leadT, err = wire.JoinTopic[wire.LeaderAnnounce](a.ps, wire.TopicLeader, wire.MaxAnnounceSize, a.log); err != nil {
+		return err
+	}
+
+	if err := a.inv.init(a.cfg); err != nil {
+		return err
+	}
+	if err := a.startProcs(ctx); err != nil {
+		return err
+	}
+	defer a.procs.Close()
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if a.cfg.Head {
+		a.cands, err = head.NewCandidate(head.CandidateConfig{
+			DataDir: a.cfg.DataDir, Host: a.host, BootstrapExpect: a.cfg.BootstrapExpect, Logger: a.log,
+			HeadConfig: head.Config{
+				Node: a.cfg.Node, Peer: a.host.ID().String(), Version: a.version, Push: a,
+				Scheduler: a.cfg.Scheduler, Administrators: a.cfg.Administrators,
+				NodeTimeout: a.cfg.NodeTimeout.D(), Logger: a.log,
+			},
+		})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := a.cands.Close(); err != nil {
+				a.log.Warn("raft shutdown", "err", err)
+			}
+		}()
+		wg.Add(1)
+		go func() { defer wg.Done(); a.cands.Run(ctx) }()
+	}
+	wire.Serve(a.host, a.handleRPC, wire.WithServeLogger(a.log))
+	defer wire.StopServing(a.host)
+
+	srv, err := a.serveAPI(ctx)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+
+	for _, f := range []func(context.Context){a.heartbeatLoop, a.reconcileLoop, a.followLeader, a.announceLoop, a.headHeartbeats} {
+		wg.Add(1)
+		go func(f func(context.Context)) { defer wg.Done(); f(ctx) }(f)
+	}
+	a.log.Info("agent ready", "socket", a.cfg.Socket, "data_dir", a.cfg.DataDir, "head_eligible", a.cfg.Head)
+	<-ctx.Done()
+	a.log.Info("agent stopping; managed processes keep running")
+	return nil
+}
+
+// startProcs creates the process manager and re-adopts processes a
+// previous agent left running.
+func (a *Agent) startProcs(ctx context.Context) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own executable for the shim: %w", err)
+	}
+	var cg *cgroup.Manager
+	if os.Geteuid() == 0 {
+		cg, err = cgroup.New("ducc", a.log)
+		if err != nil {
+			a.log.Warn("cgroups unavailable; memory caps are NOT enforced", "err", err)
+			cg = cgroup.NewDisabled(a.log)
+		}
+	} else {
+		a.log.Warn("not running as root: cgroups disabled, memory caps are NOT enforced, processes run as this user")
+		cg = cgroup.NewDisabled(a.log)
+	}
+	a.procs, err = proc.NewManager(proc.Config{
+		DataDir: a.cfg.DataDir, ShimCommand: []string{exe, "shim"}, Cgroups: cg, Logger: a.log,
+		OnExit: a.onExit,
+	})
+	if err != nil {
+		return fmt.Errorf("process manager: %w", err)
+	}
+	adopted, err := a.procs.Adopt(ctx)
+	if err != nil {
+		return fmt.Errorf("re-adopt processes: %w", err)
+	}
+	for _, st := range adopted {
+		a.log.Info("re-adopted process", "proc", st.ID, "pid", st.PID, "state", string(st.State))
+	}
+	return nil
+}
+
+// onExit records an ended process and reports it to the head at once.
+func (a *Agent) onExit(st proc.Status) {
+	ps := toWire(st, a.cfg.Node)
+	a.mu.Lock()
+	a.unacked[st.ID] = ps
+	a.mu.Unlock()
+	a.log.Info("process ended", "proc", st.ID, "exit", st.ExitCode, "reason", st.Reason)
+	go a.report(context.Background(), []wire.ProcStatus{ps})
+}
+
+// report sends process states to the head; heartbeats repeat them until
+// the head acknowledges, so a failure here loses nothing.
+func (a *Agent) report(ctx context.Context, ps []wire.ProcStatus) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := a.callHead(ctx, wire.MethodReport, wire.Caller{Node: a.cfg.Node}, wire.Report{Node: a.cfg.Node, Procs: ps}, &wire.Empty{})
+	if err != nil {
+		a.log.Debug("report failed; the next heartbeat repeats it", "err", err)
+	}
+}
+
+// errNoHead is returned when no head is known.
+var errNoHead = wire.Errorf(3, "no head elected yet; the cluster may be starting (retry in a few seconds)")
+
+// callHead calls the head, in process when this agent is the head.
+func (a *Agent) callHead(ctx context.Context, method string, c wire.Caller, req, resp any) error {
+	if a.cands != nil {
+		if h := a.cands.Head(); h != nil {
+			return localCall(ctx, h, a.host.ID(), method, c, req, resp)
+		}
+	}
+	a.mu.Lock()
+	leader := a.leader
+	a.mu.Unlock()
+	if leader == "" || leader == a.host.ID() {
+		return errNoHead
+	}
+	return wire.Call(ctx, a.host, leader, method, c, req, resp)
+}
+
+// localCall runs a head RPC in process, encoding as the wire would so both
+// paths behave the same.
+func localCall(ctx context.Context, h *head.Head, self peer.ID, method string, c wire.Caller, req, resp any) error {
+	body, err := wire.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("encode %s request: %w", method, err)
+	}
+	out, err := h.Handle(ctx, self, &wire.Request{Method: method, Caller: c, Body: body})
+	if err != nil {
+		return err
+	}
+	b, err := wire.Marshal(out)
+	if err != nil {
+		return fmt.Errorf("encode %s reply: %w", method, err)
+	}
+	return wire.Unmarshal(b, resp)
+}
+
+// handleRPC answers RPCs from other agents: the head's desired-state
+// pushes, and, when this agent is the head, forwarded CLI calls.
+func (a *Agent) handleRPC(ctx context.Context, from peer.ID, req *wire.Request) (any, error) {
+	if req.Method == wire.MethodDesired {
+		var ds wire.DesiredState
+		if err := req.DecodeBody(&ds); err != nil {
+			return nil, err
+		}
+		a.acceptDesired(ds)
+		return wire.Empty{}, nil
+	}
+	if a.cands != nil {
+		if h := a.cands.Head(); h != nil {
+			return h.Handle(ctx, from, req)
+		}
+	}
+	return nil, wire.Errorf(3, "%s is not the head", a.cfg.Node)
+}
+
+// PushDesired implements orch.Pusher for the head running in this agent.
+func (a *Agent) PushDesired(ctx context.Context, node, peerID string, ds wire.DesiredState) error {
+	if node == a.cfg.Node {
+		a.acceptDesired(ds)
+		return nil
+	}
+	p, err := peer.Decode(peerID)
+	if err != nil {
+		return fmt.Errorf("node %s has bad peer id %q: %w", node, peerID, err)
+	}
+	return wire.Call(ctx, a.host, p, wire.MethodDesired, wire.Caller{Node: a.cfg.Node}, ds, &wire.Empty{})
+}
+
+// headHeartbeats feeds heartbeats to the head while this agent is the head.
+func (a *Agent) headHeartbeats(ctx context.Context) {
+	sub, err := a.hbT.Subscribe()
+	if err != nil {
+		a.log.Error("cannot subscribe to heartbeats", "err", err)
+		return
+	}
+	defer sub.Cancel()
+	for {
+		hb, from, err := sub.Next(ctx)
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+				a.log.Warn("heartbeat subscription ended", "err", err)
+			}
+			return
+		}
+		if a.cands == nil {
+			continue
+		}
+		if h := a.cands.Head(); h != nil {
+			h.Heartbeat(ctx, hb, from.String())
+		}
+	}
+}

@@ -1,0 +1,194 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ducc-project/ducc/wire"
+)
+
+// AsHeader carries --as USER from the CLI; only root may set it.
+const AsHeader = "X-Ducc-As"
+
+type credKey struct{}
+
+// serveAPI serves the local HTTP/JSON API on the Unix socket.
+func (a *Agent) serveAPI(ctx context.Context) (*http.Server, error) {
+	path := a.cfg.Socket
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("create socket dir: %w", err)
+	}
+	// The data-dir lock guarantees no other agent owns this socket.
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	// Anyone may connect; the kernel tells us who they are.
+	if err := os.Chmod(path, 0o666); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chmod socket: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/run/attach", a.apiAttach)
+	mux.HandleFunc("GET /v1/logs", a.apiLogs)
+	mux.HandleFunc("POST /v1/{method}", a.apiCall)
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if uc, ok := c.(*net.UnixConn); ok {
+				if cred, err := peerCred(uc); err == nil {
+					return context.WithValue(ctx, credKey{}, cred)
+				}
+			}
+			return ctx
+		},
+	}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.log.Error("local API stopped", "err", err)
+		}
+	}()
+	return srv, nil
+}
+
+func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return nil, err
+	}
+	return cred, cerr
+}
+
+// caller resolves who is calling: the kernel's uid, or --as for root.
+func (a *Agent) caller(r *http.Request) (wire.Caller, error) {
+	cred, _ := r.Context().Value(credKey{}).(*unix.Ucred)
+	if cred == nil {
+		return wire.Caller{}, wire.Errorf(2, "cannot tell who is calling (no peer credentials on the socket)")
+	}
+	var u *user.User
+	var err error
+	if as := r.Header.Get(AsHeader); as != "" {
+		if cred.Uid != 0 {
+			return wire.Caller{}, wire.Errorf(2, "only root may act for another user (--as %s)", as)
+		}
+		if u, err = user.Lookup(as); err != nil {
+			return wire.Caller{}, wire.Errorf(2, "--as %s: no such user", as)
+		}
+	} else if u, err = user.LookupId(strconv.Itoa(int(cred.Uid))); err != nil {
+		return wire.Caller{UID: cred.Uid, GID: cred.Gid, User: "uid" + strconv.Itoa(int(cred.Uid)), Node: a.cfg.Node}, nil
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	c := wire.Caller{UID: uint32(uid), GID: uint32(gid), User: u.Username, Home: u.HomeDir, Node: a.cfg.Node}
+	if gids, err := u.GroupIds(); err == nil {
+		for _, g := range gids {
+			if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+				c.Groups = append(c.Groups, uint32(n))
+			}
+		}
+	}
+	return c, nil
+}
+
+// requestTypes maps methods the CLI may call to their request bodies and
+// replies.
+var requestTypes = map[string]func() (req, resp any){
+	wire.MethodRun:    func() (any, any) { return &wire.RunRequest{}, &wire.SubmitReply{} },
+	wire.MethodCancel: func() (any, any) { return &wire.CancelRequest{}, &wire.WorkInfo{} },
+	wire.MethodJobs:   func() (any, any) { return &wire.ListRequest{}, &wire.WorkList{} },
+	wire.MethodShow:   func() (any, any) { return &wire.IDRequest{}, &wire.WorkInfo{} },
+	wire.MethodWait:   func() (any, any) { return &wire.WaitRequest{}, &wire.WorkInfo{} },
+	wire.MethodNodes:  func() (any, any) { return &wire.Empty{}, &wire.NodeList{} },
+	wire.MethodStatus: func() (any, any) { return &wire.Empty{}, &wire.StatusInfo{} },
+}
+
+// maxAPIBody bounds a local API request.
+const maxAPIBody = 16 << 20
+
+// apiCall forwards one CLI call to the head.
+func (a *Agent) apiCall(w http.ResponseWriter, r *http.Request) {
+	method := r.PathValue("method")
+	mk, ok := requestTypes[method]
+	if !ok {
+		writeErr(w, wire.Errorf(2, "unknown API method %q", method))
+		return
+	}
+	c, err := a.caller(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	req, resp := mk()
+	if err := decodeJSON(r, req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := a.callHead(r.Context(), method, c, req, resp); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if method == wire.MethodStatus {
+		resp.(*wire.StatusInfo).Agent = a.cfg.Node
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func decodeJSON(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxAPIBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return wire.Errorf(2, "bad request body: %v", err)
+	}
+	return nil
+}
+
+// APIError is the JSON body of a failed local API call.
+type APIError struct {
+	Error string `json:"error"`
+	Code  int    `json:"code"`
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	code := wire.ErrorCode(err)
+	status := http.StatusInternalServerError
+	switch code {
+	case 2:
+		status = http.StatusBadRequest
+	case 3:
+		status = http.StatusServiceUnavailable
+	}
+	if code == 0 {
+		code = 1
+	}
+	writeJSON(w, status, APIError{Error: err.Error(), Code: code})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,17 @@
+// Package agent is the node daemon, `ducc agent`.
+//
+// An agent measures its node, publishes a heartbeat on gossipsub, and
+// reconciles the node to the desired state the head pushes: it starts the
+// processes the head assigned here (through the proc package's shim, as
+// the submitting user, inside a memory-capped cgroup), stops those no
+// longer wanted, and reports every process that ends until the head
+// acknowledges it. A head-eligible agent is also a Raft member
+// (head.Candidate) and runs the head while it leads.
+//
+// The local API is HTTP/JSON on a Unix socket; the agent learns the
+// caller's uid from the kernel (SO_PEERCRED) and forwards calls to the
+// head, in process when it is the head itself.
+//
+// An agent never kills work because it stops or loses the head: processes
+// keep running, and the next agent on the same data dir re-adopts them.
+package agent

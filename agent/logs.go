@@ -1,0 +1,201 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/ducc-project/ducc/wire"
+)
+
+// AttachEvent is one line of the NDJSON stream of POST /v1/run/attach and
+// GET /v1/logs: first the id, then output, then the final state.
+type AttachEvent struct {
+	ID     uint64         `json:"id,omitempty"`
+	Output []byte         `json:"output,omitempty"`
+	Notice string         `json:"notice,omitempty"`
+	Work   *wire.WorkInfo `json:"work,omitempty"`
+	Error  *APIError      `json:"error,omitempty"`
+}
+
+type eventWriter struct {
+	w   http.ResponseWriter
+	enc *json.Encoder
+}
+
+func newEventWriter(w http.ResponseWriter) *eventWriter {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	return &eventWriter{w: w, enc: json.NewEncoder(w)}
+}
+
+func (e *eventWriter) send(ev AttachEvent) error {
+	if err := e.enc.Encode(ev); err != nil {
+		return err
+	}
+	if f, ok := e.w.(http.Flusher); ok {
+		f.Flush()
+	}
+	return nil
+}
+
+// apiAttach submits a managed reservation and streams its output until it
+// ends (`ducc run` without --detach).
+func (a *Agent) apiAttach(w http.ResponseWriter, r *http.Request) {
+	c, err := a.caller(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var req wire.RunRequest
+	if err := decodeJSON(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	var rep wire.SubmitReply
+	if err := a.callHead(r.Context(), wire.MethodRun, c, req, &rep); err != nil {
+		writeErr(w, err)
+		return
+	}
+	ev := newEventWriter(w)
+	if ev.send(AttachEvent{ID: rep.ID}) != nil {
+		return
+	}
+	a.follow(r.Context(), ev, c, rep.ID, true)
+}
+
+// apiLogs streams the log of a piece of work's process (GET
+// /v1/logs?id=17[&process=17.1][&follow=1]).
+func (a *Agent) apiLogs(w http.ResponseWriter, r *http.Request) {
+	c, err := a.caller(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	id, err := strconv.ParseUint(r.URL.Query().Get("id"), 10, 64)
+	if err != nil {
+		writeErr(w, wire.Errorf(2, "bad work id %q", r.URL.Query().Get("id")))
+		return
+	}
+	var info wire.WorkInfo
+	if err := a.callHead(r.Context(), wire.MethodShow, c, wire.IDRequest{ID: id}, &info); err != nil {
+		writeErr(w, err)
+		return
+	}
+	ev := newEventWriter(w)
+	a.followProc(r.Context(), ev, c, id, r.URL.Query().Get("process"), r.URL.Query().Get("follow") == "1")
+}
+
+// follow streams the output of a one-process work until it ends, then
+// sends its final state.
+func (a *Agent) follow(ctx context.Context, ev *eventWriter, c wire.Caller, id uint64, tail bool) {
+	a.followProc(ctx, ev, c, id, "", tail)
+}
+
+// followProc waits for the process to have a log, streams it (following
+// while the work runs if tail is set) and ends with the work's state.
+func (a *Agent) followProc(ctx context.Context, ev *eventWriter, c wire.Caller, id uint64, procID string, tail bool) {
+	var info wire.WorkInfo
+	if err := a.callHead(ctx, wire.MethodShow, c, wire.IDRequest{ID: id}, &info); err != nil {
+		_ = ev.send(AttachEvent{Error: &APIError{Error: err.Error(), Code: max(wire.ErrorCode(err), 1)}})
+		return
+	}
+	for {
+		if p := pickProc(info, procID); (p != nil && p.LogPath != "") || info.Ended || !tail {
+			break
+		}
+		if err := a.callHead(ctx, wire.MethodWait, c, wire.WaitRequest{ID: id, State: info.State, TimeoutMS: 60_000}, &info); err != nil {
+			_ = ev.send(AttachEvent{Error: &APIError{Error: err.Error(), Code: max(wire.ErrorCode(err), 1)}})
+			return
+		}
+	}
+	p := pickProc(info, procID)
+	switch {
+	case p == nil || p.LogPath == "":
+		// Nothing ran (launch failure, canceled while pending): no log.
+	case p.Node != a.cfg.Node:
+		_ = ev.send(AttachEvent{Notice: fmt.Sprintf("the output of %s is on node %s (%s); streaming logs from other nodes is not built yet", p.ID, p.Node, p.LogPath)})
+	default:
+		if err := a.tailFile(ctx, ev, c, id, p.LogPath, tail && !info.Ended); err != nil {
+			_ = ev.send(AttachEvent{Notice: "log: " + err.Error()})
+		}
+	}
+	if tail && !info.Ended {
+		if err := a.callHead(ctx, wire.MethodWait, c, wire.WaitRequest{ID: id}, &info); err != nil {
+			_ = ev.send(AttachEvent{Error: &APIError{Error: err.Error(), Code: max(wire.ErrorCode(err), 1)}})
+			return
+		}
+	} else if err := a.callHead(ctx, wire.MethodShow, c, wire.IDRequest{ID: id}, &info); err != nil {
+		_ = ev.send(AttachEvent{Error: &APIError{Error: err.Error(), Code: max(wire.ErrorCode(err), 1)}})
+		return
+	}
+	_ = ev.send(AttachEvent{Work: &info})
+}
+
+func pickProc(info wire.WorkInfo, procID string) *wire.ProcInfo {
+	for i := range info.Procs {
+		if procID == "" || info.Procs[i].ID == procID {
+			return &info.Procs[i]
+		}
+	}
+	return nil
+}
+
+// tailFile sends the file's content; with follow it keeps reading until
+// the work ends, then drains what is left.
+func (a *Agent) tailFile(ctx context.Context, ev *eventWriter, c wire.Caller, id uint64, path string, follow bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	done := make(chan struct{})
+	if follow {
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			defer close(done)
+			var info wire.WorkInfo
+			for wctx.Err() == nil {
+				if err := a.callHead(wctx, wire.MethodWait, c, wire.WaitRequest{ID: id, TimeoutMS: 60_000}, &info); err != nil || info.Ended {
+					return
+				}
+			}
+		}()
+	} else {
+		close(done)
+	}
+	buf := make([]byte, 64<<10)
+	idle := time.Millisecond
+	finished := false
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			if ev.send(AttachEvent{Output: append([]byte(nil), buf[:n]...)}) != nil {
+				return nil
+			}
+			idle = time.Millisecond
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		if finished {
+			return nil
+		}
+		select {
+		case <-done:
+			finished = true // one more read drains the rest
+		case <-ctx.Done():
+			return nil
+		case <-time.After(idle):
+			idle = min(idle*2, 100*time.Millisecond)
+		}
+	}
+}

@@ -1,0 +1,134 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/ducc-project/ducc/proc"
+	"github.com/ducc-project/ducc/wire"
+)
+
+// acceptDesired queues a desired state; only the newest is kept.
+func (a *Agent) acceptDesired(ds wire.DesiredState) {
+	for {
+		select {
+		case a.desire <- ds:
+			return
+		default:
+			select {
+			case old := <-a.desire:
+				if old.Version > ds.Version {
+					ds = old
+				}
+			default:
+			}
+		}
+	}
+}
+
+// reconcileLoop makes the node match the head's desired state.
+func (a *Agent) reconcileLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ds := <-a.desire:
+			a.reconcile(ctx, ds)
+		}
+	}
+}
+
+// reconcile starts what the head wants and is not running, stops what runs
+// and is no longer wanted (or is marked to stop), and forgets ended
+// processes the head acknowledged.
+func (a *Agent) reconcile(ctx context.Context, ds wire.DesiredState) {
+	a.mu.Lock()
+	if ds.Version <= a.applied {
+		a.mu.Unlock()
+		return
+	}
+	a.applied = ds.Version
+	want := make(map[string]wire.ProcSpec, len(ds.Procs))
+	for _, p := range ds.Procs {
+		want[p.ID] = p
+	}
+	a.want = want
+	for _, id := range ds.Ack {
+		delete(a.unacked, id)
+	}
+	a.mu.Unlock()
+
+	for _, id := range ds.Ack {
+		if err := a.procs.Forget(id); err != nil {
+			a.log.Warn("cannot forget acknowledged process", "proc", id, "err", err)
+		}
+	}
+	have := map[string]proc.Status{}
+	for _, st := range a.procs.List() {
+		have[st.ID] = st
+	}
+	for _, spec := range ds.Procs {
+		st, running := have[spec.ID]
+		switch {
+		case spec.Stop && running && !ended(st):
+			a.stop(ctx, spec.ID, time.Duration(spec.GraceMS)*time.Millisecond, spec.StopReason)
+		case !spec.Stop && !running:
+			a.start(ctx, spec)
+		}
+	}
+	for id, st := range have {
+		if _, ok := want[id]; !ok && !ended(st) {
+			a.stop(ctx, id, 15*time.Second, "not wanted by the head")
+		}
+	}
+}
+
+func ended(st proc.Status) bool {
+	return st.State == proc.Exited || st.State == proc.LaunchFailed || st.State == proc.Lost
+}
+
+// start launches one process and reports that it runs.
+func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
+	a.mu.Lock()
+	if a.starting[spec.ID] {
+		a.mu.Unlock()
+		return
+	}
+	a.starting[spec.ID] = true
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		delete(a.starting, spec.ID)
+		a.mu.Unlock()
+	}()
+	st, err := a.procs.Start(ctx, proc.Spec{
+		ID: spec.ID, WorkID: spec.WorkID, Kind: spec.Kind, Node: a.cfg.Node,
+		User: spec.User, UID: spec.UID, GID: spec.GID, Groups: spec.Groups,
+		Path: spec.Path, Args: spec.Args, Env: spec.Env, Dir: spec.Dir, Umask: 0o022,
+		LogDir: spec.LogDir, MemoryLimit: spec.MemoryLimit,
+	})
+	if err != nil {
+		// The process manager could not even try (e.g. the data dir is
+		// unwritable): report a launch failure so the work does not hang.
+		a.log.Error("cannot start process", "proc", spec.ID, "err", err)
+		ps := wire.ProcStatus{ID: spec.ID, WorkID: spec.WorkID, State: wire.ProcLaunchFailed, ExitCode: -1,
+			Reason: err.Error(), EndedAt: time.Now().UnixMilli(), Node: a.cfg.Node}
+		a.mu.Lock()
+		a.unacked[spec.ID] = ps
+		a.mu.Unlock()
+		a.report(ctx, []wire.ProcStatus{ps})
+		return
+	}
+	if st.State == proc.Running {
+		a.log.Info("process started", "proc", spec.ID, "pid", st.PID, "user", spec.User, "memory_limit", spec.MemoryLimit)
+		a.report(ctx, []wire.ProcStatus{toWire(st, a.cfg.Node)})
+	}
+	// Launch failures arrive through OnExit.
+}
+
+func (a *Agent) stop(ctx context.Context, id string, grace time.Duration, why string) {
+	a.log.Info("stopping process", "proc", id, "grace", grace, "why", why)
+	if err := a.procs.Stop(ctx, id, grace); err != nil {
+		a.log.Warn("cannot stop process", "proc", id, "err", err)
+	}
+}

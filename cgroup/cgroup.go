@@ -1,0 +1,363 @@
+package cgroup
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	cgroups "github.com/containerd/cgroups/v3"
+)
+
+// NoSwap as [Resources.SwapLimit] means "no swap beyond the memory limit".
+const NoSwap int64 = -1
+
+// Mode names returned by [Manager.Mode].
+const (
+	ModeV1       = "v1"
+	ModeHybrid   = "hybrid" // v1 controllers, cgroup2 mounted at /sys/fs/cgroup/unified
+	ModeV2       = "v2"
+	ModeDisabled = "disabled"
+)
+
+var (
+	// ErrNotWritable is wrapped by [New] when the cgroup filesystem cannot be
+	// written (typically: the agent does not run as root).
+	ErrNotWritable = errors.New("cgroups are not writable")
+	// ErrUnavailable is wrapped by [New] when the host has no usable cgroup
+	// hierarchy with a memory controller.
+	ErrUnavailable = errors.New("no usable cgroup memory controller")
+	// ErrDisabled is returned by [Group.Stats] in disabled mode.
+	ErrDisabled = errors.New("cgroups disabled: no statistics")
+	// ErrNoCgroupFD is returned by [Group.OpenFD] when the group cannot be
+	// used with clone-into-cgroup (cgroup v1, or disabled mode).
+	ErrNoCgroupFD = errors.New("clone into cgroup needs cgroup v2")
+	// ErrNotExist is wrapped by [Manager.Load] when the group does not exist.
+	ErrNotExist = os.ErrNotExist
+)
+
+// Resources are the limits applied to a group.
+type Resources struct {
+	// MemoryLimit in bytes; 0 means no limit.
+	MemoryLimit int64
+	// SwapLimit: NoSwap (-1) caps swap so the group cannot use swap beyond its
+	// memory limit (v1 memsw.limit_in_bytes = MemoryLimit, v2 memory.swap.max =
+	// 0); 0 leaves the host default; > 0 allows that many bytes of swap in
+	// addition to MemoryLimit. Ignored without a MemoryLimit, and skipped on
+	// hosts that do not account swap.
+	SwapLimit int64
+	// CPUWeight in cgroup v2 units (1..10000, default 100); 0 leaves the
+	// default. On v1 it is converted to cpu.shares (weight*1024/100).
+	CPUWeight uint64
+}
+
+// Stats are a snapshot of a group's usage.
+type Stats struct {
+	MemoryUsage    uint64 // bytes charged to the group, page cache included
+	MemoryMaxUsage uint64 // high-water mark (v2: memory.peak, 0 if the kernel lacks it)
+	MemoryLimit    uint64 // 0 = no limit
+	RSS            uint64 // anonymous memory (v1 total_rss, v2 anon)
+	SwapUsage      uint64
+	CPUUsage       time.Duration // user+system CPU time of everything in the group
+	OOMKills       uint64
+	Pids           uint64 // processes and threads currently in the group (0 if unknown)
+}
+
+// Group is one cgroup under the manager's root.
+type Group interface {
+	// Name is the name given to Create or Load.
+	Name() string
+	// Path is a human-readable location, for logs and errors.
+	Path() string
+	// AddProc moves a process (all its threads) into the group.
+	AddProc(pid int) error
+	// Procs lists the processes in the group and its descendants.
+	Procs() ([]int, error)
+	// OOMKills is the number of processes the kernel OOM killer killed in the
+	// group because of its memory limit (see OOMExact).
+	OOMKills() (uint64, error)
+	// OOMExact reports whether OOMKills is an exact kernel counter (true on
+	// v2 and on v1 kernels with the oom_kill line in memory.oom_control), or
+	// the v1 fallback (1 if memory.failcnt > 0), which needs corroboration.
+	OOMExact() bool
+	// Stats returns current usage.
+	Stats() (Stats, error)
+	// Kill sends SIGKILL to everything in the group (v2 cgroup.kill when the
+	// kernel has it, else freeze + kill + thaw, repeated until the group is
+	// empty) and waits up to a few seconds for the group to be empty.
+	Kill() error
+	// Delete removes the group; it fails if processes are still inside.
+	Delete() error
+	// Update changes the limits.
+	Update(Resources) error
+	// OpenFD opens the group's directory for clone-into-cgroup
+	// (SysProcAttr.UseCgroupFD). The caller closes the fd. It returns
+	// ErrNoCgroupFD on v1 and in disabled mode.
+	OpenFD() (int, error)
+}
+
+// Options configure [NewWithOptions].
+type Options struct {
+	// Root is the root group, relative to the hierarchy root ("ducc",
+	// "ducc-test-1234"). Nested paths ("system.slice/ducc") are allowed.
+	Root   string
+	Logger *slog.Logger
+	// Mode forces "v1" or "v2" instead of detecting it (tests; "" detects).
+	Mode string
+	// Mountpoint overrides the cgroup mount point: the v1 parent of the
+	// controller directories (default /sys/fs/cgroup) or the v2 mount
+	// (default /sys/fs/cgroup, /sys/fs/cgroup/unified on hybrid hosts).
+	Mountpoint string
+}
+
+// Manager creates and loads groups under one root group.
+type Manager struct {
+	root    string
+	mode    string
+	log     *slog.Logger
+	backend backend
+}
+
+type backend interface {
+	create(name string, r Resources) (Group, error)
+	load(name string) (Group, error)
+	enter(g Group) (func() error, error)
+	removeRoot() error
+}
+
+const v1Mount = "/sys/fs/cgroup"
+
+// New detects the host's cgroup mode and prepares the root group. It fails
+// with an error wrapping ErrNotWritable when the caller may not write cgroups
+// (use NewDisabled for a non-root development agent), or ErrUnavailable when
+// the host has no memory controller.
+func New(root string, logger *slog.Logger) (*Manager, error) {
+	return NewWithOptions(Options{Root: root, Logger: logger})
+}
+
+// NewWithOptions is New with overrides, for tests and unusual hosts.
+func NewWithOptions(o Options) (*Manager, error) {
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger = logger.With("component", "cgroup")
+	root, err := cleanRoot(o.Root)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{root: root, log: logger}
+	mode := o.Mode
+	if mode == "" {
+		switch cgroups.Mode() {
+		case cgroups.Unified:
+			mode = ModeV2
+		case cgroups.Legacy:
+			mode = ModeV1
+		case cgroups.Hybrid:
+			mode = ModeHybrid
+			if !exists(filepath.Join(v1Mount, "memory")) && hasController(filepath.Join(v1Mount, "unified"), "memory") {
+				mode = ModeV2
+				if o.Mountpoint == "" {
+					o.Mountpoint = filepath.Join(v1Mount, "unified")
+				}
+			}
+		default:
+			return nil, fmt.Errorf("cgroup: %w: no cgroup filesystem mounted at %s", ErrUnavailable, v1Mount)
+		}
+	}
+	m.mode = mode
+	switch mode {
+	case ModeV1, ModeHybrid:
+		mp := o.Mountpoint
+		if mp == "" {
+			mp = v1Mount
+		}
+		m.backend, err = newV1(mp, root, logger)
+	case ModeV2:
+		mp := o.Mountpoint
+		if mp == "" {
+			mp = v1Mount
+		}
+		m.backend, err = newV2(mp, root, logger)
+	default:
+		return nil, fmt.Errorf("cgroup: unknown mode %q (want v1 or v2)", mode)
+	}
+	if err != nil {
+		return nil, err
+	}
+	logger.Debug("cgroups ready", "mode", mode, "root", root)
+	return m, nil
+}
+
+// NewDisabled returns a manager whose groups are no-ops: memory caps are not
+// enforced and no statistics are available. It logs a warning saying so.
+func NewDisabled(logger *slog.Logger) *Manager {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger = logger.With("component", "cgroup")
+	logger.Warn("cgroups disabled: memory caps are NOT enforced and per-process statistics come from /proc (run the agent as root to enable them)")
+	return &Manager{mode: ModeDisabled, log: logger, backend: disabledBackend{}}
+}
+
+// Mode returns "v1", "hybrid", "v2" or "disabled".
+func (m *Manager) Mode() string { return m.mode }
+
+// Enabled reports whether groups are real (not disabled mode).
+func (m *Manager) Enabled() bool { return m.mode != ModeDisabled }
+
+// Root returns the root group ("" in disabled mode).
+func (m *Manager) Root() string { return m.root }
+
+// Create creates (or reuses) the group name under the root and applies r.
+func (m *Manager) Create(name string, r Resources) (Group, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	g, err := m.backend.create(name, r)
+	if err != nil {
+		return nil, fmt.Errorf("cgroup: create %s/%s: %w", m.root, name, err)
+	}
+	return g, nil
+}
+
+// Load opens an existing group. A missing group yields an error wrapping
+// ErrNotExist (os.ErrNotExist).
+func (m *Manager) Load(name string) (Group, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	g, err := m.backend.load(name)
+	if err != nil {
+		return nil, fmt.Errorf("cgroup: load %s/%s: %w", m.root, name, err)
+	}
+	return g, nil
+}
+
+// Enter moves the calling process into g and returns a function that moves
+// it back to the cgroups it was in. It is how the v1 shim makes its child
+// start inside the group (fork while inside, then leave, so the OOM killer
+// never picks the shim). No-op in disabled mode.
+func (m *Manager) Enter(g Group) (leave func() error, err error) {
+	leave, err = m.backend.enter(g)
+	if err != nil {
+		return nil, fmt.Errorf("cgroup: enter %s: %w", g.Path(), err)
+	}
+	return leave, nil
+}
+
+// RemoveRoot deletes the root group; it fails while groups remain under it.
+// Agents normally keep their root; tests remove theirs.
+func (m *Manager) RemoveRoot() error {
+	if err := m.backend.removeRoot(); err != nil {
+		return fmt.Errorf("cgroup: remove root %s: %w", m.root, err)
+	}
+	return nil
+}
+
+func cleanRoot(root string) (string, error) {
+	r := strings.Trim(root, "/")
+	if r == "" {
+		return "", errors.New("cgroup: empty root group name")
+	}
+	for _, p := range strings.Split(r, "/") {
+		if p == "" || p == "." || p == ".." {
+			return "", fmt.Errorf("cgroup: invalid root group %q", root)
+		}
+	}
+	return r, nil
+}
+
+func checkName(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00\n") {
+		return fmt.Errorf("cgroup: invalid group name %q", name)
+	}
+	return nil
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func hasController(dir, c string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	if err != nil {
+		return false
+	}
+	for _, f := range strings.Fields(string(b)) {
+		if f == c {
+			return true
+		}
+	}
+	return false
+}
+
+// permissionError turns EACCES/EPERM/EROFS into a friendly ErrNotWritable.
+func permissionError(path string, err error) error {
+	if errors.Is(err, os.ErrPermission) || errors.Is(err, errROFS) {
+		return fmt.Errorf("cgroup: %w: cannot create %s (running as uid %d): run the agent as root, or run it with cgroups disabled (memory caps will not be enforced): %v",
+			ErrNotWritable, path, os.Getuid(), err)
+	}
+	return fmt.Errorf("cgroup: create %s: %w", path, err)
+}
+
+// waitEmpty polls procs until it returns no pid or the timeout expires.
+func waitEmpty(g Group, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	delay := time.Millisecond
+	for {
+		pids, err := g.Procs()
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cgroup %s: %d process(es) still present after kill: %v", g.Path(), len(pids), pids)
+		}
+		time.Sleep(delay)
+		if delay < 20*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+// FormatBytes renders a size the way users read it: "512 MiB", "4 GiB",
+// "1.5 GiB".
+func FormatBytes(b int64) string {
+	const (
+		kib = int64(1) << 10
+		mib = int64(1) << 20
+		gib = int64(1) << 30
+		tib = int64(1) << 40
+	)
+	f := func(unit int64, name string) string {
+		if b%unit == 0 {
+			return fmt.Sprintf("%d %s", b/unit, name)
+		}
+		s := fmt.Sprintf("%.1f", float64(b)/float64(unit))
+		s = strings.TrimSuffix(s, ".0")
+		return s + " " + name
+	}
+	switch {
+	case b >= tib:
+		return f(tib, "TiB")
+	case b >= gib:
+		return f(gib, "GiB")
+	case b >= mib:
+		return f(mib, "MiB")
+	case b >= kib:
+		return f(kib, "KiB")
+	default:
+		return fmt.Sprintf("%d bytes", b)
+	}
+}

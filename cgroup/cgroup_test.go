@@ -1,0 +1,465 @@
+package cgroup
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	cgroups "github.com/containerd/cgroups/v3"
+	"golang.org/x/sys/unix"
+)
+
+const mib = 1 << 20
+
+func TestMain(m *testing.M) {
+	if os.Getenv("DUCC_CGROUP_TEST_NEW") != "" {
+		// Helper: try New as an unprivileged user; print the error.
+		_, err := New(os.Getenv("DUCC_CGROUP_TEST_NEW"), slog.New(slog.DiscardHandler))
+		switch {
+		case err == nil:
+			fmt.Println("ok")
+		case errors.Is(err, ErrNotWritable):
+			fmt.Println("notwritable:", err)
+		default:
+			fmt.Println("other:", err)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// newManager returns a manager with a unique root, removed at the end.
+func newManager(t *testing.T) *Manager {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("needs root")
+	}
+	root := fmt.Sprintf("ducc-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_"))
+	m, err := New(root, testLogger(t))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := m.RemoveRoot(); err != nil {
+			t.Errorf("RemoveRoot: %v", err)
+		}
+	})
+	return m
+}
+
+func create(t *testing.T, m *Manager, name string, r Resources) Group {
+	t.Helper()
+	g, err := m.Create(name, r)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := g.Kill(); err != nil {
+			t.Errorf("cleanup Kill: %v", err)
+		}
+		if err := g.Delete(); err != nil {
+			t.Errorf("cleanup Delete: %v", err)
+		}
+	})
+	return g
+}
+
+// startIn starts `sh -c script` gated on stdin: the process is moved into g
+// before the script runs. It returns the command (already running the script).
+func startIn(t *testing.T, g Group, script string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", "read x; "+script)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if err := g.AddProc(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+func TestMode(t *testing.T) {
+	m := newManager(t)
+	want := map[cgroups.CGMode]string{cgroups.Legacy: ModeV1, cgroups.Hybrid: ModeHybrid, cgroups.Unified: ModeV2}[cgroups.Mode()]
+	if m.Mode() != want && m.Mode() != ModeV2 {
+		t.Fatalf("Mode() = %q, want %q", m.Mode(), want)
+	}
+	if !m.Enabled() {
+		t.Fatal("not enabled")
+	}
+	t.Logf("mode %s root %s", m.Mode(), m.Root())
+}
+
+func TestOOMKill(t *testing.T) {
+	m := newManager(t)
+	g := create(t, m, "oom", Resources{MemoryLimit: 64 * mib, SwapLimit: NoSwap})
+	st, err := g.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.MemoryLimit != 64*mib {
+		t.Fatalf("MemoryLimit = %d, want %d", st.MemoryLimit, 64*mib)
+	}
+	if n, err := g.OOMKills(); err != nil || n != 0 {
+		t.Fatalf("OOMKills before = %d, %v", n, err)
+	}
+	cmd := startIn(t, g, "head -c 300M /dev/zero | tail")
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("process should fail, got %v", err)
+	}
+	t.Logf("exit: %v", ee)
+	n, err := g.OOMKills()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatalf("OOMKills = 0 after an OOM (exact=%v)", g.OOMExact())
+	}
+	st, err = g.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stats after OOM: %+v", st)
+	if st.OOMKills == 0 || st.MemoryMaxUsage == 0 {
+		t.Fatalf("stats did not move: %+v", st)
+	}
+	if st.MemoryMaxUsage > 64*mib {
+		t.Fatalf("max usage %d above the cap", st.MemoryMaxUsage)
+	}
+}
+
+func TestSwapCapped(t *testing.T) {
+	m := newManager(t)
+	g := create(t, m, "swap", Resources{MemoryLimit: 32 * mib, SwapLimit: NoSwap})
+	switch m.Mode() {
+	case ModeV1, ModeHybrid:
+		f := filepath.Join(v1Mount, "memory", m.Root(), "swap", "memory.memsw.limit_in_bytes")
+		if b, err := os.ReadFile(f); err == nil {
+			if strings.TrimSpace(string(b)) != fmt.Sprint(32*mib) {
+				t.Fatalf("memsw limit %s, want %d", b, 32*mib)
+			}
+		} else {
+			t.Logf("no memsw on this host: %v", err)
+		}
+	case ModeV2:
+		f := filepath.Join(g.Path(), "memory.swap.max")
+		if b, err := os.ReadFile(f); err == nil && strings.TrimSpace(string(b)) != "0" {
+			t.Fatalf("memory.swap.max = %s, want 0", b)
+		}
+	}
+	// Raise then drop the limit: the write order must satisfy memsw >= limit.
+	if err := g.Update(Resources{MemoryLimit: 128 * mib, SwapLimit: NoSwap}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := g.Stats(); st.MemoryLimit != 128*mib {
+		t.Fatalf("limit after update %d", st.MemoryLimit)
+	}
+	if err := g.Update(Resources{MemoryLimit: 16 * mib, SwapLimit: NoSwap}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Update(Resources{}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := g.Stats(); st.MemoryLimit != 0 {
+		t.Fatalf("limit after removal %d, want 0 (none)", st.MemoryLimit)
+	}
+}
+
+func TestKillAll(t *testing.T) {
+	m := newManager(t)
+	g := create(t, m, "kill", Resources{MemoryLimit: 256 * mib, CPUWeight: 200})
+	cmd := startIn(t, g, "sleep 100 & sleep 100 & (trap '' TERM; sleep 100) & wait")
+	deadline := time.Now().Add(5 * time.Second)
+	var pids []int
+	for time.Now().Before(deadline) {
+		var err error
+		if pids, err = g.Procs(); err != nil {
+			t.Fatal(err)
+		}
+		if len(pids) >= 4 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(pids) < 4 {
+		t.Fatalf("expected >= 4 processes, got %v", pids)
+	}
+	if err := g.Delete(); err == nil {
+		t.Fatal("Delete of a busy group should fail")
+	}
+	start := time.Now()
+	if err := g.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Kill took %v", time.Since(start))
+	if pids, _ := g.Procs(); len(pids) != 0 {
+		t.Fatalf("left after Kill: %v", pids)
+	}
+	err := cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("sh should be SIGKILLed: %v", err)
+	}
+	if err := g.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Load("kill"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("Load after Delete: %v, want ErrNotExist", err)
+	}
+}
+
+func TestStatsMove(t *testing.T) {
+	m := newManager(t)
+	g := create(t, m, "stats", Resources{MemoryLimit: 128 * mib})
+	before, err := g.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := startIn(t, g, "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; head -c 20M /dev/zero | tail >/dev/null")
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := g.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("before %+v after %+v", before, after)
+	if after.CPUUsage <= before.CPUUsage {
+		t.Fatalf("CPU did not move: %v -> %v", before.CPUUsage, after.CPUUsage)
+	}
+	if after.MemoryMaxUsage < 20*mib {
+		t.Fatalf("max usage %d < 20 MiB", after.MemoryMaxUsage)
+	}
+	if after.OOMKills != 0 {
+		t.Fatalf("unexpected OOM kills %d", after.OOMKills)
+	}
+}
+
+func TestLoadAndEnter(t *testing.T) {
+	m := newManager(t)
+	g := create(t, m, "enter", Resources{MemoryLimit: 512 * mib})
+	g2, err := m.Load("enter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g2.Path() != g.Path() {
+		t.Fatalf("Load path %s != %s", g2.Path(), g.Path())
+	}
+	before, _ := os.ReadFile("/proc/self/cgroup")
+	leave, err := m.Enter(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inside, _ := os.ReadFile("/proc/self/cgroup")
+	if err := leave(); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile("/proc/self/cgroup")
+	if !strings.Contains(string(inside), m.Root()+"/enter") {
+		t.Fatalf("not inside after Enter:\n%s", inside)
+	}
+	if string(before) != string(after) {
+		t.Fatalf("not restored:\nbefore %s\nafter %s", before, after)
+	}
+	if _, err := m.Load("nope"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("Load(nope) = %v", err)
+	}
+	if _, err := m.Create("a/b", Resources{}); err == nil {
+		t.Fatal("Create accepted a/b")
+	}
+}
+
+// TestV2Unified exercises the v2 backend on the cgroup2 mount of a hybrid
+// host (no controllers there: no memory cap, but procs, clone-into-cgroup,
+// cgroup.kill and delete work).
+func TestV2Unified(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root")
+	}
+	mp := v1Mount
+	if cgroups.Mode() == cgroups.Hybrid {
+		mp = filepath.Join(v1Mount, "unified")
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(mp, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
+		t.Skip("no cgroup2 mount")
+	}
+	root := fmt.Sprintf("ducc-test-%d-v2", os.Getpid())
+	m, err := NewWithOptions(Options{Root: root, Logger: testLogger(t), Mode: ModeV2, Mountpoint: mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := m.RemoveRoot(); err != nil {
+			t.Error(err)
+		}
+	}()
+	b := m.backend.(*v2Backend)
+	r := Resources{}
+	if b.ctrl["memory"] {
+		r.MemoryLimit = 64 * mib
+		r.SwapLimit = NoSwap
+	} else if _, err := m.Create("nomem", Resources{MemoryLimit: mib}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("memory cap without memory controller: %v", err)
+	}
+	g, err := m.Create("g", r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Delete()
+	fd, err := g.OpenFD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", "sleep 100 & sleep 100; wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(fd)
+	time.Sleep(50 * time.Millisecond)
+	pids, err := g.Procs()
+	if err != nil || len(pids) < 2 {
+		t.Fatalf("Procs = %v, %v", pids, err)
+	}
+	if n, err := g.OOMKills(); err != nil || n != 0 {
+		t.Fatalf("OOMKills = %d, %v", n, err)
+	}
+	if _, err := g.Stats(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("not killed: %v", cmd.ProcessState)
+	}
+	if err := g.Delete(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDisabled(t *testing.T) {
+	m := NewDisabled(testLogger(t))
+	if m.Mode() != ModeDisabled || m.Enabled() {
+		t.Fatal(m.Mode())
+	}
+	g, err := m.Create("x", Resources{MemoryLimit: mib})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.AddProc(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := g.Procs(); err != nil || len(p) != 0 {
+		t.Fatal(p, err)
+	}
+	if _, err := g.Stats(); !errors.Is(err, ErrDisabled) {
+		t.Fatal(err)
+	}
+	if _, err := g.OpenFD(); !errors.Is(err, ErrNoCgroupFD) {
+		t.Fatal(err)
+	}
+	leave, err := m.Enter(g)
+	if err != nil || leave() != nil {
+		t.Fatal(err)
+	}
+	if err := g.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Delete(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNotWritable runs New as nobody and expects a friendly ErrNotWritable.
+func TestNotWritable(t *testing.T) {
+	if os.Getuid() != 0 {
+		_, err := New(fmt.Sprintf("ducc-test-%d-nw", os.Getpid()), nil)
+		if !errors.Is(err, ErrNotWritable) {
+			t.Fatalf("New as uid %d: %v", os.Getuid(), err)
+		}
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test binary lives in a private temp dir: copy it somewhere nobody can run it.
+	dir, err := os.MkdirTemp("", "ducc-cgtest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "cgtest")
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("DUCC_CGROUP_TEST_NEW=ducc-test-%d-nw", os.Getpid()))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.Dir = "/"
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Skipf("cannot run helper as nobody: %v %s", err, out)
+	}
+	t.Logf("%s", out)
+	if !strings.HasPrefix(string(out), "notwritable:") || !strings.Contains(string(out), "run the agent as root") {
+		t.Fatalf("unexpected: %s", out)
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	for in, want := range map[int64]string{
+		512 * mib:         "512 MiB",
+		4 << 30:           "4 GiB",
+		3 << 29:           "1.5 GiB",
+		64 * mib:          "64 MiB",
+		1000:              "1000 bytes",
+		2048:              "2 KiB",
+		mib + mib/2:       "1.5 MiB",
+		(1 << 30) + 1<<20: "1 GiB",
+		(1 << 30) + 1<<27: "1.1 GiB",
+	} {
+		if got := FormatBytes(in); got != want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", in, got, want)
+		}
+	}
+}

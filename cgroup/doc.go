@@ -1,0 +1,43 @@
+// Package cgroup is the only package in ducc that knows about cgroup files.
+//
+// It offers one interface ([Manager] and [Group]) over cgroup v1 (legacy and
+// hybrid hosts) and cgroup v2 (unified hierarchy), built on
+// github.com/containerd/cgroups/v3 (packages cgroup1 and cgroup2; the host mode
+// comes from cgroups.Mode()).
+//
+// All groups of one agent live under a root group (for example "ducc"):
+//
+//	v1: /sys/fs/cgroup/{memory,cpu,cpuacct,freezer,pids}/<root>/<name>
+//	v2: /sys/fs/cgroup/<root>/<name>
+//
+// On a hybrid host (v1 controllers plus an empty cgroup2 mount at
+// /sys/fs/cgroup/unified) the v1 hierarchies are used, because that is where
+// the controllers are; if the host has no v1 memory hierarchy but the unified
+// mount has a memory controller, v2 at the unified mount is used instead.
+//
+// # Memory caps
+//
+// [Resources.MemoryLimit] is written as memory.limit_in_bytes (v1) or
+// memory.max (v2). Swap is capped where the host accounts it:
+// [Resources.SwapLimit] = [NoSwap] writes memory.memsw.limit_in_bytes equal to
+// the memory limit on v1 (no swap beyond the cap) and memory.swap.max = 0 on
+// v2. If the host does not account swap (no memsw files, no memory.swap.max)
+// the swap setting is skipped with a debug log line.
+//
+// # OOM detection
+//
+// v2: the oom_kill counter of memory.events. v1: the oom_kill line of
+// memory.oom_control (kernels >= 4.13). On older v1 kernels that line is
+// absent; [Group.OOMKills] then returns 1 when memory.failcnt > 0 and 0
+// otherwise, and [Group.OOMExact] returns false: the caller must combine it
+// with its own evidence (the process died from SIGKILL) before calling it an
+// OOM kill. The proc package does exactly that.
+//
+// # Disabled mode
+//
+// When cgroups are not writable (a non-root developer running the agent),
+// [New] fails with an error wrapping [ErrNotWritable] that says so. The caller
+// can then use [NewDisabled]: every group operation is a no-op, caps are not
+// enforced, [Group.Procs] is empty, [Group.Stats] returns [ErrDisabled] and
+// the manager logs one warning line saying that memory caps are not enforced.
+package cgroup

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ducc-project/ducc/agent"
+	"github.com/ducc-project/ducc/head/rm"
+)
+
+func newAgentCmd() *cobra.Command {
+	var (
+		dev      bool
+		config   string
+		dataDir  string
+		memory   string
+		node     string
+		logLevel string
+		listen   []string
+	)
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "run the node agent (with --dev: a complete one-node cluster)",
+		Long: `Run the node daemon. With --dev, start a complete one-node cluster in this
+process with no config file: identity and cluster key are generated into the
+data dir, the node is head and worker, and the local API listens on
+<data-dir>/ducc.sock.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
+				return usageErr("bad --log-level %q: use debug, info, warn or error", logLevel)
+			}
+			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+			var cfg *agent.Config
+			switch {
+			case config != "":
+				c, err := agent.LoadConfig(config)
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				cfg = c
+				if dataDir != "" {
+					cfg.DataDir = dataDir
+				}
+			case dev:
+				if dataDir == "" {
+					dataDir = agent.DefaultDevDataDir()
+				}
+				cfg = agent.DevConfig(dataDir)
+			default:
+				const sys = "/etc/ducc/ducc.yaml"
+				if _, err := os.Stat(sys); err != nil {
+					return usageErr("no config: pass --dev for a one-node dev cluster, or --config FILE (default %s)", sys)
+				}
+				c, err := agent.LoadConfig(sys)
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				cfg = c
+			}
+			if memory != "" {
+				m, err := rm.ParseSize(memory)
+				if err != nil || m <= 0 {
+					return usageErr("bad --memory %q: write a size like 16G, 512M or 16GiB", memory)
+				}
+				cfg.Memory = rm.Size(m)
+			}
+			if node != "" {
+				cfg.Node = node
+			}
+			if len(listen) > 0 {
+				cfg.Listen = listen
+			}
+			a, err := agent.New(cfg, version, logger)
+			if err != nil {
+				return &exitError{code: exitFailed, msg: err.Error()}
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			if err := a.Run(ctx); err != nil {
+				return &exitError{code: exitFailed, msg: err.Error()}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&dev, "dev", false, "start a one-node dev cluster (head and worker) with no config file")
+	f.StringVar(&config, "config", "", "config file (default /etc/ducc/ducc.yaml)")
+	f.StringVar(&dataDir, "data-dir", "", "data directory (dev default ~/.local/share/ducc)")
+	f.StringVar(&memory, "memory", "", "declare the node's schedulable memory, e.g. 16G (default: measured)")
+	f.StringVar(&node, "node", "", "node name (default: host name)")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringSliceVar(&listen, "listen", nil, "libp2p listen multiaddrs (dev default /ip4/127.0.0.1/tcp/0)")
+	return cmd
+}

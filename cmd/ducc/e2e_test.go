@@ -1,0 +1,444 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ducc-project/ducc/wire"
+)
+
+// The end-to-end tests build the real binary, start `ducc agent --dev` in
+// a temp dir and drive the real CLI against it.
+
+var duccBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ducc-e2e-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	duccBin = filepath.Join(dir, "ducc")
+	out, err := exec.Command("go", "build", "-o", duccBin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build ducc: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// cluster is a dev cluster started from the real binary.
+type cluster struct {
+	t    testing.TB
+	dir  string
+	sock string
+	cmd  *exec.Cmd
+	log  *os.File
+}
+
+func startCluster(t testing.TB) *cluster {
+	t.Helper()
+	dir := t.TempDir()
+	// Log directories must be reachable by other users (e.g. the test user).
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{t: t, dir: dir, sock: filepath.Join(dir, "data", "ducc.sock")}
+	c.start()
+	t.Cleanup(func() {
+		c.stop()
+		// Kill what the tests left running so no process outlives them.
+		killLeftovers(filepath.Join(dir, "data"))
+	})
+	return c
+}
+
+func (c *cluster) start() {
+	c.t.Helper()
+	lf, err := os.OpenFile(filepath.Join(c.dir, "agent.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.log = lf
+	c.cmd = exec.Command(duccBin, "agent", "--dev", "--data-dir", filepath.Join(c.dir, "data"), "--memory", "16G", "--node", "n1")
+	c.cmd.Stdout, c.cmd.Stderr = lf, lf
+	if err := c.cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		out, _, code := c.ducc("status", "--json")
+		var st wire.StatusInfo
+		if code == 0 && json.Unmarshal([]byte(out), &st) == nil && st.NodesUp == 1 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatalf("dev cluster did not come up in 20s; agent log:\n%s", c.agentLog())
+}
+
+func (c *cluster) agentLog() string {
+	b, _ := os.ReadFile(filepath.Join(c.dir, "agent.log"))
+	return string(b)
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (c *cluster) stop() {
+	if c.cmd == nil || c.cmd.ProcessState != nil {
+		return
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- c.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			c.t.Errorf("agent did not exit cleanly on SIGTERM: %v\n%s", err, c.agentLog())
+		}
+	case <-time.After(20 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-done
+		c.t.Errorf("agent did not stop within 20s of SIGTERM\n%s", c.agentLog())
+	}
+	c.log.Close()
+}
+
+func (c *cluster) kill9() {
+	_ = c.cmd.Process.Kill()
+	_ = c.cmd.Wait()
+	c.log.Close()
+}
+
+// ducc runs the CLI against this cluster.
+func (c *cluster) ducc(args ...string) (stdout, stderr string, code int) {
+	return runDucc(c.sock, args...)
+}
+
+func runDucc(sock string, args ...string) (string, string, int) {
+	cmd := exec.Command(duccBin, args...)
+	cmd.Env = append(os.Environ(), "DUCC_SOCKET="+sock)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		code = -1
+	}
+	return out.String(), errb.String(), code
+}
+
+func (c *cluster) show(id string) wire.WorkInfo {
+	c.t.Helper()
+	out, errs, code := c.ducc("show", id, "--json")
+	if code != 0 {
+		c.t.Fatalf("ducc show %s: exit %d: %s", id, code, errs)
+	}
+	var w wire.WorkInfo
+	if err := json.Unmarshal([]byte(out), &w); err != nil {
+		c.t.Fatalf("ducc show %s: %v", id, err)
+	}
+	return w
+}
+
+// waitRunning waits until the work's process runs.
+func (c *cluster) waitRunning(id string) wire.WorkInfo {
+	c.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		w := c.show(id)
+		if w.State == "Running" && len(w.Procs) > 0 && w.Procs[0].PID > 0 {
+			return w
+		}
+		if w.Ended {
+			c.t.Fatalf("work %s ended before running: %+v", id, w)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.t.Fatalf("work %s not running after 15s: %+v", id, c.show(id))
+	return wire.WorkInfo{}
+}
+
+func killLeftovers(dataDir string) {
+	ents, _ := os.ReadDir(filepath.Join(dataDir, "procs"))
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dataDir, "procs", e.Name(), "child.json"))
+		if err != nil {
+			continue
+		}
+		var st struct {
+			PID int `json:"pid"`
+		}
+		if json.Unmarshal(b, &st) == nil && st.PID > 0 {
+			_ = syscall.Kill(-st.PID, syscall.SIGKILL)
+			_ = syscall.Kill(st.PID, syscall.SIGKILL)
+		}
+	}
+}
+
+func isRoot() bool { return os.Geteuid() == 0 }
+
+func TestRun(t *testing.T) {
+	c := startCluster(t)
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantOut    string
+		wantErr    string
+		needsRoot  bool
+	}{
+		{name: "output and exit code", args: []string{"run", "--", "sh", "-c", "echo hello; echo oops >&2; exit 7"}, wantCode: 7, wantOut: "hello\noops\n"},
+		{name: "success", args: []string{"run", "--memory", "512M", "--", "true"}, wantCode: 0},
+		{name: "memory cap kill", args: []string{"run", "--memory", "512M", "--", "sh", "-c", "head -c 3000M /dev/zero | tail"},
+			wantCode: 137, wantErr: "exceeded its memory limit of 1 GiB", needsRoot: true},
+		{name: "missing executable", args: []string{"run", "--", "/no/such/program"}, wantCode: 1, wantErr: "LaunchFailure"},
+		{name: "unknown class", args: []string{"run", "--class", "hgih", "--", "true"}, wantCode: 2, wantErr: `unknown class "hgih"; classes are: `},
+		{name: "fair class refused", args: []string{"run", "--class", "normal", "--", "true"}, wantCode: 2, wantErr: "needs a FIXED_SHARE class"},
+		{name: "bad memory", args: []string{"run", "--memory", "12X", "--", "true"}, wantCode: 2, wantErr: `bad --memory "12X"`},
+		{name: "too big for any node", args: []string{"run", "--memory", "64G", "--", "true"}, wantCode: 2, wantErr: "no node can hold 64 GiB; largest schedulable is 16 GiB"},
+		{name: "unknown flag", args: []string{"run", "--bogus", "--", "true"}, wantCode: 2, wantErr: "unknown flag: --bogus"},
+		{name: "no command", args: []string{"run"}, wantCode: 2},
+		{name: "not built", args: []string{"submit", "job.yaml"}, wantCode: 2, wantErr: "not built yet"},
+		{name: "bad id", args: []string{"wait", "x17"}, wantCode: 2, wantErr: `bad id "x17"`},
+		{name: "no such work", args: []string{"show", "99999"}, wantCode: 2, wantErr: "no work with id 99999"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.needsRoot && !isRoot() {
+				t.Skip("needs root for cgroups")
+			}
+			out, errs, code := c.ducc(tc.args...)
+			if code != tc.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.wantCode, out, errs)
+			}
+			if tc.wantOut != "" && out != tc.wantOut {
+				t.Errorf("stdout %q, want %q", out, tc.wantOut)
+			}
+			if !strings.Contains(errs, tc.wantErr) {
+				t.Errorf("stderr %q does not contain %q", errs, tc.wantErr)
+			}
+			if code == 2 && strings.Count(strings.TrimSpace(errs), "\n") > 0 && tc.name != "no command" {
+				t.Errorf("usage error is more than one line: %q", errs)
+			}
+		})
+	}
+}
+
+func TestDetachWaitCancel(t *testing.T) {
+	c := startCluster(t)
+	out, errs, code := c.ducc("run", "--detach", "--", "sh", "-c", "sleep 0.5; exit 3")
+	if code != 0 {
+		t.Fatalf("detach: exit %d: %s", code, errs)
+	}
+	id := strings.TrimSpace(out)
+	if _, err := strconv.ParseUint(id, 10, 64); err != nil {
+		t.Fatalf("--detach printed %q, want an id", out)
+	}
+	if _, errs, code := c.ducc("wait", id); code != 3 {
+		t.Fatalf("wait %s: exit %d, want 3 (%s)", id, code, errs)
+	}
+
+	// Cancel: the process traps SIGTERM and exits 42, so we see that it got
+	// the signal and was allowed to end by itself.
+	out, _, _ = c.ducc("run", "--detach", "--", "sh", "-c", "trap 'exit 42' TERM; while :; do sleep 0.1; done")
+	id = strings.TrimSpace(out)
+	c.waitRunning(id)
+	if out, errs, code := c.ducc("cancel", id); code != 0 {
+		t.Fatalf("cancel: exit %d: %s %s", code, out, errs)
+	}
+	if _, _, code := c.ducc("wait", id); code != 42 {
+		t.Errorf("wait after cancel: exit %d, want 42 (the process's own code)", code)
+	}
+	w := c.show(id)
+	if w.Completion != "CanceledByUser" {
+		t.Errorf("completion %q, want CanceledByUser", w.Completion)
+	}
+
+	// jobs lists active work; --all includes the ended.
+	out, _, _ = c.ducc("jobs", "--all", "--json")
+	var list wire.WorkList
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("jobs --json: %v: %s", err, out)
+	}
+	if len(list.Work) != 2 {
+		t.Errorf("jobs --all lists %d, want 2: %s", len(list.Work), out)
+	}
+	out, _, _ = c.ducc("jobs")
+	if !strings.HasPrefix(out, "ID") || strings.Contains(out, "\n"+id+" ") {
+		t.Errorf("jobs (active only) lists ended work:\n%s", out)
+	}
+}
+
+func TestAgentKill9ReadoptAndRestart(t *testing.T) {
+	c := startCluster(t)
+	out, errs, code := c.ducc("run", "--detach", "--", "sh", "-c", "sleep 2; exit 5")
+	if code != 0 {
+		t.Fatalf("detach: %s", errs)
+	}
+	id := strings.TrimSpace(out)
+	before := c.waitRunning(id)
+	c.kill9()
+	// The process survives the agent.
+	if err := syscall.Kill(before.Procs[0].PID, 0); err != nil {
+		t.Fatalf("process %d died with the agent: %v", before.Procs[0].PID, err)
+	}
+	c.start()
+	if _, errs, code := c.ducc("wait", id); code != 5 {
+		t.Fatalf("wait after agent restart: exit %d, want 5 (%s)\n%s", code, errs, c.agentLog())
+	}
+	after := c.show(id)
+	if after.Procs[0].PID != before.Procs[0].PID {
+		t.Errorf("process restarted: pid %d, was %d", after.Procs[0].PID, before.Procs[0].PID)
+	}
+	if !strings.Contains(c.agentLog(), "re-adopted process") {
+		t.Errorf("agent log does not mention re-adoption")
+	}
+
+	// A full clean restart keeps the history (Raft log and snapshot).
+	c.stop()
+	c.start()
+	out, _, _ = c.ducc("jobs", "--all", "--json")
+	var list wire.WorkList
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list.Work) != 1 || list.Work[0].ExitCode != 5 {
+		t.Fatalf("history after restart: %v %s", err, out)
+	}
+	// New ids continue after the old ones.
+	out, _, _ = c.ducc("run", "--detach", "--", "true")
+	if got := strings.TrimSpace(out); got == id {
+		t.Errorf("id %s reused after restart", got)
+	}
+}
+
+func TestSecondAgentRefused(t *testing.T) {
+	c := startCluster(t)
+	cmd := exec.Command(duccBin, "agent", "--dev", "--data-dir", filepath.Join(c.dir, "data"))
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("second agent started on the same data dir")
+	}
+	if !strings.Contains(string(out), "already running on data dir") {
+		t.Errorf("second agent says %q", out)
+	}
+}
+
+func TestNoAgent(t *testing.T) {
+	_, errs, code := runDucc(filepath.Join(t.TempDir(), "none.sock"), "jobs")
+	if code != 3 {
+		t.Fatalf("exit %d, want 3", code)
+	}
+	if !strings.Contains(errs, "no ducc agent answers") || strings.Count(errs, "\n") != 1 {
+		t.Errorf("stderr %q: want one line saying no agent answers", errs)
+	}
+}
+
+func TestNodesAndStatus(t *testing.T) {
+	c := startCluster(t)
+	out, _, code := c.ducc("nodes", "--json")
+	var nl wire.NodeList
+	if code != 0 || json.Unmarshal([]byte(out), &nl) != nil || len(nl.Nodes) != 1 {
+		t.Fatalf("nodes: %d %s", code, out)
+	}
+	n := nl.Nodes[0]
+	if n.Name != "n1" || n.State != "Up" || n.MemSchedulable != 16<<30 || n.Shares != 16 {
+		t.Errorf("node %+v", n)
+	}
+	out, _, _ = c.ducc("status")
+	for _, want := range []string{"Head:", "n1", "Leader", "Nodes up:", "1 of 1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	if out, _, code := c.ducc("version"); code != 0 || !strings.HasPrefix(out, "ducc ") {
+		t.Errorf("version: %d %q", code, out)
+	}
+}
+
+// ensureUser creates a test user once.
+func ensureUser(t *testing.T, name string) *user.User {
+	t.Helper()
+	if u, err := user.Lookup(name); err == nil {
+		return u
+	}
+	if out, err := exec.Command("useradd", "-M", "-s", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
+		t.Fatalf("useradd %s: %v %s", name, err, out)
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestRunAsAnotherUser(t *testing.T) {
+	if !isRoot() {
+		t.Skip("needs root to create users and switch to them")
+	}
+	u := ensureUser(t, "ducc-e2e")
+	c := startCluster(t)
+	logDir := filepath.Join(c.dir, "logs")
+	out, errs, code := c.ducc("run", "--as", "ducc-e2e", "--log-dir", logDir, "--", "sh", "-c", "id -un; id -u")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if want := "ducc-e2e\n" + u.Uid + "\n"; out != want {
+		t.Errorf("ran as %q, want %q", out, want)
+	}
+	// The log is <log-dir>/<id>/<id>-POP-<node>-<pid>.log, owned by the user.
+	matches, _ := filepath.Glob(filepath.Join(logDir, "*", "*-POP-n1-*.log"))
+	if len(matches) != 1 {
+		t.Fatalf("log files %v", matches)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(matches[0], &st); err != nil || strconv.Itoa(int(st.Uid)) != u.Uid {
+		t.Errorf("log %s owned by uid %d, want %s", matches[0], st.Uid, u.Uid)
+	}
+	// Another user may not cancel it; root may.
+	out, _, _ = c.ducc("run", "--as", "ducc-e2e", "--log-dir", logDir, "--detach", "--", "sleep", "30")
+	id := strings.TrimSpace(out)
+	c.waitRunning(id)
+	ensureUser(t, "ducc-e2e2")
+	if _, errs, code := c.ducc("cancel", "--as", "ducc-e2e2", id); code != 2 || !strings.Contains(errs, "belongs to ducc-e2e") {
+		t.Errorf("other user's cancel: exit %d %q", code, errs)
+	}
+	if _, errs, code := c.ducc("cancel", id); code != 0 {
+		t.Errorf("root cancel: exit %d %q", code, errs)
+	}
+	c.ducc("wait", id)
+}
+
+// BenchmarkRunTrue measures `ducc run -- true` end to end on a warm dev
+// cluster: CLI start, submit through Raft, schedule, shim, exit, report
+// through Raft, answer.
+func BenchmarkRunTrue(b *testing.B) {
+	c := startCluster(b)
+	c.ducc("run", "--", "true") // warm up
+	durs := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if _, errs, code := c.ducc("run", "--", "true"); code != 0 {
+			b.Fatalf("exit %d: %s", code, errs)
+		}
+		durs = append(durs, time.Since(start))
+	}
+	b.StopTimer()
+	sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
+	b.ReportMetric(float64(durs[len(durs)/2].Microseconds())/1000, "median-ms")
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/wire"
+)
+
+func newNodesCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "nodes",
+		Short: "list nodes: state, memory, shares, processes, last heartbeat",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var list wire.NodeList
+			if err := newClient(g).call(cmd.Context(), wire.MethodNodes, wire.Empty{}, &list); err != nil {
+				return err
+			}
+			if g.json {
+				if list.Nodes == nil {
+					list.Nodes = []wire.NodeInfo{}
+				}
+				return printJSON(cmd.OutOrStdout(), list)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tSTATE\tMEM TOTAL\tSCHEDULABLE\tUSED\tSHARES\tPROCS\tHEARTBEAT")
+			for _, n := range list.Nodes {
+				age := time.Since(time.UnixMilli(n.LastHeartbeat)).Round(100 * time.Millisecond)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s ago\n", n.Name, n.State, rm.FormatSize(n.MemTotal),
+					rm.FormatSize(n.MemSchedulable), rm.FormatSize(n.MemUsed), n.SharesUsed, n.Shares, n.Procs, age)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func newStatusCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "show the cluster: head, Raft state, nodes up",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var st wire.StatusInfo
+			if err := newClient(g).call(cmd.Context(), wire.MethodStatus, wire.Empty{}, &st); err != nil {
+				return err
+			}
+			if g.json {
+				return printJSON(cmd.OutOrStdout(), st)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "Head:\t%s (%s)\n", st.Head, st.HeadPeer)
+			fmt.Fprintf(tw, "Raft:\t%s, term %d, applied index %d\n", st.RaftState, st.RaftTerm, st.RaftIndex)
+			fmt.Fprintf(tw, "Raft peers:\t%s\n", strings.Join(st.Peers, ", "))
+			fmt.Fprintf(tw, "Nodes up:\t%d of %d\n", st.NodesUp, st.NodesAll)
+			fmt.Fprintf(tw, "Share quantum:\t%s\n", rm.FormatSize(st.Quantum))
+			fmt.Fprintf(tw, "Local agent:\t%s\n", st.Agent)
+			fmt.Fprintf(tw, "Version:\t%s\n", st.Version)
+			return tw.Flush()
+		},
+	}
+}

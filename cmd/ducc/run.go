@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ducc-project/ducc/agent"
+	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/wire"
+)
+
+func newRunCmd(g *globals) *cobra.Command {
+	var (
+		memory, class, desc, logDir string
+		detach                      bool
+		machines                    []string
+	)
+	cmd := &cobra.Command{
+		Use:   "run [flags] -- CMD [ARGS...]",
+		Short: "run one process on the cluster (a managed reservation), output attached",
+		Long: `Run any command as you on a node of the cluster, inside a memory cgroup capped at
+the requested memory rounded up to whole shares. Output is streamed back and the
+exit code of 'ducc run' is the process's. Ctrl-C cancels it. With --detach, print
+the id and return at once; 'ducc wait ID' gives the exit code later.`,
+		Example: "  ducc run -- hostname\n  ducc run --memory 512M -- python3 train.py\n  id=$(ducc run --detach -- sleep 600)",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := wire.RunRequest{Class: class, Path: args[0], Args: args[1:], Description: desc, MachineList: machines}
+			if memory != "" {
+				m, err := rm.ParseSize(memory)
+				if err != nil || m <= 0 {
+					return usageErr("bad --memory %q: write a size like 4G, 512M or 4GiB", memory)
+				}
+				req.Memory = m
+			}
+			req.Env = os.Environ()
+			if wd, err := os.Getwd(); err == nil {
+				req.Dir = wd
+			}
+			req.LogDir = logDir
+			c := newClient(g)
+			ctx := cmd.Context()
+			if detach {
+				var rep wire.SubmitReply
+				if err := c.call(ctx, wire.MethodRun, req, &rep); err != nil {
+					return err
+				}
+				if g.json {
+					return printJSON(cmd.OutOrStdout(), rep)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), rep.ID)
+				return nil
+			}
+			return attach(ctx, c, req, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.SetInterspersed(false)
+	f.StringVar(&memory, "memory", "", "memory for the process, e.g. 512M or 4G (default: the class default, 4G)")
+	f.StringVar(&class, "class", "", "FIXED_SHARE scheduling class (default: fixed)")
+	f.BoolVar(&detach, "detach", false, "print the id and return without waiting")
+	f.StringVar(&desc, "description", "", "free text shown by 'ducc jobs'")
+	f.StringVar(&logDir, "log-dir", "", "log directory (default ~/ducc/logs); the log is <dir>/<id>/")
+	f.StringSliceVar(&machines, "machine", nil, "run only on these nodes")
+	return cmd
+}
+
+// attach submits, streams output and turns the final state into an exit
+// code. Ctrl-C cancels the work and waits for it to stop.
+func attach(ctx context.Context, c *client, req wire.RunRequest, stdout, stderr io.Writer) error {
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	var id uint64
+	var final *wire.WorkInfo
+	stopSig := make(chan struct{})
+	defer close(stopSig)
+	go func() {
+		for {
+			select {
+			case <-stopSig:
+				return
+			case <-sig:
+				if id != 0 {
+					fmt.Fprintf(stderr, "ducc: canceling %d\n", id)
+					cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					var info wire.WorkInfo
+					_ = c.call(cctx, wire.MethodCancel, wire.CancelRequest{ID: id}, &info)
+					cancel()
+				}
+			}
+		}
+	}()
+	err := c.stream(ctx, "POST", "/v1/run/attach", req, func(ev agent.AttachEvent) error {
+		switch {
+		case ev.ID != 0:
+			id = ev.ID
+		case len(ev.Output) > 0:
+			_, err := stdout.Write(ev.Output)
+			return err
+		case ev.Notice != "":
+			fmt.Fprintln(stderr, "ducc: "+ev.Notice)
+		case ev.Error != nil:
+			return &exitError{code: ev.Error.Code, msg: ev.Error.Error}
+		case ev.Work != nil:
+			final = ev.Work
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if final == nil {
+		return &exitError{code: exitFailed, msg: fmt.Sprintf("lost track of %d; see 'ducc show %d'", id, id)}
+	}
+	return workExit(final, stderr)
+}
+
+// workExit turns how a managed reservation ended into an exit code and a
+// message: the process's own code when it ran.
+func workExit(w *wire.WorkInfo, stderr io.Writer) error {
+	if !w.Ended {
+		return &exitError{code: exitFailed, msg: fmt.Sprintf("%d is still %s", w.ID, w.State)}
+	}
+	switch w.Completion {
+	case "ProgramExit", "EndOfJob":
+		if w.Reason != "" && w.ExitCode != 0 {
+			fmt.Fprintf(stderr, "ducc: %d %s\n", w.ID, w.Reason)
+		}
+		if w.ExitCode == 0 {
+			return nil
+		}
+		return &exitError{code: exitCode(w.ExitCode)}
+	default:
+		msg := fmt.Sprintf("%d ended %s", w.ID, w.Completion)
+		if w.Reason != "" {
+			msg += ": " + w.Reason
+		}
+		code := exitFailed
+		if len(w.Procs) > 0 && w.Procs[len(w.Procs)-1].PID != 0 && w.ExitCode != 0 {
+			code = exitCode(w.ExitCode)
+		}
+		return &exitError{code: code, msg: msg}
+	}
+}
+
+// exitCode maps a process exit code to ours: negative (signal) codes
+// follow the shell's 128+n convention elsewhere, so clamp to 1..255.
+func exitCode(c int) int {
+	if c <= 0 || c > 255 {
+		return exitFailed
+	}
+	return c
+}

@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ducc-project/ducc/agent"
+	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/wire"
+)
+
+func parseID(s string) (uint64, error) {
+	id, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || id == 0 {
+		return 0, usageErr("bad id %q: ids are positive numbers, as printed by 'ducc jobs'", s)
+	}
+	return id, nil
+}
+
+func newWaitCmd(g *globals) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "wait ID",
+		Short: "wait for work to end; the exit code is the work's",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			c := newClient(g)
+			var info wire.WorkInfo
+			for {
+				err := c.call(ctx, wire.MethodWait, wire.WaitRequest{ID: id, TimeoutMS: 30_000}, &info)
+				if err != nil {
+					if ctx.Err() != nil {
+						return &exitError{code: exitFailed, msg: fmt.Sprintf("%d still %s after %s", id, info.State, timeout)}
+					}
+					return err
+				}
+				if info.Ended {
+					break
+				}
+			}
+			if g.json {
+				if err := printJSON(cmd.OutOrStdout(), info); err != nil {
+					return err
+				}
+			}
+			return workExit(&info, cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (exit 1)")
+	return cmd
+}
+
+func newCancelCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel ID...",
+		Short: "cancel work: SIGTERM, then SIGKILL after the grace period",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c := newClient(g)
+			for _, a := range args {
+				id, err := parseID(a)
+				if err != nil {
+					return err
+				}
+				var info wire.WorkInfo
+				if err := c.call(cmd.Context(), wire.MethodCancel, wire.CancelRequest{ID: id}, &info); err != nil {
+					return err
+				}
+				if g.json {
+					if err := printJSON(cmd.OutOrStdout(), info); err != nil {
+						return err
+					}
+					continue
+				}
+				if info.Ended {
+					fmt.Fprintf(cmd.OutOrStdout(), "%d %s (%s)\n", id, info.State, info.Completion)
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "%d canceling\n", id)
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func newJobsCmd(g *globals) *cobra.Command {
+	var all bool
+	var user string
+	cmd := &cobra.Command{
+		Use:   "jobs",
+		Short: "list work: jobs, managed reservations, reservations",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var list wire.WorkList
+			if err := newClient(g).call(cmd.Context(), wire.MethodJobs, wire.ListRequest{All: all, User: user}, &list); err != nil {
+				return err
+			}
+			if g.json {
+				if list.Work == nil {
+					list.Work = []wire.WorkInfo{}
+				}
+				return printJSON(cmd.OutOrStdout(), list)
+			}
+			printWorkTable(cmd.OutOrStdout(), list.Work, time.Now())
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&all, "all", "a", false, "include finished work")
+	cmd.Flags().StringVarP(&user, "user", "u", "", "only this user's work")
+	return cmd
+}
+
+func printWorkTable(w io.Writer, ws []wire.WorkInfo, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tUSER\tKIND\tCLASS\tSTATE\tMEMORY\tNODE\tSTART\tDURATION\tREASON")
+	for _, x := range ws {
+		state := x.State
+		if x.Ended {
+			state = x.Completion
+			if x.Completion == "ProgramExit" {
+				state = fmt.Sprintf("Exit(%d)", x.ExitCode)
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", x.ID, x.User, x.Kind, x.Class, state,
+			rm.FormatSize(x.Memory), dash(x.Node), clock(x.StartedAt), duration(x.StartedAt, x.EndedAt, now), x.Reason)
+	}
+	tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func clock(ms int64) string {
+	if ms == 0 {
+		return "-"
+	}
+	t := time.UnixMilli(ms)
+	if time.Since(t) > 20*time.Hour {
+		return t.Format("Jan 02 15:04")
+	}
+	return t.Format("15:04:05")
+}
+
+func duration(start, end int64, now time.Time) string {
+	if start == 0 {
+		return "-"
+	}
+	e := now
+	if end != 0 {
+		e = time.UnixMilli(end)
+	}
+	d := e.Sub(time.UnixMilli(start))
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+func newShowCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ID",
+		Short: "show one piece of work in detail",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			var info wire.WorkInfo
+			if err := newClient(g).call(cmd.Context(), wire.MethodShow, wire.IDRequest{ID: id}, &info); err != nil {
+				return err
+			}
+			if g.json {
+				return printJSON(cmd.OutOrStdout(), info)
+			}
+			printWork(cmd.OutOrStdout(), info)
+			return nil
+		},
+	}
+}
+
+func printWork(w io.Writer, x wire.WorkInfo) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "ID:\t%d\n", x.ID)
+	fmt.Fprintf(tw, "Kind:\t%s\n", x.Kind)
+	fmt.Fprintf(tw, "User:\t%s\n", x.User)
+	fmt.Fprintf(tw, "Class:\t%s\n", x.Class)
+	fmt.Fprintf(tw, "State:\t%s\n", x.State)
+	if x.Ended {
+		fmt.Fprintf(tw, "Completion:\t%s\n", x.Completion)
+		fmt.Fprintf(tw, "Exit code:\t%d\n", x.ExitCode)
+	}
+	if x.Reason != "" {
+		fmt.Fprintf(tw, "Reason:\t%s\n", x.Reason)
+	}
+	fmt.Fprintf(tw, "Memory:\t%s\n", rm.FormatSize(x.Memory))
+	fmt.Fprintf(tw, "Command:\t%s\n", strings.Join(x.Command, " "))
+	if x.Description != "" {
+		fmt.Fprintf(tw, "Description:\t%s\n", x.Description)
+	}
+	fmt.Fprintf(tw, "Submitted:\t%s\n", time.UnixMilli(x.SubmittedAt).Format(time.RFC3339))
+	if x.StartedAt != 0 {
+		fmt.Fprintf(tw, "Started:\t%s\n", time.UnixMilli(x.StartedAt).Format(time.RFC3339))
+	}
+	if x.EndedAt != 0 {
+		fmt.Fprintf(tw, "Ended:\t%s\n", time.UnixMilli(x.EndedAt).Format(time.RFC3339))
+	}
+	tw.Flush()
+	if len(x.Procs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nProcesses:")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  ID\tNODE\tPID\tSTATE\tLIMIT\tRSS\tEXIT\tREASON\tLOG")
+	for _, p := range x.Procs {
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", p.ID, p.Node, p.PID, p.State,
+			rm.FormatSize(p.MemoryLimit), rm.FormatSize(int64(p.RSS)), p.ExitCode, p.Reason, p.LogPath)
+	}
+	tw.Flush()
+}
+
+func newLogsCmd(g *globals) *cobra.Command {
+	var follow bool
+	var process string
+	cmd := &cobra.Command{
+		Use:   "logs ID",
+		Short: "print the log of a piece of work's process",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			path := fmt.Sprintf("/v1/logs?id=%d&process=%s", id, process)
+			if follow {
+				path += "&follow=1"
+			}
+			return newClient(g).stream(cmd.Context(), "GET", path, nil, func(ev agent.AttachEvent) error {
+				switch {
+				case len(ev.Output) > 0:
+					_, err := cmd.OutOrStdout().Write(ev.Output)
+					return err
+				case ev.Notice != "":
+					fmt.Fprintln(cmd.ErrOrStderr(), "ducc: "+ev.Notice)
+				case ev.Error != nil:
+					return &exitError{code: ev.Error.Code, msg: ev.Error.Error}
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing while the work runs")
+	cmd.Flags().StringVar(&process, "process", "", "process id, e.g. 17.2 (default: the first)")
+	return cmd
+}

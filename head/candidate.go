@@ -1,0 +1,209 @@
+package head
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/libp2p/go-libp2p/core/host"
+
+	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/wire"
+)
+
+// CandidateConfig configures a head-eligible agent's Raft member.
+type CandidateConfig struct {
+	DataDir         string
+	Host            host.Host
+	BootstrapExpect int
+	Logger          *slog.Logger
+	// Elect is the Raft heartbeat/election timeout (500 ms by default).
+	Elect time.Duration
+	// HeadConfig is the template for the head started on leadership.
+	HeadConfig Config
+}
+
+// Candidate is a Raft member that runs a Head while it is the leader.
+type Candidate struct {
+	cfg   CandidateConfig
+	log   *slog.Logger
+	raft  *raft.Raft
+	fsm   *state.FSM
+	store *raftboltdb.BoltStore
+	trans *raft.NetworkTransport
+
+	mu   sync.Mutex
+	head *Head
+}
+
+// NewCandidate opens the Raft log in DataDir/raft and joins or bootstraps
+// the Raft group.
+func NewCandidate(cfg CandidateConfig) (*Candidate, error) {
+	log := cfg.Logger.With("component", "raft")
+	dir := filepath.Join(cfg.DataDir, "raft")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create raft dir: %w", err)
+	}
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+	if err != nil {
+		return nil, fmt.Errorf("open raft log %s: %w", filepath.Join(dir, "raft.db"), err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, wire.NewHCLogger(cfg.Logger, "raft"))
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("open raft snapshots: %w", err)
+	}
+	trans, err := wire.NewRaftTransport(cfg.Host, cfg.Logger, 3, 10*time.Second)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("raft transport: %w", err)
+	}
+	elect := cfg.Elect
+	if elect == 0 {
+		elect = 500 * time.Millisecond
+	}
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.Host.ID().String())
+	rc.HeartbeatTimeout = elect
+	rc.ElectionTimeout = elect
+	rc.LeaderLeaseTimeout = elect / 2
+	rc.CommitTimeout = 5 * time.Millisecond
+	rc.SnapshotThreshold = 8192
+	rc.SnapshotInterval = 2 * time.Minute
+	rc.Logger = wire.NewHCLogger(cfg.Logger, "raft")
+	fsm := state.New()
+	has, err := raft.HasExistingState(store, store, snaps)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("inspect raft state: %w", err)
+	}
+	if !has && cfg.BootstrapExpect <= 1 {
+		conf := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: raft.ServerAddress(rc.LocalID)}}}
+		if err := raft.BootstrapCluster(rc, store, store, snaps, trans, conf); err != nil {
+			store.Close()
+			return nil, fmt.Errorf("bootstrap raft: %w", err)
+		}
+	}
+	r, err := raft.NewRaft(rc, fsm, store, store, snaps, trans)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("start raft: %w", err)
+	}
+	return &Candidate{cfg: cfg, log: log, raft: r, fsm: fsm, store: store, trans: trans}, nil
+}
+
+// FSM returns the replicated state.
+func (c *Candidate) FSM() *state.FSM { return c.fsm }
+
+// Raft returns the Raft member.
+func (c *Candidate) Raft() *raft.Raft { return c.raft }
+
+// Head returns the running head, or nil when this member is not the leader.
+func (c *Candidate) Head() *Head {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.head
+}
+
+// Run starts and stops the head as leadership comes and goes, until ctx
+// ends.
+func (c *Candidate) Run(ctx context.Context) {
+	var (
+		cancel context.CancelFunc
+		done   chan struct{}
+	)
+	stop := func() {
+		if cancel == nil {
+			return
+		}
+		cancel()
+		<-done
+		cancel = nil
+		c.mu.Lock()
+		c.head = nil
+		c.mu.Unlock()
+	}
+	defer stop()
+	obs := make(chan raft.Observation, 16)
+	observer := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	c.raft.RegisterObserver(observer)
+	defer c.raft.DeregisterObserver(observer)
+	check := time.NewTicker(time.Second)
+	defer check.Stop()
+	for {
+		leader := c.raft.State() == raft.Leader
+		switch {
+		case leader && cancel == nil:
+			if err := c.raft.Barrier(10 * time.Second).Error(); err != nil {
+				c.log.Warn("leader barrier failed", "err", err)
+				break
+			}
+			hctx, hcancel := context.WithCancel(ctx)
+			cfg := c.cfg.HeadConfig
+			cfg.FSM, cfg.Apply, cfg.Raft = c.fsm, c, c.raft
+			h := New(cfg)
+			cancel, done = hcancel, make(chan struct{})
+			c.mu.Lock()
+			c.head = h
+			c.mu.Unlock()
+			go func(d chan struct{}) {
+				defer close(d)
+				h.Run(hctx)
+			}(done)
+			c.log.Info("became head", "term", c.raft.CurrentTerm())
+		case !leader && cancel != nil:
+			c.log.Info("lost leadership")
+			stop()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-obs:
+		case <-check.C:
+		}
+	}
+}
+
+// Apply commits commands through Raft; it must be called on the leader.
+func (c *Candidate) Apply(ctx context.Context, cmds ...state.Command) ([]state.Result, error) {
+	data, err := state.Encode(cmds...)
+	if err != nil {
+		return nil, fmt.Errorf("encode commands: %w", err)
+	}
+	timeout := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	f := c.raft.Apply(data, timeout)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return nil, wire.Errorf(3, "this node is no longer the head; retry: %v", err)
+		}
+		return nil, fmt.Errorf("raft apply: %w", err)
+	}
+	res, _ := f.Response().([]state.Result)
+	if len(res) == 1 && len(cmds) > 1 && res[0].Err != nil {
+		return nil, res[0].Err
+	}
+	return res, nil
+}
+
+// Close shuts Raft down and closes the log.
+func (c *Candidate) Close() error {
+	err := c.raft.Shutdown().Error()
+	c.trans.Close()
+	if cerr := c.store.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

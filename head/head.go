@@ -1,0 +1,78 @@
+package head
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/ducc-project/ducc/head/orch"
+	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/wire"
+)
+
+// Config configures the head of one leadership term.
+type Config struct {
+	FSM   *state.FSM
+	Apply orch.Applier
+	Raft  *raft.Raft
+
+	Node    string // node name of this agent
+	Peer    string // libp2p peer id of this agent
+	Version string
+
+	Push           orch.Pusher
+	Scheduler      *rm.Config
+	Administrators []string
+	NodeTimeout    time.Duration
+	Now            func() time.Time
+	Logger         *slog.Logger
+}
+
+// Head is the cluster's brain for one leadership term: it answers the
+// RPCs agents forward, folds heartbeats in, and runs the orchestrator.
+type Head struct {
+	cfg  Config
+	log  *slog.Logger
+	orch *orch.Orchestrator
+}
+
+// New returns a head; Run starts it.
+func New(cfg Config) *Head {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Scheduler == nil {
+		cfg.Scheduler = rm.DefaultConfig()
+	}
+	h := &Head{cfg: cfg, log: cfg.Logger.With("component", "head")}
+	h.orch = orch.New(orch.Config{
+		FSM:         cfg.FSM,
+		Apply:       cfg.Apply,
+		Push:        cfg.Push,
+		Policy:      newPolicy(cfg.Scheduler),
+		Now:         cfg.Now,
+		Logger:      cfg.Logger,
+		Cycle:       cfg.Scheduler.Cycle.D(),
+		MinInterval: cfg.Scheduler.MinInterval.D(),
+		NodeTimeout: cfg.NodeTimeout,
+		Grace:       cfg.Scheduler.Preemption.KillWait.D(),
+	})
+	return h
+}
+
+// Run runs the head until ctx ends.
+func (h *Head) Run(ctx context.Context) {
+	h.orch.Trigger()
+	h.orch.Run(ctx)
+}
+
+// Heartbeat folds one agent heartbeat in.
+func (h *Head) Heartbeat(ctx context.Context, hb wire.Heartbeat, peer string) {
+	h.orch.Heartbeat(ctx, hb, peer)
+}

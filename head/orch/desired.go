@@ -1,0 +1,163 @@
+package orch
+
+import (
+	"context"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/wire"
+)
+
+// kindCode maps a work kind to the process type used in log names.
+func kindCode(kind string) string {
+	switch kind {
+	case state.KindJob:
+		return "JP"
+	case state.KindService:
+		return "SVC"
+	default:
+		return "POP"
+	}
+}
+
+// desired computes the desired state of one node from the durable state.
+func (o *Orchestrator) desired(node string) wire.DesiredState {
+	ds := wire.DesiredState{Node: node}
+	o.cfg.FSM.View(func(v *state.View) {
+		for _, w := range v.All() {
+			for _, p := range w.Procs {
+				if p.Node != node || p.Ended() {
+					continue
+				}
+				ds.Procs = append(ds.Procs, procSpec(w, p, o.cfg.Grace))
+			}
+		}
+		o.mu.Lock()
+		for id, st := range o.reported {
+			if st.Node != node || !st.Ended() {
+				continue
+			}
+			if w := v.Work(st.WorkID); w != nil {
+				for _, p := range w.Procs {
+					if p.ID == id && p.Ended() {
+						ds.Ack = append(ds.Ack, id)
+					}
+				}
+			}
+		}
+		o.mu.Unlock()
+	})
+	sort.Strings(ds.Ack)
+	return ds
+}
+
+func procSpec(w *state.Work, p *state.Proc, grace time.Duration) wire.ProcSpec {
+	logDir := w.LogDir
+	if logDir == "" {
+		logDir = filepath.Join(w.Home, "ducc", "logs")
+	}
+	return wire.ProcSpec{
+		ID: p.ID, WorkID: w.ID, Kind: kindCode(w.Kind),
+		User: w.User, UID: w.UID, GID: w.GID, Groups: w.Groups,
+		Path: w.Path, Args: w.Args, Env: w.Env, Dir: w.Dir,
+		LogDir:      filepath.Join(logDir, strconv.FormatUint(w.ID, 10)),
+		MemoryLimit: p.MemoryLimit,
+		Stop:        p.Stop, StopReason: p.StopReason,
+		GraceMS: grace.Milliseconds(),
+	}
+}
+
+func fingerprint(ds wire.DesiredState) string {
+	var b strings.Builder
+	for _, p := range ds.Procs {
+		b.WriteString(p.ID)
+		if p.Stop {
+			b.WriteString("!")
+		}
+		b.WriteString(",")
+	}
+	b.WriteString("|")
+	b.WriteString(strings.Join(ds.Ack, ","))
+	return b.String()
+}
+
+// pushAll pushes every up node whose desired state changed.
+func (o *Orchestrator) pushAll(ctx context.Context) {
+	for _, n := range o.Nodes() {
+		if n.State == NodeUp {
+			o.pushNode(ctx, n.Name, false)
+		}
+	}
+}
+
+// pushNode computes a node's desired state and hands it to the node's
+// pusher when it changed (or when force is set).
+func (o *Orchestrator) pushNode(ctx context.Context, node string, force bool) {
+	ds := o.desired(node)
+	fp := fingerprint(ds)
+	o.mu.Lock()
+	n := o.nodes[node]
+	if n == nil || (!force && o.sent[node] == fp) {
+		o.mu.Unlock()
+		return
+	}
+	if o.version == 0 {
+		var idx uint64
+		o.cfg.FSM.View(func(v *state.View) { idx = v.Index() })
+		o.version = idx << 20
+	}
+	o.version++
+	ds.Version = o.version
+	o.sent[node] = fp
+	ch := o.pushers[node]
+	if ch == nil {
+		ch = make(chan wire.DesiredState, 1)
+		o.pushers[node] = ch
+		peer := n.Peer
+		o.wg.Add(1)
+		go o.pusher(ctx, node, peer, ch)
+	}
+	o.mu.Unlock()
+	// Keep only the newest desired state queued.
+	for {
+		select {
+		case ch <- ds:
+			return
+		default:
+			select {
+			case <-ch:
+			default:
+			}
+		}
+	}
+}
+
+// pusher delivers desired states to one node, newest first, until ctx ends.
+func (o *Orchestrator) pusher(ctx context.Context, node, peer string, ch chan wire.DesiredState) {
+	defer o.wg.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ds := <-ch:
+			o.mu.Lock()
+			if n := o.nodes[node]; n != nil {
+				peer = n.Peer
+			}
+			o.mu.Unlock()
+			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := o.cfg.Push.PushDesired(pctx, node, peer, ds)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				o.log.Warn("cannot push desired state", "node", node, "version", ds.Version, "err", err)
+				o.mu.Lock()
+				delete(o.sent, node) // resend on the next cycle
+				o.mu.Unlock()
+			}
+		}
+	}
+}

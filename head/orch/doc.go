@@ -1,0 +1,11 @@
+// Package orch is the head's orchestrator: it turns the durable state and
+// the volatile view of the nodes (heartbeats, reports) into scheduling
+// decisions and into the desired state of every node.
+//
+// One Orchestrator lives for one leadership term. Its Run loop coalesces
+// triggers (a submission, an exit, a node change) into scheduling cycles no
+// more often than the configured minimum interval and at least once per
+// cycle period, applies the resulting assignments and stops through Raft,
+// and pushes each node's desired state when it changes. Process reports
+// from agents are folded into the state through Raft as well, batched.
+package orch

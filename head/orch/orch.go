@@ -1,0 +1,345 @@
+package orch
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/wire"
+)
+
+// Applier commits commands through Raft and returns their results.
+type Applier interface {
+	Apply(ctx context.Context, cmds ...state.Command) ([]state.Result, error)
+}
+
+// Pusher delivers a desired state to a node. It may block for a network
+// round trip; the orchestrator calls it from one goroutine per node.
+type Pusher interface {
+	PushDesired(ctx context.Context, node, peer string, ds wire.DesiredState) error
+}
+
+// Config configures an Orchestrator.
+type Config struct {
+	FSM    *state.FSM
+	Apply  Applier
+	Push   Pusher
+	Policy Policy
+	Now    func() time.Time
+	Logger *slog.Logger
+	// Cycle is the longest time between scheduling cycles.
+	Cycle time.Duration
+	// MinInterval is the shortest time between scheduling cycles.
+	MinInterval time.Duration
+	// NodeTimeout declares a node down after this long without heartbeats.
+	NodeTimeout time.Duration
+	// Grace is the time between SIGTERM and SIGKILL when stopping.
+	Grace time.Duration
+}
+
+// Node is the head's volatile view of one node.
+type Node struct {
+	Name     string
+	Peer     string
+	State    string // Up, Down
+	LastSeen time.Time
+	HB       wire.Heartbeat
+}
+
+// Node states.
+const (
+	NodeUp   = "Up"
+	NodeDown = "Down"
+)
+
+// Orchestrator runs scheduling and desired state for one leadership term.
+type Orchestrator struct {
+	cfg Config
+	log *slog.Logger
+
+	trigger chan struct{}
+
+	mu       sync.Mutex
+	nodes    map[string]*Node
+	pending  map[uint64]string // work id → why it waits
+	version  uint64
+	sent     map[string]string // node → fingerprint of last desired pushed
+	pushers  map[string]chan wire.DesiredState
+	reported map[string]wire.ProcStatus // proc id → last status applied
+	inflight map[string]bool            // proc ids with an update being applied
+	live     map[string]wire.ProcStatus // proc id → newest status an agent reported
+	wg       sync.WaitGroup
+}
+
+// New returns an orchestrator; call Run to start it.
+func New(cfg Config) *Orchestrator {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Cycle == 0 {
+		cfg.Cycle = time.Second
+	}
+	if cfg.NodeTimeout == 0 {
+		cfg.NodeTimeout = 10 * time.Second
+	}
+	if cfg.Grace == 0 {
+		cfg.Grace = 15 * time.Second
+	}
+	return &Orchestrator{
+		cfg:      cfg,
+		log:      cfg.Logger.With("component", "orch"),
+		trigger:  make(chan struct{}, 1),
+		nodes:    make(map[string]*Node),
+		pending:  make(map[uint64]string),
+		sent:     make(map[string]string),
+		pushers:  make(map[string]chan wire.DesiredState),
+		reported: make(map[string]wire.ProcStatus),
+		inflight: make(map[string]bool),
+		live:     make(map[string]wire.ProcStatus),
+	}
+}
+
+// Trigger asks for a scheduling cycle soon.
+func (o *Orchestrator) Trigger() {
+	select {
+	case o.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Run schedules until ctx ends, then waits for its pushers.
+func (o *Orchestrator) Run(ctx context.Context) {
+	defer o.wg.Wait()
+	tick := time.NewTicker(o.cfg.Cycle)
+	defer tick.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-o.trigger:
+			if wait := o.cfg.MinInterval - time.Since(last); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+			}
+		}
+		last = time.Now()
+		if err := o.cycle(ctx); err != nil && ctx.Err() == nil {
+			o.log.Warn("scheduling cycle failed", "err", err)
+		}
+	}
+}
+
+// cycle runs one scheduling pass and pushes desired states.
+func (o *Orchestrator) cycle(ctx context.Context) error {
+	now := o.cfg.Now()
+	o.checkNodes(ctx, now)
+	var active []*state.Work
+	o.cfg.FSM.View(func(v *state.View) {
+		for _, w := range v.Active() {
+			c := *w
+			c.Procs = make([]*state.Proc, len(w.Procs))
+			for i, p := range w.Procs {
+				pc := *p
+				c.Procs[i] = &pc
+			}
+			active = append(active, &c)
+		}
+	})
+	nodes := o.nodeSnapshot()
+	plan := o.cfg.Policy.Schedule(now, nodes, active)
+	o.mu.Lock()
+	o.pending = plan.Pending
+	o.mu.Unlock()
+	var cmds []state.Command
+	ts := now.UnixMilli()
+	for _, s := range plan.Starts {
+		cmds = append(cmds, state.Command{Type: state.CmdAssign, Time: ts, WorkID: s.WorkID,
+			Assign: &state.Assignment{Node: s.Node, Shares: s.Shares, MemoryLimit: s.Memory}})
+	}
+	for _, s := range plan.Stops {
+		cmds = append(cmds, state.Command{Type: state.CmdStopProc, Time: ts, WorkID: s.WorkID, ProcID: s.ProcID, Reason: s.Reason})
+	}
+	for _, f := range plan.Fail {
+		cmds = append(cmds, state.Command{Type: state.CmdFinish, Time: ts, WorkID: f.WorkID, Completion: f.Completion, Reason: f.Reason})
+	}
+	if len(cmds) > 0 {
+		if _, err := o.cfg.Apply.Apply(ctx, cmds...); err != nil {
+			return fmt.Errorf("apply plan: %w", err)
+		}
+	}
+	o.pushAll(ctx)
+	return nil
+}
+
+// Pending returns why a piece of work waits, or "".
+func (o *Orchestrator) Pending(id uint64) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.pending[id]
+}
+
+// Heartbeat records a node's heartbeat and folds its process states in.
+func (o *Orchestrator) Heartbeat(ctx context.Context, hb wire.Heartbeat, peer string) {
+	o.mu.Lock()
+	n := o.nodes[hb.Node]
+	isNew := n == nil || n.State != NodeUp || n.HB.MemSchedulable != hb.MemSchedulable
+	if n == nil {
+		n = &Node{Name: hb.Node}
+		o.nodes[hb.Node] = n
+	}
+	if hb.Seq < n.HB.Seq && n.State == NodeUp && hb.Time <= n.HB.Time {
+		o.mu.Unlock()
+		return // stale, reordered
+	}
+	n.Peer, n.HB, n.LastSeen, n.State = peer, hb, o.cfg.Now(), NodeUp
+	resend := o.sent[hb.Node] != "" && hb.DesiredVersion < o.version
+	o.mu.Unlock()
+	o.Report(ctx, hb.Node, hb.Procs)
+	if isNew {
+		o.Trigger()
+	}
+	if resend {
+		o.pushNode(ctx, hb.Node, true)
+	}
+}
+
+// Report folds process states from an agent into the durable state. Only
+// changes that matter after failover are applied: a process started, or
+// ended.
+func (o *Orchestrator) Report(ctx context.Context, node string, procs []wire.ProcStatus) {
+	var cmds []state.Command
+	ts := o.cfg.Now().UnixMilli()
+	o.mu.Lock()
+	for _, st := range procs {
+		o.live[st.ID] = st
+		prev, seen := o.reported[st.ID]
+		if o.inflight[st.ID] || (seen && prev.State == st.State && prev.PID == st.PID) {
+			continue
+		}
+		st := st
+		st.Node = node
+		o.inflight[st.ID] = true
+		cmds = append(cmds, state.Command{Type: state.CmdProc, Time: ts, Proc: &st})
+	}
+	o.mu.Unlock()
+	if len(cmds) == 0 {
+		return
+	}
+	// Only apply what differs from the durable state.
+	var needed []state.Command
+	o.cfg.FSM.View(func(v *state.View) {
+		for _, c := range cmds {
+			w := v.Work(c.Proc.WorkID)
+			if w == nil {
+				continue
+			}
+			for _, p := range w.Procs {
+				if p.ID == c.Proc.ID && !p.Ended() && (c.Proc.Ended() || p.State == wire.ProcStarting && c.Proc.State == wire.ProcRunning) {
+					needed = append(needed, c)
+				}
+			}
+		}
+	})
+	var err error
+	if len(needed) > 0 {
+		_, err = o.cfg.Apply.Apply(ctx, needed...)
+	}
+	o.mu.Lock()
+	for _, c := range cmds {
+		delete(o.inflight, c.Proc.ID)
+		if err == nil {
+			o.reported[c.Proc.ID] = *c.Proc
+		}
+	}
+	o.mu.Unlock()
+	if err != nil {
+		o.log.Warn("cannot record process reports", "node", node, "err", err)
+		return
+	}
+	for _, c := range needed {
+		if c.Proc.Ended() {
+			o.Trigger()
+			break
+		}
+	}
+	// Acks for ended processes go out with the next desired state.
+	o.pushNode(ctx, node, false)
+}
+
+// checkNodes declares nodes without heartbeats down and writes off their
+// processes.
+func (o *Orchestrator) checkNodes(ctx context.Context, now time.Time) {
+	var dead []string
+	o.mu.Lock()
+	for name, n := range o.nodes {
+		if n.State == NodeUp && now.Sub(n.LastSeen) > o.cfg.NodeTimeout {
+			n.State = NodeDown
+			dead = append(dead, name)
+		}
+	}
+	o.mu.Unlock()
+	if len(dead) == 0 {
+		return
+	}
+	sort.Strings(dead)
+	ts := now.UnixMilli()
+	var cmds []state.Command
+	o.cfg.FSM.View(func(v *state.View) {
+		for _, w := range v.Active() {
+			if w.Kind == state.KindReservation {
+				continue
+			}
+			for _, p := range w.Live() {
+				for _, d := range dead {
+					if p.Node == d {
+						cmds = append(cmds, state.Command{Type: state.CmdProc, Time: ts, Proc: &wire.ProcStatus{
+							ID: p.ID, WorkID: w.ID, State: wire.ProcLost, EndedAt: ts, ExitCode: -1,
+							Reason: fmt.Sprintf("node %s stopped sending heartbeats for %s", d, o.cfg.NodeTimeout)}})
+					}
+				}
+			}
+		}
+	})
+	for _, d := range dead {
+		o.log.Warn("node down", "node", d, "timeout", o.cfg.NodeTimeout)
+	}
+	if len(cmds) > 0 {
+		if _, err := o.cfg.Apply.Apply(ctx, cmds...); err != nil {
+			o.log.Warn("cannot write off processes of dead nodes", "err", err)
+		}
+	}
+}
+
+// Nodes returns the head's view of all nodes, sorted by name.
+func (o *Orchestrator) Nodes() []Node {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]Node, 0, len(o.nodes))
+	for _, n := range o.nodes {
+		out = append(out, *n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Live returns the newest status an agent reported for a process.
+func (o *Orchestrator) Live(procID string) (wire.ProcStatus, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	st, ok := o.live[procID]
+	return st, ok
+}
+
+func (o *Orchestrator) nodeSnapshot() []Node { return o.Nodes() }

@@ -1,0 +1,364 @@
+package rm
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+)
+
+// pool is a nodepool in the cycle's working state.
+type pool struct {
+	name     string
+	parent   *pool
+	children []*pool // by search_order, then name
+	quantum  int64
+	nodes    []*node // own nodes, by name
+	avail    int     // shares of own nodes left for fair-share work of later bands
+	maxNode  int     // largest Up node's shares, own nodes only
+	index    *fitIndex
+}
+
+// squat returns the sub-pools fair-share work of p may spill into, in search order.
+func (p *pool) squat() []*pool {
+	var out []*pool
+	for _, c := range p.children {
+		out = append(out, c)
+		out = append(out, c.squat()...)
+	}
+	return out
+}
+
+// leftover is what p and its sub-pools still have for fair-share work.
+func (p *pool) leftover() int {
+	n := p.avail
+	for _, c := range p.children {
+		n += c.leftover()
+	}
+	return n
+}
+
+// consume takes n shares from p, then from its sub-pools in search order.
+func (p *pool) consume(n int) {
+	t := min(n, p.avail)
+	p.avail -= t
+	n -= t
+	for _, c := range p.children {
+		if n <= 0 {
+			return
+		}
+		l := c.leftover()
+		t := min(n, l)
+		c.consume(t)
+		n -= t
+	}
+}
+
+// node is a machine in the cycle's working state.
+type node struct {
+	idx    int
+	n      *Node
+	pool   *pool
+	shares int
+	used   int // shares occupied by every process on it, stopping ones and planned starts included
+	held   int // shares held for particular work (Carry holds)
+	procs  []*proc
+	svc    map[string]int // instances per service id
+}
+
+func (n *node) up() bool { return n.n.State == NodeUp }
+
+// free is the space anyone may use now.
+func (n *node) free() int { return n.shares - n.used - n.held }
+
+// freeFor is the space w may use now: general free plus w's holds here.
+func (n *node) freeFor(s *sched, w *work) int {
+	f := n.shares - n.used - n.held
+	for _, h := range s.holds {
+		if h.Node == n.n.Name && h.For == w.w.ID {
+			f += h.Shares
+		}
+	}
+	return f
+}
+
+type proc struct {
+	p        *Proc
+	w        *work
+	n        *node // nil if the node is unknown
+	shares   int
+	stopping bool
+}
+
+func (p *proc) squatter() bool { return p.n != nil && p.n.pool != p.w.pool }
+
+// work is a Work in the cycle's working state.
+type work struct {
+	w       *Work
+	class   *Class
+	pool    *pool
+	quantum int64
+	order   int
+	fair    bool
+	prio    int
+	live    []*proc // counted processes (not stopping, not written off)
+	cur     int     // len(live) less processes stopped in this plan
+	want    int
+	target  int
+	starts  int
+	stops   int
+	pending string
+	capNote string
+	user    string
+}
+
+func (w *work) have() int { return w.cur + w.starts }
+
+// sched is the working state of one cycle.
+type sched struct {
+	in      *Input
+	cfg     *Config
+	now     time.Time
+	pools   []*pool // pre-order
+	poolBy  map[string]*pool
+	nodes   []*node // by name
+	nodeBy  map[string]*node
+	works   []*work // by submit time, id
+	workBy  map[uint64]*work
+	procBy  map[string]*proc
+	issued  map[string]IssuedStop
+	holds   []*Hold
+	plan    Plan
+	trace   bool
+	classes map[string]*Class
+	// fair-share results per class (shares) for reasons and summaries
+	classShare map[string]int
+	classUsers map[string]int
+	userShare  map[string]int // class + "\x00" + user
+	poolCap    map[string]int // pool + band -> capacity seen by the fair computation
+	schedState
+}
+
+func (s *sched) tracef(format string, a ...any) {
+	if s.trace {
+		s.plan.Trace = append(s.plan.Trace, fmt.Sprintf(format, a...))
+	}
+}
+
+func (s *sched) build() {
+	cfg := s.cfg
+	s.poolBy = map[string]*pool{}
+	var mk func(ps []Nodepool, parent *pool, q int64) []*pool
+	mk = func(ps []Nodepool, parent *pool, q int64) []*pool {
+		idx := make([]int, len(ps))
+		for i := range idx {
+			idx[i] = i
+		}
+		if parent != nil {
+			sort.SliceStable(idx, func(a, b int) bool {
+				pa, pb := ps[idx[a]], ps[idx[b]]
+				if pa.SearchOrder != pb.SearchOrder {
+					return pa.SearchOrder < pb.SearchOrder
+				}
+				return pa.Name < pb.Name
+			})
+		}
+		var out []*pool
+		for _, i := range idx {
+			np := &ps[i]
+			pq := q
+			if parent == nil {
+				pq = int64(cfg.ShareQuantum)
+				if np.ShareQuantum > 0 {
+					pq = int64(np.ShareQuantum)
+				}
+			}
+			p := &pool{name: np.Name, parent: parent, quantum: pq}
+			s.poolBy[p.name] = p
+			s.pools = append(s.pools, p)
+			p.children = mk(np.Pools, p, pq)
+			out = append(out, p)
+		}
+		return out
+	}
+	mk(cfg.Nodepools, nil, int64(cfg.ShareQuantum))
+
+	s.classes = map[string]*Class{}
+	for i := range cfg.Classes {
+		s.classes[cfg.Classes[i].Name] = &cfg.Classes[i]
+	}
+
+	// Nodes.
+	in := s.in
+	s.nodeBy = make(map[string]*node, len(in.Nodes))
+	s.nodes = make([]*node, 0, len(in.Nodes))
+	for i := range in.Nodes {
+		n := &in.Nodes[i]
+		if _, dup := s.nodeBy[n.Name]; dup {
+			s.tracef("node %s listed twice; using the first", n.Name)
+			continue
+		}
+		nd := &node{n: n, pool: s.resolvePool(n)}
+		nd.shares = int(max(n.MemSchedulable, 0) / nd.pool.quantum)
+		s.nodeBy[n.Name] = nd
+		s.nodes = append(s.nodes, nd)
+	}
+	sort.Slice(s.nodes, func(a, b int) bool { return s.nodes[a].n.Name < s.nodes[b].n.Name })
+	for i, nd := range s.nodes {
+		nd.idx = i
+		nd.pool.nodes = append(nd.pool.nodes, nd)
+		if nd.up() {
+			nd.pool.avail += nd.shares
+			nd.pool.maxNode = max(nd.pool.maxNode, nd.shares)
+		}
+	}
+
+	s.issued = map[string]IssuedStop{}
+	for _, is := range in.Carry.Issued {
+		s.issued[is.ProcID] = is
+	}
+
+	// Work and processes.
+	s.workBy = make(map[uint64]*work, len(in.Work))
+	s.procBy = map[string]*proc{}
+	s.works = make([]*work, 0, len(in.Work))
+	for i := range in.Work {
+		w := &in.Work[i]
+		if _, dup := s.workBy[w.ID]; dup {
+			s.tracef("work %d listed twice; using the first", w.ID)
+			continue
+		}
+		wk := &work{w: w, user: w.User}
+		s.workBy[w.ID] = wk
+		s.works = append(s.works, wk)
+		if cl, ok := s.classes[w.Class]; ok {
+			wk.class = cl
+			wk.pool = s.poolBy[cl.Nodepool]
+			if wk.pool == nil {
+				wk.pool = s.pools[0]
+			}
+			wk.quantum = wk.pool.quantum
+			wk.fair = cl.Policy == FairShare
+			wk.prio = cl.Priority
+			mem := w.Memory
+			if mem <= 0 {
+				mem = int64(cfg.DefaultMemory)
+			}
+			wk.order = int((mem + wk.quantum - 1) / wk.quantum)
+			if wk.order < 1 {
+				wk.order = 1
+			}
+		}
+	}
+	sort.Slice(s.works, func(a, b int) bool { return workLess(s.works[a], s.works[b]) })
+
+	for _, wk := range s.works {
+		for j := range wk.w.Procs {
+			p := &wk.w.Procs[j]
+			pr := &proc{p: p, w: wk, n: s.nodeBy[p.Node], shares: p.Shares}
+			if pr.shares <= 0 {
+				pr.shares = max(wk.order, 1)
+			}
+			s.procBy[p.ID] = pr
+			_, issued := s.issued[p.ID]
+			pr.stopping = p.State == ProcStopping || issued
+			if pr.n != nil {
+				pr.n.used += pr.shares
+				if !pr.stopping {
+					pr.n.procs = append(pr.n.procs, pr)
+					if wk.w.ServiceID != "" {
+						if pr.n.svc == nil {
+							pr.n.svc = map[string]int{}
+						}
+						pr.n.svc[wk.w.ServiceID]++
+					}
+				}
+			}
+			if pr.stopping {
+				continue
+			}
+			if pr.n == nil || (pr.n.n.State == NodeDown && wk.w.Kind != Reservation) {
+				s.tracef("work %d: process %s on %s is written off (node %s)", wk.w.ID, p.ID, p.Node, nodeStateText(pr.n))
+				continue
+			}
+			wk.live = append(wk.live, pr)
+		}
+		wk.cur = len(wk.live)
+	}
+	// Issued stops are kept while their process exists.
+	for _, id := range sortedKeys(s.issued) {
+		if _, ok := s.procBy[id]; ok {
+			s.plan.Carry.Issued = append(s.plan.Carry.Issued, s.issued[id])
+		}
+	}
+}
+
+func nodeStateText(n *node) string {
+	if n == nil {
+		return "unknown"
+	}
+	return n.n.State.String()
+}
+
+func workLess(a, b *work) bool {
+	if !a.w.SubmitTime.Equal(b.w.SubmitTime) {
+		return a.w.SubmitTime.Before(b.w.SubmitTime)
+	}
+	return a.w.ID < b.w.ID
+}
+
+// resolvePool finds a node's pool: the explicit one, else the deepest pool
+// whose nodes match, else the first top-level pool.
+func (s *sched) resolvePool(n *Node) *pool {
+	if n.Pool != "" {
+		if p, ok := s.poolBy[n.Pool]; ok {
+			return p
+		}
+		s.tracef("node %s names unknown pool %q; using the node globs", n.Name, n.Pool)
+	}
+	var find func(ps []Nodepool) *Nodepool
+	find = func(ps []Nodepool) *Nodepool {
+		for i := range ps {
+			if matchAny(ps[i].Nodes, n.Name) {
+				if d := find(ps[i].Pools); d != nil {
+					return d
+				}
+				return &ps[i]
+			}
+		}
+		return nil
+	}
+	if np := find(s.cfg.Nodepools); np != nil {
+		return s.poolBy[np.Name]
+	}
+	return s.pools[0]
+}
+
+func inMachineList(w *Work, name string) bool {
+	if len(w.MachineList) == 0 {
+		return true
+	}
+	for _, m := range w.MachineList {
+		if m == name {
+			return true
+		}
+		if ok, _ := path.Match(m, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func joinIDs(ids []string) string { return strings.Join(ids, ", ") }
+
+// Working state of the later steps of a cycle.
+type schedState struct {
+	budget    map[*work]int  // processes a job over its share may lose this round
+	marked    map[*proc]bool // processes chosen as victims in this cycle
+	shrinking map[uint64]*Shrinking
+	observed  map[*work]bool // beneficiaries of observe-only preemptions
+	userHeld  map[string]int // fair shares each user holds
+	roundWait time.Duration  // time to the next preemption round
+	budgetHit bool           // the round's max_per_round was used up
+}

@@ -1,0 +1,62 @@
+package rm
+
+import (
+	"fmt"
+	"math"
+)
+
+// computeWant sets w.want, the most processes the work could use now
+// (SPEC §4 step 1), and w.capNote, what limited it.
+func (s *sched) computeWant(w *work) {
+	if w.class == nil {
+		w.want = max(1, w.cur)
+		return
+	}
+	if w.w.Kind != Job {
+		w.want = 1
+		return
+	}
+	j := w.w
+	pipes := max(j.Pipelines, 1)
+	want := (max(j.ItemsRemaining, 0) + pipes - 1) / pipes
+	note := fmt.Sprintf("%d items left / %d pipelines", j.ItemsRemaining, pipes)
+	if want < w.cur {
+		want = w.cur
+	}
+	if j.DeploymentsMax > 0 && want > j.DeploymentsMax {
+		want, note = max(j.DeploymentsMax, 0), fmt.Sprintf("process_deployments_max %d", j.DeploymentsMax)
+	}
+	initialized := j.EverInitialized
+	for _, p := range w.live {
+		if p.p.State == ProcRunning || !p.p.InitializedAt.IsZero() {
+			initialized = true
+		}
+	}
+	cl := w.class
+	if initialized && cl.UsePrediction != nil && *cl.UsePrediction && j.MeanItemTime > 0 && w.cur > 0 {
+		horizon := j.MeanInitTime + s.cfg.Cycle.D() + cl.PredictionFudge.D()
+		rate := float64(w.cur*pipes) / j.MeanItemTime.Seconds() // items per second
+		left := float64(j.ItemsRemaining) - rate*horizon.Seconds()
+		need := 0
+		if left > 0 {
+			need = int(math.Ceil(left / float64(pipes)))
+		}
+		need = max(need, w.cur)
+		if need < want {
+			want, note = need, fmt.Sprintf("prediction: %d processes finish the rest within %s", need, horizon)
+		}
+	}
+	if !initialized {
+		if c := max(cl.InitializationCap, w.cur); c < want {
+			want, note = c, fmt.Sprintf("initialization_cap %d until a process initializes", cl.InitializationCap)
+		}
+	} else if cl.ExpandByDoubling != nil && *cl.ExpandByDoubling {
+		if c := max(2*w.cur, 1); c < want {
+			want, note = c, fmt.Sprintf("expand_by_doubling from %d", w.cur)
+		}
+	}
+	if j.InitFailuresCap > 0 && j.InitFailures >= j.InitFailuresCap && want > w.cur {
+		want, note = w.cur, fmt.Sprintf("growth frozen: %d initialization failures reached the cap of %d", j.InitFailures, j.InitFailuresCap)
+	}
+	w.want, w.capNote = want, note
+}

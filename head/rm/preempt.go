@@ -1,0 +1,354 @@
+package rm
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Victim categories, in the order they are taken.
+const (
+	catSquatter = iota // squatter on a node of the beneficiary's own pool
+	catOver            // job over its fair share (within the round's budget)
+	catDefrag          // process of a rich user, taken for a needy job
+	catEvict           // fair-share process evicted for non-preemptable work
+)
+
+type victim struct {
+	p   *proc
+	cat int
+}
+
+// initialized tells whether a process has finished initializing.
+func (p *proc) initialized() bool {
+	return p.p.State == ProcRunning || !p.p.InitializedAt.IsZero()
+}
+
+// shrinkLess orders victims (SPEC §4 step 4): by category, richer users and
+// larger jobs first for defragmentation, then not-yet-initialized before
+// initialized, least invested, squatters before residents, youngest job.
+func (s *sched) shrinkLess(a, b victim) bool {
+	if a.cat != b.cat {
+		return a.cat < b.cat
+	}
+	if a.cat == catDefrag {
+		ua, ub := s.userHeld[a.p.w.user], s.userHeld[b.p.w.user]
+		if ua != ub {
+			return ua > ub
+		}
+		if a.p.w.cur != b.p.w.cur {
+			return a.p.w.cur > b.p.w.cur
+		}
+	}
+	ia, ib := a.p.initialized(), b.p.initialized()
+	if ia != ib {
+		return !ia
+	}
+	ta, tb := a.p.p.StartedAt, b.p.p.StartedAt
+	if !ta.Equal(tb) {
+		return ta.After(tb) // started later = less invested
+	}
+	sa, sb := a.p.squatter(), b.p.squatter()
+	if sa != sb {
+		return sa
+	}
+	if a.p.w != b.p.w {
+		return workLess(b.p.w, a.p.w)
+	}
+	return a.p.p.ID < b.p.p.ID
+}
+
+// protected tells whether min_runtime shields a process.
+func (s *sched) protected(p *proc) bool {
+	mr := s.cfg.Preemption.MinRuntime.D()
+	return mr > 0 && p.initialized() && !p.p.StartedAt.IsZero() && s.now.Sub(p.p.StartedAt) < mr
+}
+
+// pickVictims chooses, on node n, the processes to stop so that one process
+// of order fits for w; cat classifies a candidate (-1 = not eligible).
+// It returns nil if n cannot be made to fit.
+func (s *sched) pickVictims(w *work, n *node, order int, exact bool, cat func(*proc) int) []victim {
+	free := n.freeFor(s, w)
+	if free >= order && !exact {
+		return nil
+	}
+	var cands []victim
+	avail := 0
+	for _, p := range n.procs {
+		if p.stopping || s.marked[p] {
+			continue
+		}
+		c := cat(p)
+		if c < 0 {
+			if exact {
+				return nil // a reservation needs every occupant gone
+			}
+			continue
+		}
+		cands = append(cands, victim{p, c})
+		avail += p.shares
+	}
+	if free+avail < order {
+		return nil
+	}
+	sort.Slice(cands, func(i, j int) bool { return s.shrinkLess(cands[i], cands[j]) })
+	if exact {
+		return cands
+	}
+	var out []victim
+	taken := map[*work]int{}
+	for _, v := range cands {
+		if free >= order {
+			break
+		}
+		if v.cat == catOver && s.budget[v.p.w]-taken[v.p.w] <= 0 {
+			continue
+		}
+		taken[v.p.w]++
+		out = append(out, v)
+		free += v.p.shares
+	}
+	if free < order {
+		return nil
+	}
+	return out
+}
+
+func victimShares(vs []victim) int {
+	t := 0
+	for _, v := range vs {
+		t += v.p.shares
+	}
+	return t
+}
+
+// bestVictims scans nodes for the cheapest set of victims making room for
+// one process of w.
+func (s *sched) bestVictims(w *work, nodes []*node, order int, exact bool, cat func(*proc) int) (*node, []victim) {
+	var bestN *node
+	var best []victim
+	bestCost := math.MaxInt
+	for _, n := range nodes {
+		if !n.up() || n.shares < order || (exact && n.shares != order) || !inMachineList(w.w, n.n.Name) {
+			continue
+		}
+		if exact && (n.held > 0 && n.freeFor(s, w) == n.free()) {
+			continue // held for someone else
+		}
+		vs := s.pickVictims(w, n, order, exact, cat)
+		if len(vs) == 0 {
+			continue
+		}
+		c := victimShares(vs)
+		if c < bestCost || (c == bestCost && len(vs) < len(best)) {
+			bestN, best, bestCost = n, vs, c
+		}
+		if bestCost <= order-max(n.freeFor(s, w), 0) && !exact {
+			break // cannot do better than evicting exactly what is missing
+		}
+	}
+	return bestN, best
+}
+
+// evictFor frees space for one process of non-preemptable work w by evicting
+// fair-share processes of worse priority in w's own pool. It returns false if
+// no node can be freed.
+func (s *sched) evictFor(w *work) bool {
+	exact := w.w.Kind == Reservation
+	cat := func(p *proc) int {
+		if p.w.fair && p.w.prio > w.prio {
+			return catEvict
+		}
+		return -1
+	}
+	n, vs := s.bestVictims(w, w.pool.nodes, w.order, exact, cat)
+	if n == nil {
+		return false
+	}
+	text := fmt.Sprintf("evicted for %s %d (%s class %s, priority %d)", w.w.Kind, w.w.ID, w.class.Policy, w.class.Name, w.prio)
+	s.issueStops(vs, Evicted, text, false)
+	s.addHold(w, n, w.order, vs)
+	return true
+}
+
+// issueStops stops victims (or records them as would-be stops when observe).
+func (s *sched) issueStops(vs []victim, reason StopReason, text string, observe bool) {
+	for _, v := range vs {
+		p := v.p
+		st := Stop{ProcID: p.p.ID, WorkID: p.w.w.ID, Node: p.p.Node, Reason: reason, Text: text,
+			Grace: s.cfg.Preemption.KillWait.D()}
+		s.marked[p] = true
+		if observe {
+			s.plan.WouldPreempt = append(s.plan.WouldPreempt, st)
+			s.tracef("observe_only: would %s %s of %s %d on %s: %s", reason, p.p.ID, p.w.w.Kind, p.w.w.ID, p.p.Node, text)
+			continue
+		}
+		p.stopping = true
+		p.w.cur--
+		p.w.stops++
+		s.plan.Stops = append(s.plan.Stops, st)
+		s.plan.Carry.Issued = append(s.plan.Carry.Issued, IssuedStop{ProcID: p.p.ID, WorkID: p.w.w.ID, At: s.now})
+		s.shrinkNote(p, text)
+		s.tracef("stop %s of %s %d on %s (%s): %s", p.p.ID, p.w.w.Kind, p.w.w.ID, p.p.Node, reason, text)
+	}
+}
+
+func (s *sched) shrinkNote(p *proc, text string) {
+	sh := s.shrinking[p.w.w.ID]
+	if sh == nil {
+		sh = &Shrinking{WorkID: p.w.w.ID, Reason: text}
+		s.shrinking[p.w.w.ID] = sh
+	}
+	sh.Procs = append(sh.Procs, p.p.ID)
+}
+
+func (s *sched) addHold(w *work, n *node, shares int, vs []victim) {
+	h := &Hold{Node: n.n.Name, Shares: shares, For: w.w.ID, Since: s.now}
+	for _, v := range vs {
+		h.Victims = append(h.Victims, v.p.p.ID)
+	}
+	s.holds = append(s.holds, h)
+	n.held += shares
+	if n.pool.index != nil {
+		n.pool.index.update(n)
+	}
+	s.tracef("hold %d shares on %s for %s %d", shares, n.n.Name, w.w.Kind, w.w.ID)
+}
+
+// computeBudgets sets, for every fair job over its target, how many
+// processes this round may take back from it (deadzone, natural
+// termination factor).
+func (s *sched) computeBudgets() {
+	p := s.cfg.Preemption
+	for _, w := range s.works {
+		if !w.fair || w.cur <= w.target {
+			continue
+		}
+		if float64(w.cur) <= float64(w.target)*(1+float64(p.Deadzone)) {
+			s.tracef("job %d holds %d processes, within the %.0f%% deadzone of its fair share %d: not preempted", w.w.ID, w.cur, 100*float64(p.Deadzone), w.target)
+			continue
+		}
+		excess := w.cur - w.target
+		b := int(math.Ceil(float64(excess) * float64(p.NaturalTerminationFactor)))
+		s.budget[w] = max(b, 1)
+	}
+}
+
+// needy tells whether fair job w is needy (SPEC §4 step 5).
+func (s *sched) needy(w *work) bool {
+	return w.fair && w.have() < w.target && w.have() < s.cfg.FragmentationThreshold
+}
+
+// preemptRound runs one preemption round for fair jobs below their share
+// that placement could not satisfy.
+func (s *sched) preemptRound() {
+	var bens []*work
+	for _, w := range s.works {
+		if w.fair && w.class != nil && w.have() < w.target && w.stops == 0 {
+			bens = append(bens, w)
+		}
+	}
+	if len(bens) == 0 {
+		return
+	}
+	pc := s.cfg.Preemption
+	if last := s.in.Carry.LastPreemption; !last.IsZero() && s.now.Sub(last) < pc.Interval.D() {
+		s.plan.Carry.LastPreemption = last
+		s.tracef("preemption: %d job(s) below fair share; next round in %s", len(bens), pc.Interval.D()-s.now.Sub(last))
+		s.roundWait = pc.Interval.D() - s.now.Sub(last)
+		return
+	}
+	s.computeBudgets()
+	for _, w := range s.works {
+		if w.fair {
+			s.userHeld[w.user] += w.cur * w.order
+		}
+	}
+	total := 0
+	for _, n := range s.nodes {
+		if n.up() {
+			total += n.shares
+		}
+	}
+	budget := int(float64(pc.MaxPerRound) * float64(total))
+	sort.SliceStable(bens, func(i, j int) bool {
+		ni, nj := s.needy(bens[i]), s.needy(bens[j])
+		if ni != nj {
+			return ni
+		}
+		if bens[i].prio != bens[j].prio {
+			return bens[i].prio < bens[j].prio
+		}
+		return workLess(bens[i], bens[j])
+	})
+	gainers := map[*work]bool{}
+	used, issued := 0, false
+	for _, b := range bens {
+		if b.stops > 0 {
+			continue
+		}
+		pools := append([]*pool{b.pool}, b.pool.squat()...)
+		var nodes []*node
+		for _, p := range pools {
+			nodes = append(nodes, p.nodes...)
+		}
+		needy := s.needy(b)
+		units := b.target - b.have() - s.holdShares(b)/b.order
+		for ; units > 0; units-- {
+			if issued && used >= budget {
+				s.tracef("preemption: round budget of %d shares (max_per_round %.0f%%) used", budget, 100*float64(pc.MaxPerRound))
+				s.budgetHit = true
+				break
+			}
+			cat := func(p *proc) int {
+				v := p.w
+				if !v.fair || v == b || v.starts > 0 || gainers[v] || v.prio < b.prio || s.protected(p) {
+					return -1
+				}
+				if p.squatter() && p.n.pool == b.pool && v.pool != b.pool {
+					return catSquatter
+				}
+				if s.budget[v] > 0 {
+					return catOver
+				}
+				if needy && !s.needy(v) && s.userHeld[v.user] > s.userHeld[b.user] && v.have() > 1 {
+					return catDefrag
+				}
+				return -1
+			}
+			n, vs := s.bestVictims(b, nodes, b.order, false, cat)
+			if n == nil {
+				break
+			}
+			gainers[b] = true
+			issued = true
+			for _, v := range vs {
+				used += v.p.shares
+				reason, text := Preempted, ""
+				switch v.cat {
+				case catSquatter:
+					reason = Evicted
+					text = fmt.Sprintf("squatter in pool %s: resident job %d needs the space", n.pool.name, b.w.ID)
+				case catOver:
+					s.budget[v.p.w]--
+					text = fmt.Sprintf("over fair share: class %s fair share is %d processes, job holds %d; space goes to job %d",
+						v.p.w.class.Name, v.p.w.target, v.p.w.cur, b.w.ID)
+				case catDefrag:
+					reason = Defragmentation
+					text = fmt.Sprintf("defragmentation: needy job %d needs %s on one node", b.w.ID, FormatSize(int64(b.order)*b.quantum))
+				}
+				s.issueStops([]victim{v}, reason, text, pc.ObserveOnly)
+			}
+			if pc.ObserveOnly {
+				s.observed[b] = true
+				continue
+			}
+			s.addHold(b, n, b.order, vs)
+		}
+	}
+	if issued {
+		s.plan.Carry.LastPreemption = s.now
+	} else {
+		s.plan.Carry.LastPreemption = s.in.Carry.LastPreemption
+	}
+}

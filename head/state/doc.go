@@ -1,0 +1,15 @@
+// Package state is the head's durable state: the Raft finite state machine
+// that holds every piece of work, its processes and their assignments, and
+// the id counter.
+//
+// Everything that must survive a head failover or a cluster restart goes
+// through Apply as a Command: submissions, assignments, process life events
+// that matter after failover (started, exited with a reason), cancellations.
+// Volatile facts (heartbeats, pending reasons, live RSS) live in the
+// orchestrator and are rebuilt from the next heartbeats.
+//
+// Apply is deterministic: the leader stamps the time into each command, so
+// every replica computes the same state. Readers take a consistent view with
+// View; Changed returns a channel closed on the next applied change, which
+// is how `ducc wait` blocks without polling.
+package state

@@ -1,0 +1,371 @@
+package state
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/ducc-project/ducc/wire"
+)
+
+// snapshotLimit bounds a snapshot read back from disk.
+const snapshotLimit = 1 << 30
+
+// FSM is the Raft state machine. It is safe for concurrent use: Raft
+// applies from one goroutine while the head's handlers read.
+type FSM struct {
+	mu      sync.RWMutex
+	nextID  uint64
+	work    map[uint64]*Work
+	changed chan struct{}
+	index   uint64
+}
+
+// New returns an empty state. Ids start at 1.
+func New() *FSM {
+	return &FSM{nextID: 1, work: make(map[uint64]*Work), changed: make(chan struct{})}
+}
+
+// Encode encodes a batch of commands as one log entry.
+func Encode(cmds ...Command) ([]byte, error) {
+	return wire.Marshal(Batch{Commands: cmds})
+}
+
+// Apply implements raft.FSM.
+func (f *FSM) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	var b Batch
+	if err := wire.UnmarshalLimit(l.Data, &b, wire.MaxMessageSize*4); err != nil {
+		return []Result{{Err: fmt.Errorf("decode log entry %d: %w", l.Index, err)}}
+	}
+	f.mu.Lock()
+	res := make([]Result, len(b.Commands))
+	for i := range b.Commands {
+		res[i] = f.apply(&b.Commands[i])
+	}
+	f.index = l.Index
+	close(f.changed)
+	f.changed = make(chan struct{})
+	f.mu.Unlock()
+	return res
+}
+
+// Changed returns a channel that is closed at the next applied change.
+func (f *FSM) Changed() <-chan struct{} {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.changed
+}
+
+// View calls fn with read access to the state. fn must not keep pointers.
+func (f *FSM) View(fn func(v *View)) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	fn(&View{f: f})
+}
+
+// View is read access to the state during FSM.View.
+type View struct{ f *FSM }
+
+// Work returns one piece of work or nil.
+func (v *View) Work(id uint64) *Work { return v.f.work[id] }
+
+// NextID is the id the next submission will get.
+func (v *View) NextID() uint64 { return v.f.nextID }
+
+// Index is the Raft index of the last applied entry.
+func (v *View) Index() uint64 { return v.f.index }
+
+// All returns all work sorted by id.
+func (v *View) All() []*Work {
+	out := make([]*Work, 0, len(v.f.work))
+	for _, w := range v.f.work {
+		out = append(out, w)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Active returns work that has not completed, sorted by id.
+func (v *View) Active() []*Work {
+	var out []*Work
+	for _, w := range v.f.work {
+		if !w.Ended() {
+			out = append(out, w)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func (f *FSM) apply(c *Command) Result {
+	switch c.Type {
+	case CmdSubmit:
+		return f.submit(c)
+	case CmdAssign:
+		return f.assign(c)
+	case CmdProc:
+		return f.procUpdate(c)
+	case CmdCancel:
+		return f.cancel(c)
+	case CmdFinish:
+		w := f.work[c.WorkID]
+		if w == nil {
+			return Result{Err: fmt.Errorf("no work %d", c.WorkID)}
+		}
+		f.finish(w, c.Time, c.Completion, c.Reason, w.ExitCode)
+		return Result{ID: w.ID}
+	case CmdStopProc:
+		w := f.work[c.WorkID]
+		if w == nil {
+			return Result{Err: fmt.Errorf("no work %d", c.WorkID)}
+		}
+		for _, p := range w.Procs {
+			if p.ID == c.ProcID && !p.Ended() {
+				p.Stop, p.StopReason = true, c.Reason
+				if p.State == wire.ProcRunning || p.State == wire.ProcStarting {
+					p.State = wire.ProcStopping
+				}
+			}
+		}
+		return Result{ID: w.ID}
+	default:
+		return Result{Err: fmt.Errorf("unknown command type %d", c.Type)}
+	}
+}
+
+func (f *FSM) submit(c *Command) Result {
+	if c.Work == nil {
+		return Result{Err: fmt.Errorf("submit without work")}
+	}
+	w := *c.Work
+	w.ID = f.nextID
+	f.nextID++
+	w.SubmittedAt = c.Time
+	if w.State == "" {
+		w.State = StateWaitingForResources
+	}
+	w.Procs = nil
+	f.work[w.ID] = &w
+	return Result{ID: w.ID}
+}
+
+func (f *FSM) assign(c *Command) Result {
+	w := f.work[c.WorkID]
+	if w == nil || c.Assign == nil {
+		return Result{Err: fmt.Errorf("assign: no work %d", c.WorkID)}
+	}
+	if w.Ended() || w.Canceling {
+		return Result{Err: fmt.Errorf("assign: work %d is %s", w.ID, w.State)}
+	}
+	n := w.NextProc + 1
+	w.NextProc = n
+	p := &Proc{
+		ID:          fmt.Sprintf("%d.%d", w.ID, n),
+		Node:        c.Assign.Node,
+		Shares:      c.Assign.Shares,
+		MemoryLimit: c.Assign.MemoryLimit,
+		State:       wire.ProcStarting,
+		AssignedAt:  c.Time,
+	}
+	w.Procs = append(w.Procs, p)
+	if w.State == StateWaitingForResources || w.State == StateReceived {
+		w.State = StateAssigned
+	}
+	return Result{ID: w.ID, ProcID: p.ID}
+}
+
+func (f *FSM) procUpdate(c *Command) Result {
+	st := c.Proc
+	if st == nil {
+		return Result{Err: fmt.Errorf("proc update without status")}
+	}
+	w := f.work[st.WorkID]
+	if w == nil {
+		return Result{Err: fmt.Errorf("proc update: no work %d", st.WorkID)}
+	}
+	var p *Proc
+	for _, q := range w.Procs {
+		if q.ID == st.ID {
+			p = q
+		}
+	}
+	if p == nil {
+		return Result{Err: fmt.Errorf("proc update: no process %s", st.ID)}
+	}
+	if p.Ended() {
+		return Result{ID: w.ID, ProcID: p.ID}
+	}
+	if st.PID != 0 {
+		p.PID = st.PID
+	}
+	if st.LogPath != "" {
+		p.LogPath = st.LogPath
+	}
+	if st.StartedAt != 0 {
+		p.StartedAt = st.StartedAt
+	}
+	switch {
+	case st.Ended():
+		p.State = st.State
+		p.EndedAt = st.EndedAt
+		if p.EndedAt == 0 {
+			p.EndedAt = c.Time
+		}
+		p.ExitCode, p.Signal, p.OOMKilled, p.Reason = st.ExitCode, st.Signal, st.OOMKilled, st.Reason
+	case st.State == wire.ProcRunning && p.State == wire.ProcStarting:
+		p.State = wire.ProcRunning
+	}
+	f.workAfterProc(w, p, c.Time)
+	return Result{ID: w.ID, ProcID: p.ID}
+}
+
+// workAfterProc moves a managed reservation or reservation along after one
+// of its processes changed. Jobs and services are driven by their own
+// drivers.
+func (f *FSM) workAfterProc(w *Work, p *Proc, now int64) {
+	if w.Kind != KindManaged {
+		return
+	}
+	switch {
+	case p.Ended():
+		if len(w.Live()) > 0 {
+			return
+		}
+		switch {
+		case w.Canceling:
+			comp := CompletionCanceledByUser
+			if w.CancelBy != "" && w.CancelBy != w.User {
+				comp = CompletionCanceledByAdmin
+			}
+			w.ExitCode = p.ExitCode
+			f.finish(w, now, comp, cancelReason(w), p.ExitCode)
+		case p.State == wire.ProcLaunchFailed:
+			f.finish(w, now, CompletionLaunchFailure, p.Reason, p.ExitCode)
+		case p.State == wire.ProcLost:
+			f.finish(w, now, CompletionProcessFailure, p.Reason, p.ExitCode)
+		default:
+			f.finish(w, now, CompletionProgramExit, p.Reason, p.ExitCode)
+		}
+	case p.State == wire.ProcRunning:
+		if w.State == StateAssigned || w.State == StateWaitingForResources {
+			w.State = StateRunning
+			w.StartedAt = p.StartedAt
+			if w.StartedAt == 0 {
+				w.StartedAt = now
+			}
+		}
+	}
+}
+
+func cancelReason(w *Work) string {
+	if w.CancelBy == "" {
+		return "canceled"
+	}
+	return "canceled by " + w.CancelBy
+}
+
+func (f *FSM) cancel(c *Command) Result {
+	w := f.work[c.WorkID]
+	if w == nil {
+		return Result{Err: fmt.Errorf("no work %d", c.WorkID)}
+	}
+	if w.Ended() {
+		return Result{ID: w.ID}
+	}
+	w.Canceling, w.CancelBy = true, c.By
+	live := w.Live()
+	for _, p := range live {
+		p.Stop, p.StopReason = true, "canceled by "+c.By
+		if p.State == wire.ProcRunning || p.State == wire.ProcStarting {
+			p.State = wire.ProcStopping
+		}
+	}
+	if len(live) == 0 {
+		comp := CompletionCanceledByUser
+		if c.By != "" && c.By != w.User {
+			comp = CompletionCanceledByAdmin
+		}
+		f.finish(w, c.Time, comp, cancelReason(w), w.ExitCode)
+	}
+	return Result{ID: w.ID}
+}
+
+func (f *FSM) finish(w *Work, now int64, completion, reason string, exit int) {
+	if w.Ended() {
+		return
+	}
+	w.State = StateCompleted
+	w.Completion = completion
+	w.Reason = reason
+	w.ExitCode = exit
+	w.EndedAt = now
+	for _, p := range w.Procs {
+		if !p.Ended() && !p.Stop {
+			p.Stop, p.StopReason = true, "work completed"
+		}
+	}
+}
+
+// snapshotData is the serialized form of the state.
+type snapshotData struct {
+	NextID uint64  `cbor:"1,keyasint"`
+	Work   []*Work `cbor:"2,keyasint"`
+}
+
+// Snapshot implements raft.FSM. It encodes under the read lock so that the
+// snapshot is consistent; Persist only writes bytes.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	d := snapshotData{NextID: f.nextID}
+	for _, w := range f.work {
+		d.Work = append(d.Work, w)
+	}
+	sort.Slice(d.Work, func(i, j int) bool { return d.Work[i].ID < d.Work[j].ID })
+	b, err := wire.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("encode snapshot: %w", err)
+	}
+	return snapshot(b), nil
+}
+
+// Restore implements raft.FSM.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, snapshotLimit+1))
+	if err != nil {
+		return fmt.Errorf("read snapshot: %w", err)
+	}
+	var d snapshotData
+	if err := wire.UnmarshalLimit(b, &d, snapshotLimit); err != nil {
+		return fmt.Errorf("decode snapshot: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextID = d.NextID
+	f.work = make(map[uint64]*Work, len(d.Work))
+	for _, w := range d.Work {
+		f.work[w.ID] = w
+	}
+	close(f.changed)
+	f.changed = make(chan struct{})
+	return nil
+}
+
+type snapshot []byte
+
+func (s snapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s); err != nil {
+		_ = sink.Cancel()
+		return fmt.Errorf("write snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+func (s snapshot) Release() {}

@@ -1,0 +1,159 @@
+package state
+
+import "github.com/ducc-project/ducc/wire"
+
+// Kinds of work (SPEC §1).
+const (
+	KindJob         = "job"
+	KindService     = "service"
+	KindManaged     = "managed" // managed reservation, `ducc run`
+	KindReservation = "reservation"
+)
+
+// Work states (SPEC §5; managed reservations use a subset).
+const (
+	StateReceived            = "Received"
+	StateWaitingForServices  = "WaitingForServices"
+	StateWaitingForResources = "WaitingForResources"
+	StateAssigned            = "Assigned"
+	StateInitializing        = "Initializing"
+	StateRunning             = "Running"
+	StateCompleting          = "Completing"
+	StateCompleted           = "Completed"
+)
+
+// Completion reasons (SPEC §5).
+const (
+	CompletionEndOfJob         = "EndOfJob"
+	CompletionError            = "Error"
+	CompletionCanceledByUser   = "CanceledByUser"
+	CompletionCanceledByAdmin  = "CanceledByAdministrator"
+	CompletionResourcesUnavail = "ResourcesUnavailable"
+	CompletionLaunchFailure    = "LaunchFailure"
+	CompletionProgramExit      = "ProgramExit"
+	CompletionProcessFailure   = "ProcessFailure"
+	CompletionServicesUnavail  = "ServicesUnavailable"
+	CompletionNoWorkItemsFound = "NoWorkItemsFound"
+	CompletionCanceledByDriver = "CanceledByDriver"
+	CompletionInitFailure      = "ProcessInitializationFailure"
+	CompletionCanceledBySystem = "CanceledBySystem"
+)
+
+// Work is one piece of work: a job, a service, a managed reservation or a
+// reservation.
+type Work struct {
+	ID          uint64   `cbor:"1,keyasint"`
+	Kind        string   `cbor:"2,keyasint"`
+	User        string   `cbor:"3,keyasint"`
+	UID         uint32   `cbor:"4,keyasint"`
+	GID         uint32   `cbor:"5,keyasint"`
+	Groups      []uint32 `cbor:"6,keyasint,omitempty"`
+	Home        string   `cbor:"7,keyasint,omitempty"`
+	Class       string   `cbor:"8,keyasint"`
+	Memory      int64    `cbor:"9,keyasint"` // requested bytes
+	Path        string   `cbor:"10,keyasint,omitempty"`
+	Args        []string `cbor:"11,keyasint,omitempty"`
+	Env         []string `cbor:"12,keyasint,omitempty"`
+	Dir         string   `cbor:"13,keyasint,omitempty"`
+	LogDir      string   `cbor:"14,keyasint,omitempty"`
+	Description string   `cbor:"15,keyasint,omitempty"`
+	MachineList []string `cbor:"16,keyasint,omitempty"`
+
+	State       string  `cbor:"17,keyasint"`
+	Completion  string  `cbor:"18,keyasint,omitempty"`
+	Reason      string  `cbor:"19,keyasint,omitempty"` // durable reason (completion text)
+	ExitCode    int     `cbor:"20,keyasint"`
+	SubmittedAt int64   `cbor:"21,keyasint"` // unix ms
+	StartedAt   int64   `cbor:"22,keyasint,omitempty"`
+	EndedAt     int64   `cbor:"23,keyasint,omitempty"`
+	Canceling   bool    `cbor:"24,keyasint,omitempty"`
+	CancelBy    string  `cbor:"25,keyasint,omitempty"`
+	Procs       []*Proc `cbor:"26,keyasint,omitempty"`
+	NextProc    int     `cbor:"27,keyasint,omitempty"`
+}
+
+// Ended reports whether the work has completed.
+func (w *Work) Ended() bool { return w.State == StateCompleted }
+
+// Live returns the processes that have not ended.
+func (w *Work) Live() []*Proc {
+	var out []*Proc
+	for _, p := range w.Procs {
+		if !p.Ended() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Proc is one process of a piece of work, placed on a node.
+type Proc struct {
+	ID          string `cbor:"1,keyasint"` // "<work>.<n>"
+	Node        string `cbor:"2,keyasint"`
+	Shares      int    `cbor:"3,keyasint"`
+	MemoryLimit int64  `cbor:"4,keyasint"`
+	State       string `cbor:"5,keyasint"` // wire.Proc* states
+	PID         int    `cbor:"6,keyasint,omitempty"`
+	AssignedAt  int64  `cbor:"7,keyasint,omitempty"`
+	StartedAt   int64  `cbor:"8,keyasint,omitempty"`
+	EndedAt     int64  `cbor:"9,keyasint,omitempty"`
+	ExitCode    int    `cbor:"10,keyasint"`
+	Signal      string `cbor:"11,keyasint,omitempty"`
+	OOMKilled   bool   `cbor:"12,keyasint,omitempty"`
+	Reason      string `cbor:"13,keyasint,omitempty"`
+	LogPath     string `cbor:"14,keyasint,omitempty"`
+	Stop        bool   `cbor:"15,keyasint,omitempty"` // the head wants it stopped
+	StopReason  string `cbor:"16,keyasint,omitempty"`
+}
+
+// Ended reports whether the process has finished for good.
+func (p *Proc) Ended() bool {
+	return p.State == wire.ProcExited || p.State == wire.ProcLaunchFailed || p.State == wire.ProcLost
+}
+
+// Command types.
+const (
+	CmdSubmit   = 1
+	CmdAssign   = 2
+	CmdProc     = 3
+	CmdCancel   = 4
+	CmdFinish   = 5
+	CmdStopProc = 6
+)
+
+// Command is one durable change. Exactly the fields its Type needs are set.
+// Time is stamped by the leader so that every replica applies the same
+// state.
+type Command struct {
+	Type   int              `cbor:"1,keyasint"`
+	Time   int64            `cbor:"2,keyasint"` // unix ms
+	Work   *Work            `cbor:"3,keyasint,omitempty"`
+	WorkID uint64           `cbor:"4,keyasint,omitempty"`
+	Assign *Assignment      `cbor:"5,keyasint,omitempty"`
+	Proc   *wire.ProcStatus `cbor:"6,keyasint,omitempty"`
+	// Cancel / finish / stop
+	By         string `cbor:"7,keyasint,omitempty"`
+	Completion string `cbor:"8,keyasint,omitempty"`
+	Reason     string `cbor:"9,keyasint,omitempty"`
+	ProcID     string `cbor:"10,keyasint,omitempty"`
+}
+
+// Assignment places a new process of a piece of work on a node.
+type Assignment struct {
+	Node        string `cbor:"1,keyasint"`
+	Shares      int    `cbor:"2,keyasint"`
+	MemoryLimit int64  `cbor:"3,keyasint"`
+}
+
+// Batch is the payload of one Raft log entry: many commands applied in
+// order, atomically.
+type Batch struct {
+	Commands []Command `cbor:"1,keyasint"`
+}
+
+// Result is what Apply returns for each command of a batch.
+type Result struct {
+	ID     uint64 // the id a submission got
+	ProcID string // the process an assignment created
+	Err    error
+}

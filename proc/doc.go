@@ -1,0 +1,57 @@
+// Package proc is the only package in ducc that forks.
+//
+// It launches a process as a user inside a cgroup through a small shim
+// (`ducc shim`, entry point [RunShim]) that stays the process's parent,
+// records its exit status on disk, and lets a restarted agent re-adopt it.
+//
+// # Files
+//
+// Every process has a directory DataDir/procs/<id>/ (local disk, JSON, not a
+// wire format):
+//
+//	spec.json    written by the agent before launching the shim
+//	shim.log     the shim's own stderr (diagnostics only)
+//	child.json   written by the shim once the child runs: child pid, shim pid
+//	             and shim start time (to recognise a recycled pid)
+//	status.json  written by the shim when the child has ended (or failed to
+//	             launch), atomically: temp file, fsync, rename, fsync dir
+//
+// The directory and the cgroup stay until [Manager.Forget], called once the
+// head has acknowledged the exit; until then every agent start re-reports the
+// exit through [Config.OnExit].
+//
+// # The shim
+//
+// The agent starts the shim in its own session (Setsid) with the handshake
+// pipe as fd 3. The shim reads spec.json, resolves the user, creates the log
+// directory and file (owned by the user), places the child in the cgroup
+// (v2: clone-into-cgroup with SysProcAttr.UseCgroupFD; v1: the shim joins the
+// group, forks, and moves itself back so the OOM killer never picks it),
+// starts the child in its own process group with the user's credentials, cwd,
+// environment and umask and stdout+stderr on the log file, renames the log to
+// <LogDir>/<WorkID>-<Kind>-<Node>-<pid>.log, writes child.json and sends one
+// JSON line on the pipe. It forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to
+// the child's process group; SIGUSR1 means "SIGKILL the child's process group
+// and everything in the cgroup" (used by [Manager.Stop] after the grace
+// period, so that the shim itself survives to record the status). When the
+// child ends the shim kills whatever is left in the cgroup (like systemd's
+// KillMode=control-group), decides whether it was an OOM kill (cgroup
+// oom_kill counter delta; on old v1 kernels without that counter,
+// memory.failcnt plus a SIGKILL death), writes status.json and exits.
+//
+// # The agent side
+//
+// [Manager.Start] creates the cgroup (memory cap, swap capped), writes
+// spec.json, launches the shim and waits for the handshake only (a few
+// milliseconds). The shim is watched through a pidfd registered with the Go
+// netpoller, so no OS thread is parked per process; when it ends, the agent
+// reaps it if it is its child (waitid P_PIDFD), reads status.json and calls
+// OnExit once, from the watcher goroutine. [Manager.Adopt] does the same for
+// shims found in DataDir/procs after a restart. [Manager.Close] stops the
+// watchers and never kills anything.
+//
+// Production note: the agent's systemd unit must not kill the shims when the
+// agent restarts (KillMode=process, or Delegate=yes with the shims moved
+// elsewhere); the shims run in their own session but, on cgroup v2, in the
+// agent's cgroup.
+package proc

@@ -1,0 +1,175 @@
+package wire
+
+import "github.com/fxamacker/cbor/v2"
+
+// RPC method names. The same names are used on the local API socket
+// (POST /v1/<method>) and on ProtoRPC streams.
+const (
+	MethodRun     = "run"     // RunRequest → SubmitReply
+	MethodCancel  = "cancel"  // CancelRequest → WorkInfo
+	MethodJobs    = "jobs"    // ListRequest → WorkList
+	MethodShow    = "show"    // IDRequest → WorkInfo
+	MethodWait    = "wait"    // WaitRequest → WorkInfo
+	MethodNodes   = "nodes"   // Empty → NodeList
+	MethodStatus  = "status"  // Empty → StatusInfo
+	MethodReport  = "report"  // Report → Empty (agent → head)
+	MethodDesired = "desired" // DesiredState → Empty (head → agent)
+)
+
+// Caller identifies who asked, as the local agent learned it from the
+// kernel (SO_PEERCRED) and, for root, from --as.
+type Caller struct {
+	UID    uint32   `cbor:"1,keyasint" json:"uid"`
+	GID    uint32   `cbor:"2,keyasint" json:"gid"`
+	User   string   `cbor:"3,keyasint" json:"user"`
+	Groups []uint32 `cbor:"4,keyasint,omitempty" json:"groups,omitempty"`
+	Node   string   `cbor:"5,keyasint,omitempty" json:"node,omitempty"`
+	Home   string   `cbor:"6,keyasint,omitempty" json:"home,omitempty"`
+}
+
+// Request is the envelope of one RPC on a stream.
+type Request struct {
+	Method string          `cbor:"1,keyasint"`
+	Caller Caller          `cbor:"2,keyasint"`
+	Body   cbor.RawMessage `cbor:"3,keyasint,omitempty"`
+}
+
+// Response is the envelope of an RPC answer. Code follows the CLI's exit
+// codes where it maps (2 usage / bad input, 3 unreachable), else 1.
+type Response struct {
+	Error string          `cbor:"1,keyasint,omitempty"`
+	Code  int             `cbor:"2,keyasint,omitempty"`
+	Body  cbor.RawMessage `cbor:"3,keyasint,omitempty"`
+}
+
+// Empty is the body of calls that carry nothing.
+type Empty struct{}
+
+// RunRequest asks for a managed reservation: one process, any command.
+type RunRequest struct {
+	Memory      int64    `cbor:"1,keyasint" json:"memory"` // bytes; 0 = default
+	Class       string   `cbor:"2,keyasint,omitempty" json:"class,omitempty"`
+	Path        string   `cbor:"3,keyasint" json:"path"`
+	Args        []string `cbor:"4,keyasint,omitempty" json:"args,omitempty"`
+	Env         []string `cbor:"5,keyasint,omitempty" json:"env,omitempty"`
+	Dir         string   `cbor:"6,keyasint,omitempty" json:"dir,omitempty"`
+	LogDir      string   `cbor:"7,keyasint,omitempty" json:"log_dir,omitempty"`
+	Description string   `cbor:"8,keyasint,omitempty" json:"description,omitempty"`
+	MachineList []string `cbor:"9,keyasint,omitempty" json:"machine_list,omitempty"`
+}
+
+// SubmitReply answers a submission.
+type SubmitReply struct {
+	ID uint64 `cbor:"1,keyasint" json:"id"`
+}
+
+// IDRequest names one piece of work.
+type IDRequest struct {
+	ID uint64 `cbor:"1,keyasint" json:"id"`
+}
+
+// CancelRequest cancels one piece of work.
+type CancelRequest struct {
+	ID     uint64 `cbor:"1,keyasint" json:"id"`
+	Reason string `cbor:"2,keyasint,omitempty" json:"reason,omitempty"`
+}
+
+// WaitRequest waits until a piece of work ends or the timeout passes.
+type WaitRequest struct {
+	ID        uint64 `cbor:"1,keyasint" json:"id"`
+	TimeoutMS int64  `cbor:"2,keyasint,omitempty" json:"timeout_ms,omitempty"`
+	// State returns as soon as the work leaves this state (used by the
+	// CLI to learn that a process started); empty means "until ended".
+	State string `cbor:"3,keyasint,omitempty" json:"state,omitempty"`
+}
+
+// ListRequest lists work.
+type ListRequest struct {
+	All  bool   `cbor:"1,keyasint,omitempty" json:"all,omitempty"`
+	User string `cbor:"2,keyasint,omitempty" json:"user,omitempty"`
+}
+
+// ProcInfo is a process of a piece of work as the head sees it.
+type ProcInfo struct {
+	ID          string  `cbor:"1,keyasint" json:"id"`
+	Node        string  `cbor:"2,keyasint" json:"node"`
+	State       string  `cbor:"3,keyasint" json:"state"`
+	PID         int     `cbor:"4,keyasint,omitempty" json:"pid,omitempty"`
+	MemoryLimit int64   `cbor:"5,keyasint" json:"memory_limit"`
+	RSS         uint64  `cbor:"6,keyasint,omitempty" json:"rss,omitempty"`
+	CPUSeconds  float64 `cbor:"7,keyasint,omitempty" json:"cpu_seconds,omitempty"`
+	StartedAt   int64   `cbor:"8,keyasint,omitempty" json:"started_at,omitempty"`
+	EndedAt     int64   `cbor:"9,keyasint,omitempty" json:"ended_at,omitempty"`
+	ExitCode    int     `cbor:"10,keyasint" json:"exit_code"`
+	Reason      string  `cbor:"11,keyasint,omitempty" json:"reason,omitempty"`
+	LogPath     string  `cbor:"12,keyasint,omitempty" json:"log_path,omitempty"`
+}
+
+// WorkInfo describes one piece of work (job, managed reservation, ...).
+type WorkInfo struct {
+	ID          uint64     `cbor:"1,keyasint" json:"id"`
+	Kind        string     `cbor:"2,keyasint" json:"kind"`
+	User        string     `cbor:"3,keyasint" json:"user"`
+	Class       string     `cbor:"4,keyasint" json:"class"`
+	State       string     `cbor:"5,keyasint" json:"state"`
+	Reason      string     `cbor:"6,keyasint,omitempty" json:"reason,omitempty"`
+	Memory      int64      `cbor:"7,keyasint" json:"memory"`
+	Node        string     `cbor:"8,keyasint,omitempty" json:"node,omitempty"`
+	SubmittedAt int64      `cbor:"9,keyasint" json:"submitted_at"`
+	StartedAt   int64      `cbor:"10,keyasint,omitempty" json:"started_at,omitempty"`
+	EndedAt     int64      `cbor:"11,keyasint,omitempty" json:"ended_at,omitempty"`
+	ExitCode    int        `cbor:"12,keyasint" json:"exit_code"`
+	Command     []string   `cbor:"13,keyasint,omitempty" json:"command,omitempty"`
+	Description string     `cbor:"14,keyasint,omitempty" json:"description,omitempty"`
+	Procs       []ProcInfo `cbor:"15,keyasint,omitempty" json:"procs,omitempty"`
+	Completion  string     `cbor:"16,keyasint,omitempty" json:"completion,omitempty"`
+	Ended       bool       `cbor:"17,keyasint,omitempty" json:"ended"`
+}
+
+// WorkList is a list of work.
+type WorkList struct {
+	Work []WorkInfo `cbor:"1,keyasint" json:"work"`
+}
+
+// NodeInfo describes one node as the head sees it.
+type NodeInfo struct {
+	Name           string  `cbor:"1,keyasint" json:"name"`
+	State          string  `cbor:"2,keyasint" json:"state"`
+	PeerID         string  `cbor:"3,keyasint,omitempty" json:"peer_id,omitempty"`
+	MemTotal       int64   `cbor:"4,keyasint" json:"mem_total"`
+	MemSchedulable int64   `cbor:"5,keyasint" json:"mem_schedulable"`
+	MemUsed        int64   `cbor:"6,keyasint" json:"mem_used"`
+	Shares         int     `cbor:"7,keyasint" json:"shares"`
+	SharesUsed     int     `cbor:"8,keyasint" json:"shares_used"`
+	Procs          int     `cbor:"9,keyasint" json:"procs"`
+	LastHeartbeat  int64   `cbor:"10,keyasint" json:"last_heartbeat"` // unix ms
+	CPUs           int     `cbor:"11,keyasint,omitempty" json:"cpus,omitempty"`
+	Load1          float64 `cbor:"12,keyasint,omitempty" json:"load1,omitempty"`
+}
+
+// NodeList is a list of nodes.
+type NodeList struct {
+	Nodes []NodeInfo `cbor:"1,keyasint" json:"nodes"`
+}
+
+// StatusInfo describes the cluster as the head sees it.
+type StatusInfo struct {
+	Head      string   `cbor:"1,keyasint" json:"head"`
+	HeadPeer  string   `cbor:"2,keyasint,omitempty" json:"head_peer,omitempty"`
+	RaftState string   `cbor:"3,keyasint" json:"raft_state"`
+	RaftTerm  uint64   `cbor:"4,keyasint,omitempty" json:"raft_term,omitempty"`
+	RaftIndex uint64   `cbor:"5,keyasint,omitempty" json:"raft_index,omitempty"`
+	Peers     []string `cbor:"6,keyasint,omitempty" json:"peers,omitempty"`
+	NodesUp   int      `cbor:"7,keyasint" json:"nodes_up"`
+	NodesAll  int      `cbor:"8,keyasint" json:"nodes_all"`
+	Version   string   `cbor:"9,keyasint,omitempty" json:"version,omitempty"`
+	Agent     string   `cbor:"10,keyasint,omitempty" json:"agent,omitempty"`
+	Quantum   int64    `cbor:"11,keyasint,omitempty" json:"quantum,omitempty"`
+}
+
+// Report carries process state changes from an agent to the head right
+// away (heartbeats carry them too, until acknowledged).
+type Report struct {
+	Node  string       `cbor:"1,keyasint" json:"node"`
+	Procs []ProcStatus `cbor:"2,keyasint" json:"procs"`
+}

@@ -1,0 +1,111 @@
+package wire
+
+// Protocol ids and topic names. A version suffix lets a later release speak
+// two versions side by side during a rolling upgrade.
+const (
+	// ProtoRPC is the request/response protocol: agent→head calls (submit,
+	// query, report) and head→agent pushes (desired state).
+	ProtoRPC = "/ducc/rpc/1"
+	// ProtoRaft carries the Raft transport between head-eligible agents.
+	ProtoRaft = "/ducc/raft/1"
+	// TopicHeartbeat is the gossipsub topic every agent publishes its
+	// Heartbeat on.
+	TopicHeartbeat = "ducc/heartbeat/1"
+	// TopicLeader is the gossipsub topic the head announces itself on.
+	TopicLeader = "ducc/leader/1"
+)
+
+// Process states reported by agents.
+const (
+	ProcStarting     = "Starting"
+	ProcRunning      = "Running"
+	ProcStopping     = "Stopping"
+	ProcExited       = "Exited"
+	ProcLaunchFailed = "LaunchFailed"
+	ProcLost         = "Lost"
+)
+
+// ProcStatus is what an agent knows about one process it manages.
+type ProcStatus struct {
+	ID          string  `cbor:"1,keyasint" json:"id"`
+	WorkID      uint64  `cbor:"2,keyasint" json:"work_id"`
+	State       string  `cbor:"3,keyasint" json:"state"`
+	PID         int     `cbor:"4,keyasint,omitempty" json:"pid,omitempty"`
+	RSS         uint64  `cbor:"5,keyasint,omitempty" json:"rss,omitempty"`
+	CPUSeconds  float64 `cbor:"6,keyasint,omitempty" json:"cpu_seconds,omitempty"`
+	StartedAt   int64   `cbor:"7,keyasint,omitempty" json:"started_at,omitempty"` // unix ms
+	EndedAt     int64   `cbor:"8,keyasint,omitempty" json:"ended_at,omitempty"`   // unix ms
+	ExitCode    int     `cbor:"9,keyasint" json:"exit_code"`
+	Signal      string  `cbor:"10,keyasint,omitempty" json:"signal,omitempty"`
+	OOMKilled   bool    `cbor:"11,keyasint,omitempty" json:"oom_killed,omitempty"`
+	MemoryLimit int64   `cbor:"12,keyasint,omitempty" json:"memory_limit,omitempty"`
+	Reason      string  `cbor:"13,keyasint,omitempty" json:"reason,omitempty"`
+	LogPath     string  `cbor:"14,keyasint,omitempty" json:"log_path,omitempty"`
+	Node        string  `cbor:"15,keyasint,omitempty" json:"node,omitempty"`
+}
+
+// Ended reports whether the process has finished for good.
+func (p ProcStatus) Ended() bool {
+	return p.State == ProcExited || p.State == ProcLaunchFailed || p.State == ProcLost
+}
+
+// Heartbeat is published by every agent every heartbeat interval.
+type Heartbeat struct {
+	Node           string       `cbor:"1,keyasint" json:"node"`
+	PeerID         string       `cbor:"2,keyasint" json:"peer_id"`
+	Addrs          []string     `cbor:"3,keyasint,omitempty" json:"addrs,omitempty"`
+	Seq            uint64       `cbor:"4,keyasint" json:"seq"`
+	Time           int64        `cbor:"5,keyasint" json:"time"` // unix ms
+	MemTotal       int64        `cbor:"6,keyasint" json:"mem_total"`
+	MemSchedulable int64        `cbor:"7,keyasint" json:"mem_schedulable"`
+	MemUsed        int64        `cbor:"8,keyasint" json:"mem_used"`
+	SwapTotal      int64        `cbor:"9,keyasint,omitempty" json:"swap_total,omitempty"`
+	SwapUsed       int64        `cbor:"10,keyasint,omitempty" json:"swap_used,omitempty"`
+	CPUs           int          `cbor:"11,keyasint" json:"cpus"`
+	Load1          float64      `cbor:"12,keyasint,omitempty" json:"load1,omitempty"`
+	DesiredVersion uint64       `cbor:"13,keyasint" json:"desired_version"`
+	Procs          []ProcStatus `cbor:"14,keyasint,omitempty" json:"procs,omitempty"`
+	HeadEligible   bool         `cbor:"15,keyasint,omitempty" json:"head_eligible,omitempty"`
+	Version        string       `cbor:"16,keyasint,omitempty" json:"version,omitempty"`
+	Aliens         int          `cbor:"17,keyasint,omitempty" json:"aliens,omitempty"`
+}
+
+// ProcSpec is one process the head wants a node to run.
+type ProcSpec struct {
+	ID          string   `cbor:"1,keyasint" json:"id"`
+	WorkID      uint64   `cbor:"2,keyasint" json:"work_id"`
+	Kind        string   `cbor:"3,keyasint" json:"kind"` // POP, JP, SVC
+	User        string   `cbor:"4,keyasint" json:"user"`
+	UID         uint32   `cbor:"5,keyasint" json:"uid"`
+	GID         uint32   `cbor:"6,keyasint" json:"gid"`
+	Groups      []uint32 `cbor:"7,keyasint,omitempty" json:"groups,omitempty"`
+	Path        string   `cbor:"8,keyasint" json:"path"`
+	Args        []string `cbor:"9,keyasint,omitempty" json:"args,omitempty"`
+	Env         []string `cbor:"10,keyasint,omitempty" json:"env,omitempty"`
+	Dir         string   `cbor:"11,keyasint,omitempty" json:"dir,omitempty"`
+	LogDir      string   `cbor:"12,keyasint,omitempty" json:"log_dir,omitempty"`
+	MemoryLimit int64    `cbor:"13,keyasint" json:"memory_limit"`
+	Stop        bool     `cbor:"14,keyasint,omitempty" json:"stop,omitempty"` // the head wants it stopped
+	StopReason  string   `cbor:"15,keyasint,omitempty" json:"stop_reason,omitempty"`
+	GraceMS     int64    `cbor:"16,keyasint,omitempty" json:"grace_ms,omitempty"`
+}
+
+// DesiredState is the full set of processes the head wants on one node.
+// Processes the agent runs that are not listed, and are not ended, are
+// stopped; ended processes listed in Ack may be forgotten.
+type DesiredState struct {
+	Node    string     `cbor:"1,keyasint" json:"node"`
+	Version uint64     `cbor:"2,keyasint" json:"version"`
+	Procs   []ProcSpec `cbor:"3,keyasint,omitempty" json:"procs,omitempty"`
+	Ack     []string   `cbor:"4,keyasint,omitempty" json:"ack,omitempty"`
+	Head    string     `cbor:"5,keyasint,omitempty" json:"head,omitempty"` // peer id of the sender
+}
+
+// LeaderAnnounce is published by the head on TopicLeader.
+type LeaderAnnounce struct {
+	PeerID string   `cbor:"1,keyasint" json:"peer_id"`
+	Node   string   `cbor:"2,keyasint" json:"node"`
+	Addrs  []string `cbor:"3,keyasint,omitempty" json:"addrs,omitempty"`
+	Term   uint64   `cbor:"4,keyasint" json:"term"`
+	Time   int64    `cbor:"5,keyasint" json:"time"`
+}

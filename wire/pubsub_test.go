@@ -1,0 +1,110 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/host"
+)
+
+func newTestPubSub(t *testing.T, ctx context.Context, h host.Host) *pubsub.PubSub {
+	t.Helper()
+	ps, err := NewPubSub(ctx, h, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+func TestPubSubLocalDelivery(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h := newTestHost(t, testKey(t))
+	ps := newTestPubSub(t, ctx, h)
+	topic, err := JoinTopic[LeaderAnnounce](ps, TopicLeader, MaxAnnounceSize, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := topic.Subscribe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann := LeaderAnnounce{PeerID: h.ID().String(), Node: "n1", Term: 3, Time: 1}
+	if err := topic.Publish(ctx, ann); err != nil {
+		t.Fatal(err)
+	}
+	got, from, err := sub.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from != h.ID() || got.Term != 3 || got.Node != "n1" {
+		t.Fatalf("got %+v from %s", got, from)
+	}
+	// Oversized values are refused at publish.
+	big := LeaderAnnounce{Node: string(make([]byte, MaxAnnounceSize))}
+	var tl *TooLargeError
+	if err := topic.Publish(ctx, big); !errors.As(err, &tl) {
+		t.Fatalf("oversized publish: %v", err)
+	}
+	// Garbage published raw is rejected by the validator and never seen.
+	if err := topic.Topic().Publish(ctx, []byte{0xff, 0x00}); err == nil {
+		t.Fatal("garbage passed validation")
+	}
+	sub.Cancel()
+	if _, _, err := sub.Next(ctx); !errors.Is(err, ErrSubscriptionCancelled) {
+		t.Fatalf("after cancel: %v", err)
+	}
+	if err := topic.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPubSubTwoHosts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	psk := testKey(t)
+	a, b := newTestHost(t, psk), newTestHost(t, psk)
+	psA, psB := newTestPubSub(t, ctx, a), newTestPubSub(t, ctx, b)
+	ta, err := JoinTopic[Heartbeat](psA, TopicHeartbeat, MaxHeartbeatSize, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := JoinTopic[Heartbeat](psB, TopicHeartbeat, MaxHeartbeatSize, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := tb.Subscribe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Cancel()
+	subA, err := ta.Subscribe() // a must be in the topic mesh too
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer subA.Cancel()
+	connect(t, a, b)
+	// Wait until a sees b in the topic.
+	for len(ta.Topic().ListPeers()) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("peers never joined the topic")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	hb := sampleHeartbeat()
+	hb.Node = "a"
+	if err := ta.Publish(ctx, hb); err != nil {
+		t.Fatal(err)
+	}
+	got, from, err := sub.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from != a.ID() || got.Node != "a" || len(got.Procs) != 1 {
+		t.Fatalf("got %+v from %s", got, from)
+	}
+}

@@ -1,0 +1,271 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// Error codes carried in Response.Code. They follow the CLI's exit codes.
+const (
+	CodeError       = 1 // anything else
+	CodeUsage       = 2 // bad input: unknown class, malformed request, ...
+	CodeUnreachable = 3 // the head (or the peer) cannot be reached
+)
+
+// Server-side time limits for the parts of a call that do not depend on
+// the handler: reading the request and writing the response.
+const (
+	rpcRequestTimeout  = 30 * time.Second
+	rpcResponseTimeout = time.Minute
+)
+
+// CodedError is an error with a code. A handler returns one (Errorf) to
+// choose the Code of its Response; Call returns one for every failure, so
+// callers can use errors.As to learn the code.
+type CodedError struct {
+	Code int
+	Msg  string
+	// Err is the underlying error, if any (on the client side of a call
+	// failure that happened locally, e.g. a failed dial).
+	Err error
+}
+
+// Errorf returns a *CodedError with the given code and formatted message.
+// %w verbs are honoured for errors.Is/As.
+func Errorf(code int, format string, args ...any) *CodedError {
+	err := fmt.Errorf(format, args...)
+	return &CodedError{Code: code, Msg: err.Error(), Err: errors.Unwrap(err)}
+}
+
+func (e *CodedError) Error() string {
+	if e.Msg == "" && e.Err != nil {
+		return e.Err.Error()
+	}
+	return e.Msg
+}
+
+func (e *CodedError) Unwrap() error { return e.Err }
+
+// ErrorCode returns the code of the first CodedError in err's chain,
+// CodeError for any other non-nil error, and 0 for nil.
+func ErrorCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ce *CodedError
+	if errors.As(err, &ce) && ce.Code != 0 {
+		return ce.Code
+	}
+	return CodeError
+}
+
+// Handler serves one RPC. The returned value is encoded as the response
+// body (nil means no body); an error becomes Response{Error, Code} (the
+// code of a *CodedError, else CodeError). ctx is cancelled when the caller
+// goes away (its context ends, the stream is reset or the host closes).
+type Handler func(ctx context.Context, from peer.ID, req *Request) (any, error)
+
+// ServeOption configures Serve.
+type ServeOption func(*serveConfig)
+
+type serveConfig struct {
+	logger *slog.Logger
+}
+
+// WithServeLogger sets the logger of Serve (component=wire is added).
+func WithServeLogger(l *slog.Logger) ServeOption {
+	return func(c *serveConfig) { c.logger = l }
+}
+
+// Serve registers handler for ProtoRPC streams on h, replacing any previous
+// handler. Each call runs in its own goroutine, owned by its stream. Use
+// StopServing (or close the host) to stop.
+func Serve(h host.Host, handler Handler, opts ...ServeOption) {
+	cfg := serveConfig{}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	logger := componentLogger(cfg.logger)
+	h.SetStreamHandler(ProtoRPC, func(s network.Stream) {
+		serveStream(s, handler, logger)
+	})
+}
+
+// StopServing removes the ProtoRPC handler from h.
+func StopServing(h host.Host) {
+	h.RemoveStreamHandler(ProtoRPC)
+}
+
+func serveStream(s network.Stream, handler Handler, logger *slog.Logger) {
+	from := s.Conn().RemotePeer()
+	_ = s.SetReadDeadline(time.Now().Add(rpcRequestTimeout))
+	var req Request
+	if err := ReadMsg(s, &req, MaxMessageSize); err != nil {
+		logger.Debug("rpc: bad request", "peer", from.String(), "err", err)
+		resp := Response{Error: fmt.Sprintf("bad request: %v", err), Code: CodeUsage}
+		_ = s.SetWriteDeadline(time.Now().Add(rpcResponseTimeout))
+		if WriteMsg(s, &resp) == nil {
+			_ = s.Close()
+		} else {
+			_ = s.Reset()
+		}
+		return
+	}
+	_ = s.SetReadDeadline(time.Time{})
+
+	// The client keeps its write side open until it has the response; a
+	// read returning means it went away (reset) or is done (EOF): either
+	// way the handler's context ends. Closing the stream below unblocks
+	// the read, so the watcher never outlives this function.
+	ctx, cancel := context.WithCancel(context.Background())
+	watcherDone := make(chan struct{})
+	go func() {
+		defer close(watcherDone)
+		var b [1]byte
+		_, _ = s.Read(b[:])
+		cancel()
+	}()
+	defer func() {
+		cancel()
+		<-watcherDone
+	}()
+
+	start := time.Now()
+	body, err := callHandler(ctx, handler, from, &req, logger)
+	var resp Response
+	if err == nil && body != nil {
+		raw, merr := Marshal(body)
+		if merr != nil {
+			err = Errorf(CodeError, "%s: encoding the reply: %v", req.Method, merr)
+		} else {
+			resp.Body = raw
+		}
+	}
+	if err != nil {
+		resp = Response{Error: err.Error(), Code: ErrorCode(err)}
+	}
+	if ctx.Err() != nil {
+		logger.Debug("rpc: caller went away", "peer", from.String(), "method", req.Method, "duration", time.Since(start))
+		_ = s.Reset()
+		return
+	}
+	_ = s.SetWriteDeadline(time.Now().Add(rpcResponseTimeout))
+	if werr := WriteMsg(s, &resp); werr != nil {
+		var tl *TooLargeError
+		if errors.As(werr, &tl) {
+			resp = Response{Error: fmt.Sprintf("%s: reply too large: %v", req.Method, tl), Code: CodeError}
+			werr = WriteMsg(s, &resp)
+		}
+		if werr != nil {
+			logger.Debug("rpc: writing response", "peer", from.String(), "method", req.Method, "err", werr)
+			_ = s.Reset()
+			return
+		}
+	}
+	_ = s.Close()
+	logger.Debug("rpc: served", "peer", from.String(), "method", req.Method, "duration", time.Since(start), "err", resp.Error)
+}
+
+func callHandler(ctx context.Context, handler Handler, from peer.ID, req *Request, logger *slog.Logger) (body any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			logger.Error("rpc: handler panicked", "method", req.Method, "peer", from.String(), "panic", r, "stack", string(debug.Stack()))
+			body, err = nil, Errorf(CodeError, "%s: internal error in the handler (see the head's log)", req.Method)
+		}
+	}()
+	return handler(ctx, from, req)
+}
+
+// Call sends one request for method to peer to and decodes the reply body
+// into resp (a pointer; nil to ignore the body). req is encoded into the
+// Request body (nil for none). The call lasts as long as ctx: its deadline
+// applies and cancelling it resets the stream, which cancels the handler's
+// context on the other side. Every error is (or wraps) a *CodedError:
+// a failure reported by the handler keeps its code, a failure to reach the
+// peer has CodeUnreachable.
+func Call(ctx context.Context, h host.Host, to peer.ID, method string, caller Caller, req any, resp any) error {
+	if err := ctx.Err(); err != nil {
+		return &CodedError{Code: CodeUnreachable, Msg: fmt.Sprintf("%s to %s: %v", method, shortID(to), err), Err: err}
+	}
+	r := Request{Method: method, Caller: caller}
+	if req != nil {
+		raw, err := Marshal(req)
+		if err != nil {
+			return &CodedError{Code: CodeUsage, Msg: fmt.Sprintf("%s: %v", method, err), Err: err}
+		}
+		r.Body = raw
+	}
+	s, err := h.NewStream(ctx, to, ProtoRPC)
+	if err != nil {
+		err = ExplainDialError(err)
+		return &CodedError{Code: CodeUnreachable, Msg: fmt.Sprintf("%s: cannot reach %s: %v", method, shortID(to), err), Err: err}
+	}
+	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	defer stop()
+	if d, ok := ctx.Deadline(); ok {
+		_ = s.SetDeadline(d)
+	}
+
+	fail := func(what string, err error) error {
+		_ = s.Reset()
+		if cerr := ctx.Err(); cerr != nil {
+			err = cerr
+		} else if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+			// the stream deadline fired a moment before ctx's timer
+			err = context.DeadlineExceeded
+		}
+		return &CodedError{Code: CodeUnreachable, Msg: fmt.Sprintf("%s to %s: %s: %v", method, shortID(to), what, err), Err: err}
+	}
+	if err := WriteMsg(s, &r); err != nil {
+		var tl *TooLargeError
+		if errors.As(err, &tl) {
+			_ = s.Reset()
+			return &CodedError{Code: CodeUsage, Msg: fmt.Sprintf("%s: request too large: %v", method, tl), Err: err}
+		}
+		return fail("sending request", err)
+	}
+	var out Response
+	if err := ReadMsg(s, &out, MaxMessageSize); err != nil {
+		return fail("reading response", err)
+	}
+	_ = s.Close()
+	if out.Error != "" || out.Code != 0 {
+		code := out.Code
+		if code == 0 {
+			code = CodeError
+		}
+		msg := out.Error
+		if msg == "" {
+			msg = fmt.Sprintf("%s failed with code %d", method, code)
+		}
+		return &CodedError{Code: code, Msg: msg}
+	}
+	if resp != nil && len(out.Body) > 0 {
+		if err := Unmarshal(out.Body, resp); err != nil {
+			return &CodedError{Code: CodeError, Msg: fmt.Sprintf("%s: reply from %s: %v", method, shortID(to), err), Err: err}
+		}
+	}
+	return nil
+}
+
+// DecodeBody decodes the body of a request into v (a pointer). An empty
+// body leaves v unchanged. Errors have CodeUsage.
+func (r *Request) DecodeBody(v any) error {
+	if len(r.Body) == 0 {
+		return nil
+	}
+	if err := Unmarshal(r.Body, v); err != nil {
+		return Errorf(CodeUsage, "%s: malformed request body: %w", r.Method, err)
+	}
+	return nil
+}
+
+func shortID(p peer.ID) string { return p.String() }
