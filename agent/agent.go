@@ -23,7 +23,8 @@ import (
 // Agent is the node daemon.
 type Agent struct {
 	cfg     *Config
-	log     *slog.Logger
+	log     *slog.Logger // with component=agent
+	base    *slog.Logger // for the components the agent starts
 	version string
 
 	host   host.Host
@@ -43,6 +44,8 @@ type Agent struct {
 	unacked  map[string]wire.ProcStatus // ended processes the head has not acknowledged
 	seq      uint64
 	starting map[string]bool
+	stopping map[string]bool
+	bg       sync.WaitGroup // background stops and reports
 }
 
 // New prepares an agent: it takes the data-dir lock and loads identity and
@@ -57,8 +60,9 @@ func New(cfg *Config, version string, logger *slog.Logger) (*Agent, error) {
 	}
 	return &Agent{
 		cfg: cfg, version: version, log: logger.With("component", "agent", "node", cfg.Node), lock: lock,
+		base: logger.With("node", cfg.Node),
 		desire: make(chan wire.DesiredState, 1), want: map[string]wire.ProcSpec{},
-		unacked: map[string]wire.ProcStatus{}, starting: map[string]bool{},
+		unacked: map[string]wire.ProcStatus{}, starting: map[string]bool{}, stopping: map[string]bool{},
 	}, nil
 }
 
@@ -82,20 +86,19 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster key: %w", err)
 	}
-	a.host, err = wire.NewHost(ctx, wire.HostConfig{Identity: id, ClusterKey: psk, ListenAddrs: a.cfg.Listen, Logger: a.log})
+	a.host, err = wire.NewHost(ctx, wire.HostConfig{Identity: id, ClusterKey: psk, ListenAddrs: a.cfg.Listen, Logger: a.base})
 	if err != nil {
 		return err
 	}
 	defer a.host.Close()
-	a.log.Info("libp2p host up", "peer", a.host.ID().String(), "addrs", fmt.Sprint(a.host.Addrs()))
 
-	if a.ps, err = wire.NewPubSub(ctx, a.host, a.log); err != nil {
+	if a.ps, err = wire.NewPubSub(ctx, a.host, a.base); err != nil {
 		return err
 	}
-	if a.hbT, err = wire.JoinTopic[wire.Heartbeat](a.ps, wire.TopicHeartbeat, wire.MaxHeartbeatSize, a.log); err != nil {
+	if a.hbT, err = wire.JoinTopic[wire.Heartbeat](a.ps, wire.TopicHeartbeat, wire.MaxHeartbeatSize, a.base); err != nil {
 		return err
 	}
-	if a.leadT, err = wire.JoinTopic[wire.LeaderAnnounce](a.ps, wire.TopicLeader, wire.MaxAnnounceSize, a.log); err != nil {
+	if a.leadT, err = wire.JoinTopic[wire.LeaderAnnounce](a.ps, wire.TopicLeader, wire.MaxAnnounceSize, a.base); err != nil {
 		return err
 	}
 
@@ -106,16 +109,17 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer a.procs.Close()
+	defer a.bg.Wait()
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	if a.cfg.Head {
 		a.cands, err = head.NewCandidate(head.CandidateConfig{
-			DataDir: a.cfg.DataDir, Host: a.host, BootstrapExpect: a.cfg.BootstrapExpect, Logger: a.log,
+			DataDir: a.cfg.DataDir, Host: a.host, BootstrapExpect: a.cfg.BootstrapExpect, Logger: a.base,
 			HeadConfig: head.Config{
 				Node: a.cfg.Node, Peer: a.host.ID().String(), Version: a.version, Push: a,
 				Scheduler: a.cfg.Scheduler, Administrators: a.cfg.Administrators,
-				NodeTimeout: a.cfg.NodeTimeout.D(), Logger: a.log,
+				NodeTimeout: a.cfg.NodeTimeout.D(), Logger: a.base,
 			},
 		})
 		if err != nil {
@@ -129,7 +133,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); a.cands.Run(ctx) }()
 	}
-	wire.Serve(a.host, a.handleRPC, wire.WithServeLogger(a.log))
+	wire.Serve(a.host, a.handleRPC, wire.WithServeLogger(a.base))
 	defer wire.StopServing(a.host)
 
 	srv, err := a.serveAPI(ctx)
@@ -157,17 +161,17 @@ func (a *Agent) startProcs(ctx context.Context) error {
 	}
 	var cg *cgroup.Manager
 	if os.Geteuid() == 0 {
-		cg, err = cgroup.New("ducc", a.log)
+		cg, err = cgroup.New("ducc", a.base)
 		if err != nil {
 			a.log.Warn("cgroups unavailable; memory caps are NOT enforced", "err", err)
-			cg = cgroup.NewDisabled(a.log)
+			cg = cgroup.NewDisabled(a.base)
 		}
 	} else {
 		a.log.Warn("not running as root: cgroups disabled, memory caps are NOT enforced, processes run as this user")
-		cg = cgroup.NewDisabled(a.log)
+		cg = cgroup.NewDisabled(a.base)
 	}
 	a.procs, err = proc.NewManager(proc.Config{
-		DataDir: a.cfg.DataDir, ShimCommand: []string{exe, "shim"}, Cgroups: cg, Logger: a.log,
+		DataDir: a.cfg.DataDir, ShimCommand: []string{exe, "shim"}, Cgroups: cg, Logger: a.base,
 		OnExit: a.onExit,
 	})
 	if err != nil {
@@ -189,8 +193,11 @@ func (a *Agent) onExit(st proc.Status) {
 	a.mu.Lock()
 	a.unacked[st.ID] = ps
 	a.mu.Unlock()
-	a.log.Info("process ended", "proc", st.ID, "exit", st.ExitCode, "reason", st.Reason)
-	go a.report(context.Background(), []wire.ProcStatus{ps})
+	a.bg.Add(1)
+	go func() {
+		defer a.bg.Done()
+		a.report(context.Background(), []wire.ProcStatus{ps})
+	}()
 }
 
 // report sends process states to the head; heartbeats repeat them until

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shirou/gopsutil/v4/load"
 	"github.com/shirou/gopsutil/v4/mem"
+	"golang.org/x/sys/unix"
 
 	"github.com/ducc-project/ducc/proc"
 	"github.com/ducc-project/ducc/wire"
@@ -100,6 +101,12 @@ func toWire(st proc.Status, node string) wire.ProcStatus {
 	ps := wire.ProcStatus{
 		ID: st.ID, WorkID: workIDOf(st.ID), PID: st.PID, ExitCode: st.ExitCode, Signal: st.Signal,
 		OOMKilled: st.OOMKilled, MemoryLimit: st.MemoryLimit, Reason: st.Reason, LogPath: st.LogPath, Node: node,
+	}
+	if st.Signal != "" {
+		// Report a signal death as a shell would: 128 + the signal number.
+		if n := unix.SignalNum(st.Signal); n != 0 {
+			ps.ExitCode = 128 + int(n)
+		}
 	}
 	if !st.StartedAt.IsZero() {
 		ps.StartedAt = st.StartedAt.UnixMilli()

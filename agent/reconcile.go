@@ -126,9 +126,27 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 	// Launch failures arrive through OnExit.
 }
 
+// stop stops a process in the background (SIGTERM, SIGKILL after grace);
+// the reconcile loop must not wait for the grace period.
 func (a *Agent) stop(ctx context.Context, id string, grace time.Duration, why string) {
-	a.log.Info("stopping process", "proc", id, "grace", grace, "why", why)
-	if err := a.procs.Stop(ctx, id, grace); err != nil {
-		a.log.Warn("cannot stop process", "proc", id, "err", err)
+	a.mu.Lock()
+	if a.stopping[id] {
+		a.mu.Unlock()
+		return
 	}
+	a.stopping[id] = true
+	a.mu.Unlock()
+	a.log.Info("stopping process", "proc", id, "grace", grace, "why", why)
+	a.bg.Add(1)
+	go func() {
+		defer a.bg.Done()
+		defer func() {
+			a.mu.Lock()
+			delete(a.stopping, id)
+			a.mu.Unlock()
+		}()
+		if err := a.procs.Stop(ctx, id, grace); err != nil && ctx.Err() == nil {
+			a.log.Warn("cannot stop process", "proc", id, "err", err)
+		}
+	}()
 }

@@ -117,6 +117,7 @@ type Options struct {
 type Manager struct {
 	root    string
 	mode    string
+	mount   string
 	log     *slog.Logger
 	backend backend
 }
@@ -176,12 +177,14 @@ func NewWithOptions(o Options) (*Manager, error) {
 		if mp == "" {
 			mp = v1Mount
 		}
+		m.mount = mp
 		m.backend, err = newV1(mp, root, logger)
 	case ModeV2:
 		mp := o.Mountpoint
 		if mp == "" {
 			mp = v1Mount
 		}
+		m.mount = mp
 		m.backend, err = newV2(mp, root, logger)
 	default:
 		return nil, fmt.Errorf("cgroup: unknown mode %q (want v1 or v2)", mode)
@@ -209,6 +212,12 @@ func (m *Manager) Mode() string { return m.mode }
 
 // Enabled reports whether groups are real (not disabled mode).
 func (m *Manager) Enabled() bool { return m.mode != ModeDisabled }
+
+// Mountpoint is the cgroup mount in use ("" in disabled mode): for v1 the
+// parent of the controller directories, for v2 the unified mount. With Mode
+// and Root it lets another process (the shim) open the same manager through
+// NewWithOptions.
+func (m *Manager) Mountpoint() string { return m.mount }
 
 // Root returns the root group ("" in disabled mode).
 func (m *Manager) Root() string { return m.root }

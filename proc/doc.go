@@ -47,7 +47,9 @@
 // netpoller, so no OS thread is parked per process; when it ends, the agent
 // reaps it if it is its child (waitid P_PIDFD), reads status.json and calls
 // OnExit once, from the watcher goroutine. [Manager.Adopt] does the same for
-// shims found in DataDir/procs after a restart. [Manager.Close] stops the
+// shims found in DataDir/procs after a restart; a shim that died without
+// status.json (or a pid that now belongs to another process: pid and start
+// time are checked) is reported with State Lost and its cgroup is emptied. [Manager.Close] stops the
 // watchers and never kills anything.
 //
 // Production note: the agent's systemd unit must not kill the shims when the

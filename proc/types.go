@@ -55,10 +55,13 @@ const (
 	Running      State = "Running"
 	Exited       State = "Exited"
 	LaunchFailed State = "LaunchFailed"
+	// Lost: the shim died without recording the exit (Reason "lost: shim
+	// died"); whatever was left in the cgroup has been killed.
+	Lost State = "Lost"
 )
 
 // Ended reports whether the state is final.
-func (s State) Ended() bool { return s == Exited || s == LaunchFailed }
+func (s State) Ended() bool { return s == Exited || s == LaunchFailed || s == Lost }
 
 // Status is what is known about a process. It is also the content of
 // status.json.
@@ -154,6 +157,7 @@ type shimSpec struct {
 	CgroupEnabled bool   `json:"cgroup_enabled"`
 	CgroupRoot    string `json:"cgroup_root,omitempty"`
 	CgroupMode    string `json:"cgroup_mode,omitempty"`
+	CgroupMount   string `json:"cgroup_mount,omitempty"`
 	CgroupName    string `json:"cgroup_name,omitempty"`
 }
 

@@ -39,6 +39,10 @@ func NewPubSub(ctx context.Context, h host.Host, logger *slog.Logger) (*pubsub.P
 		pubsub.WithMaxMessageSize(MaxHeartbeatSize+pubsubEnvelopeOverhead),
 		pubsub.WithSubscriptionFilter(pubsub.NewRegexpSubscriptionFilter(topicFilter)),
 		pubsub.WithPeerExchange(false),
+		// Send our own messages to every peer in the topic, not only to the
+		// mesh: a freshly joined node has an empty mesh until the first
+		// gossipsub heartbeat, and the head is connected to every agent.
+		pubsub.WithFloodPublish(true),
 		pubsub.WithLogger(logger.With("sub", "pubsub")),
 	)
 	if err != nil {

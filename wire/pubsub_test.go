@@ -100,11 +100,68 @@ func TestPubSubTwoHosts(t *testing.T) {
 	if err := ta.Publish(ctx, hb); err != nil {
 		t.Fatal(err)
 	}
+	if _, _, err := subA.Next(ctx); err != nil {
+		t.Fatal("local:", err)
+	}
 	got, from, err := sub.Next(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if from != a.ID() || got.Node != "a" || len(got.Procs) != 1 {
+		t.Fatalf("got %+v from %s", got, from)
+	}
+}
+
+// A peer without our validator publishes garbage and an oversized value:
+// our side rejects both and still receives the valid message after them.
+func TestPubSubRejectsRemoteGarbage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	psk := testKey(t)
+	a, b := newTestHost(t, psk), newTestHost(t, psk)
+	psA, err := pubsub.NewGossipSub(ctx, a, pubsub.WithFloodPublish(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	psB := newTestPubSub(t, ctx, b)
+	raw, err := psA.Join(TopicLeader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rawSub, err := raw.Subscribe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rawSub.Cancel()
+	tb, err := JoinTopic[LeaderAnnounce](psB, TopicLeader, MaxAnnounceSize, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := tb.Subscribe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Cancel()
+	connect(t, a, b)
+	for len(raw.ListPeers()) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("peers never joined the topic")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	good, _ := Marshal(LeaderAnnounce{Node: "good", Term: 1})
+	big, _ := Marshal(LeaderAnnounce{Node: string(make([]byte, MaxAnnounceSize))})
+	for _, data := range [][]byte{{0xff, 0x01}, big, good} {
+		if err := raw.Publish(ctx, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, from, err := sub.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Node != "good" || from != a.ID() {
 		t.Fatalf("got %+v from %s", got, from)
 	}
 }

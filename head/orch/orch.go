@@ -70,7 +70,6 @@ type Orchestrator struct {
 	sent     map[string]string // node → fingerprint of last desired pushed
 	pushers  map[string]chan wire.DesiredState
 	reported map[string]wire.ProcStatus // proc id → last status applied
-	inflight map[string]bool            // proc ids with an update being applied
 	live     map[string]wire.ProcStatus // proc id → newest status an agent reported
 	wg       sync.WaitGroup
 }
@@ -101,7 +100,6 @@ func New(cfg Config) *Orchestrator {
 		sent:     make(map[string]string),
 		pushers:  make(map[string]chan wire.DesiredState),
 		reported: make(map[string]wire.ProcStatus),
-		inflight: make(map[string]bool),
 		live:     make(map[string]wire.ProcStatus),
 	}
 }
@@ -180,7 +178,22 @@ func (o *Orchestrator) cycle(ctx context.Context) error {
 		}
 	}
 	o.pushAll(ctx)
+	o.prune(now)
 	return nil
+}
+
+// prune forgets reports of processes that ended long ago; agents stop
+// repeating them once acknowledged.
+func (o *Orchestrator) prune(now time.Time) {
+	cutoff := now.Add(-5 * time.Minute).UnixMilli()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for id, st := range o.reported {
+		if st.Ended() && st.EndedAt != 0 && st.EndedAt < cutoff {
+			delete(o.reported, id)
+			delete(o.live, id)
+		}
+	}
 }
 
 // Pending returns why a piece of work waits, or "".
@@ -225,12 +238,11 @@ func (o *Orchestrator) Report(ctx context.Context, node string, procs []wire.Pro
 	for _, st := range procs {
 		o.live[st.ID] = st
 		prev, seen := o.reported[st.ID]
-		if o.inflight[st.ID] || (seen && prev.State == st.State && prev.PID == st.PID) {
+		if seen && prev.State == st.State && prev.PID == st.PID {
 			continue
 		}
 		st := st
 		st.Node = node
-		o.inflight[st.ID] = true
 		cmds = append(cmds, state.Command{Type: state.CmdProc, Time: ts, Proc: &st})
 	}
 	o.mu.Unlock()
@@ -258,7 +270,6 @@ func (o *Orchestrator) Report(ctx context.Context, node string, procs []wire.Pro
 	}
 	o.mu.Lock()
 	for _, c := range cmds {
-		delete(o.inflight, c.Proc.ID)
 		if err == nil {
 			o.reported[c.Proc.ID] = *c.Proc
 		}

@@ -261,7 +261,10 @@ func (s *sched) build() {
 				pr.shares = max(wk.order, 1)
 			}
 			s.procBy[p.ID] = pr
-			_, issued := s.issued[p.ID]
+			is, issued := s.issued[p.ID]
+			if kw := s.cfg.Preemption.KillWait.D(); issued && s.now.Sub(is.At) > kw {
+				s.tracef("process %s still stopping %s after its stop (kill_wait %s)", p.ID, s.now.Sub(is.At), kw)
+			}
 			pr.stopping = p.State == ProcStopping || issued
 			if pr.n != nil {
 				pr.n.used += pr.shares

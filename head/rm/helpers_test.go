@@ -88,7 +88,10 @@ type sim struct {
 	carry Carry
 	now   time.Time
 	seq   map[uint64]int
-	log   []string
+	// linger keeps stopped processes around this long (0: gone next cycle),
+	// like processes that take kill_wait to die.
+	linger  time.Duration
+	stopped map[string]time.Time
 }
 
 func (s *sim) find(id uint64) *Work {
@@ -105,12 +108,15 @@ func (s *sim) step(dt time.Duration) Plan {
 	if s.seq == nil {
 		s.seq = map[uint64]int{}
 	}
-	// Processes told to stop last cycle are gone now.
+	if s.stopped == nil {
+		s.stopped = map[string]time.Time{}
+	}
+	// Processes told to stop are gone after linger.
 	for i := range s.work {
 		w := &s.work[i]
 		var keep []Proc
 		for _, p := range w.Procs {
-			if p.State != ProcStopping {
+			if p.State != ProcStopping || s.now.Sub(s.stopped[p.ID]) < s.linger {
 				keep = append(keep, p)
 			}
 		}
@@ -123,6 +129,7 @@ func (s *sim) step(dt time.Duration) Plan {
 		for j := range w.Procs {
 			if w.Procs[j].ID == st.ProcID {
 				w.Procs[j].State = ProcStopping
+				s.stopped[st.ProcID] = s.now
 			}
 		}
 	}

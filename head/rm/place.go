@@ -260,7 +260,11 @@ func (s *sched) holdText(w *work) string {
 	if len(victims) == 0 {
 		return fmt.Sprintf("space held on %s", joinIDs(nodes))
 	}
-	return fmt.Sprintf("%d process(es) stopping on %s (%s)", len(victims), joinIDs(dedup(nodes)), joinIDs(victims))
+	shown := joinIDs(victims)
+	if len(victims) > 6 {
+		shown = fmt.Sprintf("%s and %d more", joinIDs(victims[:6]), len(victims)-6)
+	}
+	return fmt.Sprintf("%d process(es) stopping on %s (%s)", len(victims), joinIDs(dedup(nodes)), shown)
 }
 
 func dedup(s []string) []string {

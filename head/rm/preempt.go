@@ -135,6 +135,9 @@ func (s *sched) bestVictims(w *work, nodes []*node, order int, exact bool, cat f
 		if exact && (n.held > 0 && n.freeFor(s, w) == n.free()) {
 			continue // held for someone else
 		}
+		if !exact && order-n.freeFor(s, w) > bestCost {
+			continue // cannot beat the best found so far
+		}
 		vs := s.pickVictims(w, n, order, exact, cat)
 		if len(vs) == 0 {
 			continue
@@ -142,9 +145,6 @@ func (s *sched) bestVictims(w *work, nodes []*node, order int, exact bool, cat f
 		c := victimShares(vs)
 		if c < bestCost || (c == bestCost && len(vs) < len(best)) {
 			bestN, best, bestCost = n, vs, c
-		}
-		if bestCost <= order-max(n.freeFor(s, w), 0) && !exact {
-			break // cannot do better than evicting exactly what is missing
 		}
 	}
 	return bestN, best
@@ -168,6 +168,7 @@ func (s *sched) evictFor(w *work) bool {
 	text := fmt.Sprintf("evicted for %s %d (%s class %s, priority %d)", w.w.Kind, w.w.ID, w.class.Policy, w.class.Name, w.prio)
 	s.issueStops(vs, Evicted, text, false)
 	s.addHold(w, n, w.order, vs)
+	s.tracef("hold %d shares on %s for %s %d until %s stop", w.order, n.n.Name, w.w.Kind, w.w.ID, joinIDs(victimIDs(vs)))
 	return true
 }
 
@@ -203,16 +204,33 @@ func (s *sched) shrinkNote(p *proc, text string) {
 }
 
 func (s *sched) addHold(w *work, n *node, shares int, vs []victim) {
-	h := &Hold{Node: n.n.Name, Shares: shares, For: w.w.ID, Since: s.now}
+	var h *Hold
+	for _, o := range s.holds {
+		if o.Node == n.n.Name && o.For == w.w.ID && o.Since.Equal(s.now) {
+			h = o
+			h.Shares += shares
+		}
+	}
+	if h == nil {
+		h = &Hold{Node: n.n.Name, Shares: shares, For: w.w.ID, Since: s.now}
+		s.holds = append(s.holds, h)
+	}
 	for _, v := range vs {
 		h.Victims = append(h.Victims, v.p.p.ID)
 	}
-	s.holds = append(s.holds, h)
 	n.held += shares
 	if n.pool.index != nil {
 		n.pool.index.update(n)
 	}
-	s.tracef("hold %d shares on %s for %s %d", shares, n.n.Name, w.w.Kind, w.w.ID)
+}
+
+// traceNewHolds reports the holds made in this cycle.
+func (s *sched) traceNewHolds() {
+	for _, h := range s.holds {
+		if h.Since.Equal(s.now) {
+			s.tracef("hold %d shares on %s for work %d until %s stop", h.Shares, h.Node, h.For, joinIDs(h.Victims))
+		}
+	}
 }
 
 // computeBudgets sets, for every fair job over its target, how many
@@ -292,7 +310,9 @@ func (s *sched) preemptRound() {
 		for _, p := range pools {
 			nodes = append(nodes, p.nodes...)
 		}
-		needy := s.needy(b)
+		// Defragmentation gives a needy job with nothing under way one
+		// process per round; other shortfalls wait for jobs over their share.
+		defrag := s.needy(b) && s.holdShares(b) == 0
 		units := b.target - b.have() - s.holdShares(b)/b.order
 		for ; units > 0; units-- {
 			if issued && used >= budget {
@@ -311,12 +331,19 @@ func (s *sched) preemptRound() {
 				if s.budget[v] > 0 {
 					return catOver
 				}
-				if needy && !s.needy(v) && s.userHeld[v.user] > s.userHeld[b.user] && v.have() > 1 {
+				if defrag && !s.needy(v) && s.userHeld[v.user] > s.userHeld[b.user] && v.have() > 1 {
 					return catDefrag
 				}
 				return -1
 			}
+			useDefrag := defrag
+			defrag = false
 			n, vs := s.bestVictims(b, nodes, b.order, false, cat)
+			if n == nil && useDefrag {
+				defrag = true
+				n, vs = s.bestVictims(b, nodes, b.order, false, cat)
+				defrag = false
+			}
 			if n == nil {
 				break
 			}
@@ -346,9 +373,18 @@ func (s *sched) preemptRound() {
 			s.addHold(b, n, b.order, vs)
 		}
 	}
+	s.traceNewHolds()
 	if issued {
 		s.plan.Carry.LastPreemption = s.now
 	} else {
 		s.plan.Carry.LastPreemption = s.in.Carry.LastPreemption
 	}
+}
+
+func victimIDs(vs []victim) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.p.p.ID
+	}
+	return out
 }

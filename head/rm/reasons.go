@@ -49,6 +49,9 @@ func (s *sched) fairReason(w *work) string {
 	case s.budgetHit:
 		note = "; this round's preemption budget (max_per_round) is used up"
 	}
+	if sh := s.shrinking[w.w.ID]; sh != nil {
+		return fmt.Sprintf("shrinking: %d process(es) stopped this cycle: %s", len(sh.Procs), sh.Reason)
+	}
 	if s.holdShares(w) > 0 {
 		return "waiting for preemptions: " + s.holdText(w)
 	}
@@ -71,6 +74,9 @@ func (s *sched) fairReason(w *work) string {
 	if w.have() < w.target {
 		return fmt.Sprintf("waiting for resources: fair share is %d processes, has %d; no node in pool %s has %s free%s",
 			w.target, w.have(), w.pool.name, size, note)
+	}
+	if w.cur > w.target {
+		return fmt.Sprintf("over fair share: holds %d processes, fair share is %d; the excess is taken back gradually when other work needs the space", w.cur, w.target)
 	}
 	return fmt.Sprintf("at fair share: class %s fair share gives this job %d of the %d processes it wants (user %s's share is %s of the class's %s)",
 		cls, w.target, w.want, w.user, s.sz(w, s.userShare[cls+"\x00"+w.user]), s.sz(w, s.classShare[cls]))

@@ -1,0 +1,94 @@
+package rm
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+)
+
+// benchCluster builds a realistic mixed cluster: nodes of 64–256 GiB, jobs of
+// 2–28 GiB processes spread over users and the five fair classes, services,
+// managed reservations and a few whole-machine reservations.
+func benchCluster(nodes, jobs, users int) Input {
+	r := rand.New(rand.NewSource(int64(nodes)))
+	cfg := DefaultConfig()
+	in := Input{Now: t0.Add(time.Hour), Config: cfg}
+	sizes := []int64{64, 128, 256}
+	for i := 0; i < nodes; i++ {
+		in.Nodes = append(in.Nodes, Node{Name: fmt.Sprintf("node%05d", i), MemSchedulable: sizes[r.Intn(3)] * GiB})
+	}
+	mems := []int64{2, 4, 8, 16, 28}
+	for i := 0; i < jobs; i++ {
+		w := Work{ID: uint64(i + 1), User: fmt.Sprintf("user%04d", r.Intn(users)),
+			SubmitTime: t0.Add(time.Duration(r.Intn(3600)) * time.Second), Memory: mems[r.Intn(len(mems))] * GiB}
+		switch k := r.Intn(100); {
+		case k < 90:
+			w.Kind, w.Class = Job, fairClasses[r.Intn(len(fairClasses))]
+			w.ItemsRemaining, w.Pipelines = 10+r.Intn(2000), 1+r.Intn(4)
+			w.MeanItemTime, w.MeanInitTime = time.Duration(1+r.Intn(60))*time.Second, time.Duration(r.Intn(120))*time.Second
+		case k < 97:
+			w.Kind, w.Class, w.ServiceID, w.Instance = Service, "fixed", fmt.Sprintf("svc%d", r.Intn(jobs/20+1)), i
+		case k < 99:
+			w.Kind, w.Class = ManagedReservation, "fixed"
+		default:
+			w.Kind, w.Class, w.Memory = Reservation, "reserve", sizes[r.Intn(3)]*GiB
+		}
+		in.Work = append(in.Work, w)
+	}
+	return in
+}
+
+// steady runs a few cycles so the cluster is busy, then returns the input of
+// the next cycle: some processes finished, some new jobs arrived.
+func steady(nodes, jobs, users int) Input {
+	in := benchCluster(nodes, jobs, users)
+	all := in.Work
+	in.Work = all[:len(all)*9/10]
+	s := &sim{cfg: in.Config, nodes: in.Nodes, work: in.Work, now: in.Now}
+	for i := 0; i < 4; i++ {
+		s.step(4 * time.Second)
+	}
+	r := rand.New(rand.NewSource(1))
+	for i := range s.work {
+		w := &s.work[i]
+		if w.Kind == Job && len(w.Procs) > 0 && r.Intn(20) == 0 {
+			w.Procs = w.Procs[:len(w.Procs)-1]
+		}
+	}
+	s.work = append(s.work, all[len(all)*9/10:]...)
+	return Input{Now: s.now.Add(4 * time.Second), Config: s.cfg, Nodes: s.nodes, Work: s.work, Carry: s.carry}
+}
+
+var benchSizes = []struct{ nodes, jobs, users int }{
+	{100, 500, 50}, {1000, 5000, 200}, {5000, 25000, 500}, {10000, 50000, 1000},
+}
+
+func BenchmarkSchedule(b *testing.B) {
+	for _, sz := range benchSizes {
+		if testing.Short() && sz.nodes > 1000 {
+			continue
+		}
+		cold := benchCluster(sz.nodes, sz.jobs, sz.users)
+		b.Run(fmt.Sprintf("cold/nodes=%d/jobs=%d/users=%d", sz.nodes, sz.jobs, sz.users), func(b *testing.B) {
+			for b.Loop() {
+				Schedule(cold)
+			}
+		})
+		warm := steady(sz.nodes, sz.jobs, sz.users)
+		p := Schedule(warm)
+		b.Run(fmt.Sprintf("steady/nodes=%d/jobs=%d/users=%d", sz.nodes, sz.jobs, sz.users), func(b *testing.B) {
+			b.ReportMetric(float64(len(p.Starts)), "starts")
+			b.ReportMetric(float64(len(p.Stops)), "stops")
+			for b.Loop() {
+				Schedule(warm)
+			}
+		})
+		warm.NoTrace = true
+		b.Run(fmt.Sprintf("steady-notrace/nodes=%d", sz.nodes), func(b *testing.B) {
+			for b.Loop() {
+				Schedule(warm)
+			}
+		})
+	}
+}

@@ -1,0 +1,694 @@
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ducc-project/ducc/cgroup"
+)
+
+const mib = 1 << 20
+
+func TestMain(m *testing.M) {
+	if os.Getenv("DUCC_TEST_SHIM") == "1" {
+		os.Exit(RunShim(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// exits collects OnExit calls.
+type exits struct {
+	mu sync.Mutex
+	ch map[string]chan Status
+}
+
+func (x *exits) get(id string) chan Status {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.ch == nil {
+		x.ch = map[string]chan Status{}
+	}
+	c, ok := x.ch[id]
+	if !ok {
+		c = make(chan Status, 8)
+		x.ch[id] = c
+	}
+	return c
+}
+
+func (x *exits) onExit(st Status) { x.get(st.ID) <- st }
+
+func (x *exits) wait(t testing.TB, id string, d time.Duration) Status {
+	t.Helper()
+	select {
+	case st := <-x.get(id):
+		return st
+	case <-time.After(d):
+		t.Fatalf("no OnExit for %s within %v", id, d)
+		return Status{}
+	}
+}
+
+type env struct {
+	dataDir string
+	cg      *cgroup.Manager
+	x       *exits
+	log     *slog.Logger
+}
+
+// newEnv makes a data dir and a cgroup manager with a unique root; cleanup
+// kills and removes everything.
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("needs root")
+	}
+	e := &env{dataDir: t.TempDir(), x: &exits{}, log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	name := strings.NewReplacer("/", "_", "#", "_").Replace(t.Name())
+	cg, err := cgroup.New(fmt.Sprintf("ducc-test-%d-%s", os.Getpid(), name), e.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cg = cg
+	t.Cleanup(func() {
+		ents, _ := os.ReadDir(filepath.Join(e.dataDir, "procs"))
+		for _, de := range ents {
+			if g, err := cg.Load(de.Name()); err == nil {
+				_ = g.Kill()
+				_ = g.Delete()
+			}
+		}
+		if err := cg.RemoveRoot(); err != nil {
+			t.Errorf("remove cgroup root: %v", err)
+		}
+	})
+	return e
+}
+
+func (e *env) manager(t testing.TB) *Manager {
+	t.Helper()
+	m, err := NewManager(Config{
+		DataDir:     e.dataDir,
+		ShimCommand: []string{os.Args[0]},
+		ShimEnv:     []string{"DUCC_TEST_SHIM=1"},
+		Cgroups:     e.cg,
+		Logger:      e.log,
+		OnExit:      e.x.onExit,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+func shSpec(id, script string) Spec {
+	return Spec{ID: id, WorkID: 17, Kind: "POP", Node: "n1", Path: "/bin/sh", Args: []string{"-c", script}}
+}
+
+func TestExitCodeAndLog(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(t)
+	sp := shSpec("17.1", "echo hello out; echo hello err >&2; exit 7")
+	sp.LogDir = filepath.Join(e.dataDir, "logs", "17")
+	st, err := m.Start(context.Background(), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != Running || st.PID <= 0 || st.ShimPID <= 0 {
+		t.Fatalf("Start status %+v", st)
+	}
+	want := filepath.Join(sp.LogDir, fmt.Sprintf("17-POP-n1-%d.log", st.PID))
+	if st.LogPath != want {
+		t.Fatalf("LogPath %s, want %s", st.LogPath, want)
+	}
+	end := e.x.wait(t, "17.1", 10*time.Second)
+	if end.State != Exited || end.ExitCode != 7 || end.Signal != "" || end.OOMKilled {
+		t.Fatalf("end status %+v", end)
+	}
+	if end.Reason != "exited with code 7" {
+		t.Fatalf("reason %q", end.Reason)
+	}
+	if !end.EndedAt.After(end.StartedAt) || end.PID != st.PID {
+		t.Fatalf("times/pid %+v", end)
+	}
+	b, err := os.ReadFile(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != "hello out\nhello err\n" {
+		t.Fatalf("log content %q", b)
+	}
+	if got, ok := m.Status("17.1"); !ok || got.ExitCode != 7 {
+		t.Fatalf("Status() = %+v %v", got, ok)
+	}
+	if err := m.Forget("17.1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.Status("17.1"); ok {
+		t.Fatal("still known after Forget")
+	}
+	if _, err := os.Stat(filepath.Join(e.dataDir, "procs", "17.1")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("dir not removed: %v", err)
+	}
+	if _, err := e.cg.Load("17.1"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("cgroup not removed: %v", err)
+	}
+}
+
+func TestLaunchFailed(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(t)
+	cases := []struct {
+		id, want string
+		spec     Spec
+	}{
+		{"1.1", "exec: /nonexistent/prog: no such file or directory", Spec{Path: "/nonexistent/prog"}},
+		{"1.2", `exec: "no-such-program-xyz": executable file not found in $PATH`, Spec{Path: "no-such-program-xyz"}},
+		{"1.3", "working directory /nonexistent-dir: no such file or directory", Spec{Path: "/bin/true", Dir: "/nonexistent-dir"}},
+		{"1.4", `unknown user "no-such-user-xyz"`, Spec{Path: "/bin/true", User: "no-such-user-xyz"}},
+		{"1.5", "exec: /etc/passwd: permission denied", Spec{Path: "/etc/passwd"}},
+	}
+	for _, c := range cases {
+		c.spec.ID, c.spec.WorkID, c.spec.Kind, c.spec.Node = c.id, 1, "JP", "n1"
+		st, err := m.Start(context.Background(), c.spec)
+		if err != nil {
+			t.Fatalf("%s: Start error %v", c.id, err)
+		}
+		if st.State != LaunchFailed || st.Reason != c.want {
+			t.Errorf("%s: Start status %+v, want reason %q", c.id, st, c.want)
+		}
+		end := e.x.wait(t, c.id, 10*time.Second)
+		if end.State != LaunchFailed || end.Reason != c.want || end.ExitCode != -1 {
+			t.Errorf("%s: OnExit status %+v", c.id, end)
+		}
+		// No stray "starting" log file.
+		logs, _ := filepath.Glob(filepath.Join(e.dataDir, "procs", c.id, "*.log"))
+		for _, l := range logs {
+			if !strings.HasSuffix(l, "shim.log") {
+				t.Errorf("%s: leftover log %s", c.id, l)
+			}
+		}
+	}
+	if _, err := m.Start(context.Background(), Spec{ID: "../x", Path: "/bin/true"}); err == nil {
+		t.Fatal("bad id accepted")
+	}
+	if _, err := m.Start(context.Background(), Spec{ID: "1.1", Path: "/bin/true"}); err == nil {
+		t.Fatal("duplicate id accepted")
+	}
+}
+
+func TestOOMKilled(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(t)
+	sp := shSpec("3.1", "head -c 300M /dev/zero | tail")
+	sp.MemoryLimit = 48 * mib
+	if _, err := m.Start(context.Background(), sp); err != nil {
+		t.Fatal(err)
+	}
+	end := e.x.wait(t, "3.1", 60*time.Second)
+	t.Logf("%+v", end)
+	if !end.OOMKilled || end.Reason != "exceeded its memory limit of 48 MiB" || end.MemoryLimit != 48*mib {
+		t.Fatalf("not reported as OOM: %+v", end)
+	}
+}
+
+func TestStopGrace(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(t)
+	ctx := context.Background()
+	// Ignores SIGTERM (and so do its children): needs the SIGKILL.
+	stubborn := shSpec("4.1", "trap '' TERM; echo ready; while :; do sleep 0.05; done")
+	// Dies on SIGTERM.
+	polite := shSpec("4.2", "sleep 100 & sleep 100; wait")
+	for _, sp := range []Spec{stubborn, polite} {
+		if _, err := m.Start(ctx, sp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, ok := m.Status("4.1"); ok {
+		waitLog(t, st.LogPath, "ready")
+	}
+	var wg sync.WaitGroup
+	var politeTook time.Duration
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t0 := time.Now()
+		if err := m.Stop(ctx, "4.2", 5*time.Second); err != nil {
+			t.Error(err)
+		}
+		politeTook = time.Since(t0)
+	}()
+	grace := 300 * time.Millisecond
+	t0 := time.Now()
+	if err := m.Stop(ctx, "4.1", grace); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(t0)
+	wg.Wait()
+	if took < grace || took > grace+3*time.Second {
+		t.Fatalf("stubborn stop took %v", took)
+	}
+	if politeTook > 2*time.Second {
+		t.Fatalf("polite stop took %v", politeTook)
+	}
+	s1 := e.x.wait(t, "4.1", 5*time.Second)
+	if s1.Signal != "SIGKILL" || !s1.Stopped || !strings.Contains(s1.Reason, "grace period") {
+		t.Fatalf("stubborn: %+v", s1)
+	}
+	s2 := e.x.wait(t, "4.2", 5*time.Second)
+	if s2.Signal != "SIGTERM" || !s2.Stopped || s2.Reason != "killed by SIGTERM" {
+		t.Fatalf("polite: %+v", s2)
+	}
+	// Nothing left in the cgroups.
+	for _, id := range []string{"4.1", "4.2"} {
+		g, err := e.cg.Load(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pids, _ := g.Procs(); len(pids) > 0 {
+			t.Fatalf("%s: left in cgroup: %v", id, pids)
+		}
+	}
+	if err := m.Stop(ctx, "4.1", time.Second); err != nil {
+		t.Fatalf("Stop of an ended process: %v", err)
+	}
+	if err := m.Stop(ctx, "nope", time.Second); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("Stop(nope) = %v", err)
+	}
+}
+
+func ensureTestUser(t *testing.T) (uid, gid uint32) {
+	t.Helper()
+	if _, _, _, err := LookupUser("ducctest"); err != nil {
+		out, err := exec.Command("useradd", "-M", "-s", "/usr/sbin/nologin", "ducctest").CombinedOutput()
+		if err != nil {
+			t.Skipf("cannot create user ducctest: %v %s", err, out)
+		}
+	}
+	uid, gid, _, err := LookupUser("ducctest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uid, gid
+}
+
+func TestRunAsUser(t *testing.T) {
+	e := newEnv(t)
+	uid, gid := ensureTestUser(t)
+	m := e.manager(t)
+	sp := shSpec("5.1", "id -u; id -g; pwd; umask; echo $HOME $USER")
+	sp.User = "ducctest" // resolved by the shim
+	sp.Umask = 0o027
+	sp.LogDir = filepath.Join(e.dataDir, "logs", "5")
+	sp.Dir = "/tmp"
+	if _, err := m.Start(context.Background(), sp); err != nil {
+		t.Fatal(err)
+	}
+	end := e.x.wait(t, "5.1", 10*time.Second)
+	if end.ExitCode != 0 {
+		t.Fatalf("%+v", end)
+	}
+	b, err := os.ReadFile(end.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%d\n%d\n/tmp\n0027\n/ ducctest\n", uid, gid)
+	if string(b) != want {
+		t.Fatalf("log %q, want %q", b, want)
+	}
+	for _, p := range []string{sp.LogDir, end.LogPath} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := fi.Sys().(*syscall.Stat_t); s.Uid != uid {
+			t.Fatalf("%s owned by %d, want %d", p, s.Uid, uid)
+		}
+	}
+	// Explicit uid/gid, supplementary groups dropped.
+	sp2 := shSpec("5.2", "id -u; id -G")
+	sp2.UID, sp2.GID = uid, gid
+	if _, err := m.Start(context.Background(), sp2); err != nil {
+		t.Fatal(err)
+	}
+	end = e.x.wait(t, "5.2", 10*time.Second)
+	b, _ = os.ReadFile(end.LogPath)
+	if string(b) != fmt.Sprintf("%d\n%d\n", uid, gid) {
+		t.Fatalf("log %q", b)
+	}
+}
+
+func TestAdoptRunning(t *testing.T) {
+	e := newEnv(t)
+	m1 := e.manager(t)
+	flag := filepath.Join(e.dataDir, "go")
+	sp := shSpec("6.1", fmt.Sprintf("while [ ! -e %s ]; do sleep 0.02; done; exit 3", flag))
+	st, err := m1.Start(context.Background(), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertPlacement(t, st, "6.1")
+	m1.Close() // must not kill anything
+	if err := syscall.Kill(st.PID, 0); err != nil {
+		t.Fatalf("process died with Close: %v", err)
+	}
+	x2 := &exits{}
+	m2, err := NewManager(Config{DataDir: e.dataDir, ShimCommand: []string{os.Args[0]}, ShimEnv: []string{"DUCC_TEST_SHIM=1"}, Cgroups: e.cg, Logger: e.log, OnExit: x2.onExit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	sts, err := m2.Adopt(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sts) != 1 || sts[0].ID != "6.1" || sts[0].State != Running || sts[0].PID != st.PID {
+		t.Fatalf("Adopt = %+v", sts)
+	}
+	if rss, cpu, err := m2.Stats("6.1"); err != nil {
+		t.Fatal(err)
+	} else {
+		t.Logf("stats rss=%d cpu=%v", rss, cpu)
+	}
+	if err := m2.Forget("6.1"); !errors.Is(err, ErrRunning) {
+		t.Fatalf("Forget of a running process: %v", err)
+	}
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	end := x2.wait(t, "6.1", 10*time.Second)
+	if end.ExitCode != 3 || end.State != Exited || end.PID != st.PID {
+		t.Fatalf("adopted end %+v", end)
+	}
+	select {
+	case st := <-e.x.get("6.1"):
+		t.Fatalf("closed manager reported %+v", st)
+	default:
+	}
+	// A third manager re-reports the ended process until it is forgotten.
+	x3 := &exits{}
+	m3, err := NewManager(Config{DataDir: e.dataDir, ShimCommand: []string{os.Args[0]}, Cgroups: e.cg, Logger: e.log, OnExit: x3.onExit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m3.Close()
+	if _, err := m3.Adopt(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if again := x3.wait(t, "6.1", 5*time.Second); again.ExitCode != 3 {
+		t.Fatalf("re-report %+v", again)
+	}
+	if err := m3.Forget("6.1"); err != nil {
+		t.Fatal(err)
+	}
+	if l := m3.List(); len(l) != 0 {
+		t.Fatalf("List after Forget: %+v", l)
+	}
+}
+
+func TestShimKilledIsLost(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(t)
+	st, err := m.Start(context.Background(), shSpec("7.1", "sleep 100 & sleep 100"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(st.ShimPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	end := e.x.wait(t, "7.1", 10*time.Second)
+	if end.Reason != "lost: shim died" || end.State != Lost {
+		t.Fatalf("%+v", end)
+	}
+	g, err := e.cg.Load("7.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pids, _ := g.Procs(); len(pids) != 0 {
+		t.Fatalf("survivors not killed: %v", pids)
+	}
+	// The loss is recorded: a new manager reports it as ended, not lost again.
+	x2 := &exits{}
+	m2, err := NewManager(Config{DataDir: e.dataDir, ShimCommand: []string{os.Args[0]}, Cgroups: e.cg, Logger: e.log, OnExit: x2.onExit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	m.Close()
+	if _, err := m2.Adopt(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if again := x2.wait(t, "7.1", 5*time.Second); again.Reason != "lost: shim died" {
+		t.Fatalf("%+v", again)
+	}
+}
+
+func TestAdoptRecycledPID(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(t)
+	// A directory whose child.json names a live process that is not a shim
+	// (our own pid, wrong start time) must be reported as lost.
+	dir := filepath.Join(e.dataDir, "procs", "8.1")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSON(dir, specFile, shimSpec{Spec: shSpec("8.1", "true")}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSON(dir, childFile, childInfo{PID: 1, ShimPID: os.Getpid(), ShimStart: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	sts, err := m.Adopt(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sts) != 1 || sts[0].Reason != "lost: shim died" || sts[0].State != Lost {
+		t.Fatalf("%+v", sts)
+	}
+	e.x.wait(t, "8.1", 5*time.Second)
+}
+
+func TestStatsAndDisabled(t *testing.T) {
+	dataDir := t.TempDir()
+	x := &exits{}
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	m, err := NewManager(Config{DataDir: dataDir, ShimCommand: []string{os.Args[0]}, ShimEnv: []string{"DUCC_TEST_SHIM=1"}, Logger: logger, OnExit: x.onExit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	sp := shSpec("9.1", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; sleep 2; exit 4")
+	sp.UID = uint32(os.Getuid())
+	sp.MemoryLimit = 16 * mib // not enforced
+	if _, err := m.Start(context.Background(), sp); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rss, cpu, err := m.Stats("9.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rss > 0 && cpu > 0 {
+			t.Logf("rss=%d cpu=%v", rss, cpu)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats did not move: rss=%d cpu=%v", rss, cpu)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	end := x.wait(t, "9.1", 30*time.Second)
+	if end.ExitCode != 4 {
+		t.Fatalf("%+v", end)
+	}
+}
+
+func TestStatsCgroup(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(t)
+	if _, err := m.Start(context.Background(), shSpec("10.1", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; sleep 100")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, cpu, err := m.Stats("10.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cpu > 50*time.Millisecond {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cpu did not move: %v", cpu)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := m.Stop(context.Background(), "10.1", 0); err != nil {
+		t.Fatal(err)
+	}
+	end := e.x.wait(t, "10.1", 5*time.Second)
+	if !end.Stopped || end.Signal != "SIGKILL" {
+		t.Fatalf("%+v", end)
+	}
+}
+
+// waitLog waits until the log file contains s.
+func waitLog(t *testing.T, path, s string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(path)
+		if strings.Contains(string(b), s) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never contained %q (got %q)", path, s, b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// assertPlacement checks that the child is in its cgroup and the shim is not.
+func assertPlacement(t *testing.T, st Status, id string) {
+	t.Helper()
+	child, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", st.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shim, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", st.ShimPID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(child), "/"+id+"\n") {
+		t.Fatalf("child not in its cgroup:\n%s", child)
+	}
+	if strings.Contains(string(shim), "/"+id+"\n") {
+		t.Fatalf("shim left inside the process cgroup:\n%s", shim)
+	}
+}
+
+// TestCgroupV2CloneInto runs the shim with the v2 backend (on a hybrid host:
+// the controller-less cgroup2 mount), so the child is placed with
+// clone-into-cgroup and stopped with cgroup.kill.
+func TestCgroupV2CloneInto(t *testing.T) {
+	e := newEnv(t)
+	mp := "/sys/fs/cgroup"
+	if e.cg.Mode() == cgroup.ModeHybrid {
+		mp = "/sys/fs/cgroup/unified"
+	}
+	root := fmt.Sprintf("ducc-test-%d-v2proc", os.Getpid())
+	cg, err := cgroup.NewWithOptions(cgroup.Options{Root: root, Mode: cgroup.ModeV2, Mountpoint: mp, Logger: e.log})
+	if err != nil {
+		t.Skipf("no cgroup v2: %v", err)
+	}
+	defer func() {
+		if g, err := cg.Load("11.1"); err == nil {
+			_ = g.Kill()
+			_ = g.Delete()
+		}
+		if err := cg.RemoveRoot(); err != nil {
+			t.Error(err)
+		}
+	}()
+	m, err := NewManager(Config{DataDir: e.dataDir, ShimCommand: []string{os.Args[0]}, ShimEnv: []string{"DUCC_TEST_SHIM=1"}, Cgroups: cg, Logger: e.log, OnExit: e.x.onExit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	st, err := m.Start(context.Background(), shSpec("11.1", "trap '' TERM; echo ready; sleep 100 & sleep 100; wait"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != Running {
+		t.Fatalf("%+v", st)
+	}
+	assertPlacement(t, st, "11.1")
+	waitLog(t, st.LogPath, "ready")
+	if err := m.Stop(context.Background(), "11.1", 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	end := e.x.wait(t, "11.1", 5*time.Second)
+	if end.Signal != "SIGKILL" || !end.Stopped {
+		t.Fatalf("%+v", end)
+	}
+	if err := m.Forget("11.1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestValidID(t *testing.T) {
+	for _, id := range []string{"17.1", "a_b-c", "0"} {
+		if ValidID(id) != nil {
+			t.Errorf("%q rejected", id)
+		}
+	}
+	for _, id := range []string{"", ".", "..", ".hidden", "a/b", "a b", strings.Repeat("x", 129)} {
+		if ValidID(id) == nil {
+			t.Errorf("%q accepted", id)
+		}
+	}
+}
+
+// BenchmarkStartTrue measures Start of /bin/true until OnExit (and Start
+// alone, reported as start-ns/op); run with -benchtime=200x.
+func BenchmarkStartTrue(b *testing.B) {
+	e := newEnv(b)
+	done := make(chan Status, 1)
+	m, err := NewManager(Config{DataDir: e.dataDir, ShimCommand: []string{os.Args[0]}, ShimEnv: []string{"DUCC_TEST_SHIM=1"}, Cgroups: e.cg, Logger: slog.New(slog.DiscardHandler), OnExit: func(s Status) { done <- s }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	var starts, totals []time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		id := "b." + strconv.Itoa(i)
+		t0 := time.Now()
+		if _, err := m.Start(ctx, Spec{ID: id, WorkID: 1, Kind: "POP", Node: "n", Path: "/bin/true", MemoryLimit: 256 * mib}); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		st := <-done
+		t2 := time.Now()
+		if st.ExitCode != 0 {
+			b.Fatalf("%+v", st)
+		}
+		starts = append(starts, t1.Sub(t0))
+		totals = append(totals, t2.Sub(t0))
+		b.StopTimer()
+		if err := m.Forget(id); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	slices.Sort(starts)
+	slices.Sort(totals)
+	b.ReportMetric(float64(starts[0].Microseconds()), "start-min-µs")
+	b.ReportMetric(float64(starts[len(starts)/2].Microseconds()), "start-median-µs")
+	b.ReportMetric(float64(totals[len(totals)/2].Microseconds()), "exit-median-µs")
+	b.ReportMetric(float64(totals[len(totals)*9/10].Microseconds()), "exit-p90-µs")
+}

@@ -1,0 +1,398 @@
+package proc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ducc-project/ducc/cgroup"
+	"golang.org/x/sys/unix"
+)
+
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// RunShim is the entry point of `ducc shim <procdir>`; it returns the exit
+// code for os.Exit. It expects the handshake pipe on fd 3 (the agent passes
+// it) and logs its own diagnostics on stderr.
+func RunShim(args []string) int {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "shim")
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: ducc shim <process directory> (started by the ducc agent, not by hand)")
+		return 2
+	}
+	hs := os.NewFile(3, "handshake")
+	s := &shim{dir: args[0], log: log, hs: hs}
+	if err := s.run(); err != nil {
+		log.Error("shim failed", "dir", s.dir, "err", err)
+		return 1
+	}
+	return 0
+}
+
+type shim struct {
+	dir  string
+	log  *slog.Logger
+	hs   *os.File
+	spec shimSpec
+	st   Status
+}
+
+// handshake sends the one line to the agent and closes the pipe.
+func (s *shim) handshake(h handshake) {
+	if s.hs == nil {
+		return
+	}
+	b, _ := json.Marshal(h)
+	if _, err := s.hs.Write(append(b, '\n')); err != nil {
+		s.log.Warn("handshake", "err", err)
+	}
+	s.hs.Close()
+	s.hs = nil
+}
+
+// launchFailed records a launch failure (status.json + handshake).
+func (s *shim) launchFailed(reason string) error {
+	now := time.Now()
+	s.st.State = LaunchFailed
+	s.st.ExitCode = -1
+	s.st.Reason = reason
+	s.st.StartedAt, s.st.EndedAt = now, now
+	err := writeJSON(s.dir, statusFile, s.st, true)
+	s.handshake(handshake{Error: reason})
+	return err
+}
+
+func (s *shim) run() error {
+	// Catch stop signals before anything else so that an early SIGTERM is
+	// not lost (it is forwarded once the child runs).
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1)
+	signal.Ignore(unix.SIGPIPE)
+
+	if err := readJSON(filepath.Join(s.dir, specFile), &s.spec); err != nil {
+		s.handshake(handshake{Error: err.Error()})
+		return err
+	}
+	sp := &s.spec.Spec
+	s.st = Status{ID: sp.ID, State: Starting, ShimPID: os.Getpid(), MemoryLimit: sp.MemoryLimit}
+	s.log = s.log.With("id", sp.ID)
+
+	cmd, err := s.prepare()
+	if err != nil {
+		return s.launchFailed(err.Error())
+	}
+	defer cmd.logFile.Close()
+
+	var cg *cgroup.Manager
+	var group cgroup.Group
+	if s.spec.CgroupEnabled {
+		cg, err = cgroup.NewWithOptions(cgroup.Options{Root: s.spec.CgroupRoot, Mode: s.spec.CgroupMode, Mountpoint: s.spec.CgroupMount, Logger: s.log})
+		if err == nil {
+			group, err = cg.Load(s.spec.CgroupName)
+		}
+		if err != nil {
+			os.Remove(cmd.logPath)
+			return s.launchFailed("cgroup: " + err.Error())
+		}
+	} else {
+		cg = cgroup.NewDisabled(slog.New(slog.DiscardHandler))
+		group, _ = cg.Load(sp.ID)
+	}
+	oomBefore, _ := group.OOMKills()
+
+	child, err := s.start(cmd, cg, group)
+	if err != nil {
+		os.Remove(cmd.logPath)
+		return s.launchFailed(err.Error())
+	}
+	pid := child.Pid
+	s.st.State, s.st.PID, s.st.StartedAt = Running, pid, time.Now()
+
+	// Rename the log to carry the child pid (SPEC §7).
+	final := filepath.Join(filepath.Dir(cmd.logPath), sp.logName(pid))
+	if err := os.Rename(cmd.logPath, final); err != nil {
+		s.log.Warn("rename log", "err", err)
+		final = cmd.logPath
+	}
+	s.st.LogPath = final
+	shimStart, _ := startTime(os.Getpid())
+	if err := writeJSON(s.dir, childFile, childInfo{PID: pid, ShimPID: os.Getpid(), ShimStart: shimStart, StartedAt: s.st.StartedAt, LogPath: final}, false); err != nil {
+		s.log.Error("write child.json", "err", err)
+	}
+	s.handshake(handshake{PID: pid, StartedAt: s.st.StartedAt, LogPath: final})
+
+	// Wait, forwarding stop signals to the child's process group.
+	waited := make(chan *os.ProcessState, 1)
+	go func() {
+		ps, err := child.Wait()
+		if err != nil {
+			s.log.Error("wait", "err", err)
+		}
+		waited <- ps
+	}()
+	var ps *os.ProcessState
+	for ps == nil {
+		select {
+		case sig := <-sigs:
+			s.st.Stopped = true
+			sysSig := sig.(syscall.Signal)
+			if sysSig == unix.SIGUSR1 {
+				s.log.Info("killing process group and cgroup", "pid", pid)
+				_ = unix.Kill(-pid, unix.SIGKILL)
+				if err := group.Kill(); err != nil {
+					s.log.Warn("kill cgroup", "err", err)
+				}
+				continue
+			}
+			s.log.Info("forwarding signal", "signal", unix.SignalName(sysSig), "pid", pid)
+			if err := unix.Kill(-pid, sysSig); err != nil && !errors.Is(err, unix.ESRCH) {
+				s.log.Warn("forward signal", "err", err)
+			}
+		case ps = <-waited:
+			if ps == nil {
+				ps = &os.ProcessState{}
+			}
+		}
+	}
+	s.st.EndedAt = time.Now()
+
+	// Anything left behind (daemonized grandchildren, the rest of the
+	// process group) goes with the process.
+	if left, err := group.Procs(); err == nil && len(left) > 0 {
+		s.log.Info("killing processes left in the cgroup", "pids", left)
+		if err := group.Kill(); err != nil {
+			s.log.Warn("kill leftovers", "err", err)
+		}
+	}
+	_ = unix.Kill(-pid, unix.SIGKILL) // leftovers of the process group (no cgroup)
+
+	s.st.State = Exited
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		s.st.ExitCode = -1
+		s.st.Signal = unix.SignalName(ws.Signal())
+	} else {
+		s.st.ExitCode = ps.ExitCode()
+	}
+	if oomAfter, err := group.OOMKills(); err == nil && oomAfter > oomBefore {
+		failed := s.st.ExitCode != 0
+		if !group.OOMExact() {
+			// v1 without an oom_kill counter: failcnt > 0 only says the limit
+			// was reached; require a SIGKILL death to call it an OOM kill.
+			failed = s.st.Signal == "SIGKILL" || s.st.ExitCode == 128+int(unix.SIGKILL)
+		}
+		s.st.OOMKilled = failed
+	}
+	s.st.Reason = formatReason(&s.st)
+	if err := writeJSON(s.dir, statusFile, s.st, true); err != nil {
+		return err
+	}
+	s.log.Info("process ended", "pid", pid, "reason", s.st.Reason)
+	return nil
+}
+
+type preparedCmd struct {
+	path    string
+	argv    []string
+	env     []string
+	dir     string
+	cred    *syscall.Credential
+	logFile *os.File
+	logPath string
+	umask   int
+}
+
+// prepare resolves everything that can fail before forking; its errors are
+// launch failures and read as such.
+func (s *shim) prepare() (*preparedCmd, error) {
+	sp := &s.spec.Spec
+	c := &preparedCmd{dir: sp.Dir, umask: sp.Umask}
+	if c.dir == "" {
+		c.dir = "/"
+	}
+	if c.umask == 0 {
+		c.umask = 0o022
+	}
+
+	// Identity.
+	uid, gid, groups := sp.UID, sp.GID, sp.Groups
+	if sp.User != "" && sp.User != "root" && uid == 0 && gid == 0 {
+		var err error
+		if uid, gid, groups, err = LookupUser(sp.User); err != nil {
+			return nil, err
+		}
+	}
+	home := "/"
+	if os.Getuid() == 0 {
+		c.cred = &syscall.Credential{Uid: uid, Gid: gid, Groups: groups}
+		if groups == nil {
+			c.cred.Groups = []uint32{}
+		}
+	} else if int(uid) != os.Getuid() && !(uid == 0 && sp.User == "") {
+		return nil, fmt.Errorf("cannot run as user %q (uid %d): the agent does not run as root", sp.User, uid)
+	}
+
+	// Environment.
+	c.env = sp.Env
+	if c.env == nil {
+		c.env = []string{"PATH=" + defaultPath, "HOME=" + home}
+		if sp.User != "" {
+			c.env = append(c.env, "USER="+sp.User, "LOGNAME="+sp.User)
+		}
+	}
+
+	// Program.
+	path, err := lookPath(sp.Path, c.env)
+	if err != nil {
+		return nil, err
+	}
+	c.path = path
+	c.argv = append([]string{sp.Path}, sp.Args...)
+
+	// Working directory (checked as the shim; a directory the user may not
+	// enter still fails at exec time with "permission denied").
+	if fi, err := os.Stat(c.dir); err != nil {
+		return nil, fmt.Errorf("working directory %s: %w", c.dir, unwrapPath(err))
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("working directory %s: not a directory", c.dir)
+	}
+
+	// Log directory and file, owned by the user.
+	logDir := sp.LogDir
+	if logDir == "" {
+		logDir = s.dir
+	}
+	if err := mkdirOwned(logDir, c.cred); err != nil {
+		return nil, fmt.Errorf("log directory: %w", err)
+	}
+	c.logPath = filepath.Join(logDir, fmt.Sprintf("%d-%s-%s-starting-%d.log", sp.WorkID, sp.Kind, sp.Node, os.Getpid()))
+	f, err := os.OpenFile(c.logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("log file: %w", err)
+	}
+	if c.cred != nil {
+		if err := f.Chown(int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+			f.Close()
+			os.Remove(c.logPath)
+			return nil, fmt.Errorf("log file: %w", err)
+		}
+	}
+	c.logFile = f
+	return c, nil
+}
+
+// start forks the child inside the group.
+func (s *shim) start(c *preparedCmd, cg *cgroup.Manager, group cgroup.Group) (*os.Process, error) {
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, err
+	}
+	defer devnull.Close()
+	sys := &syscall.SysProcAttr{Setpgid: true, Credential: c.cred}
+	leave := func() error { return nil }
+	if fd, err := group.OpenFD(); err == nil {
+		defer unix.Close(fd)
+		sys.UseCgroupFD, sys.CgroupFD = true, fd
+	} else if s.spec.CgroupEnabled {
+		if leave, err = cg.Enter(group); err != nil {
+			return nil, err
+		}
+	}
+	old := syscall.Umask(c.umask)
+	p, err := os.StartProcess(c.path, c.argv, &os.ProcAttr{
+		Dir:   c.dir,
+		Env:   c.env,
+		Files: []*os.File{devnull, c.logFile, c.logFile},
+		Sys:   sys,
+	})
+	syscall.Umask(old)
+	if lerr := leave(); lerr != nil {
+		// The shim stays in the capped group: it may be OOM-killed with
+		// the child; Adopt reports that as lost.
+		s.log.Error("could not leave the process cgroup", "err", lerr)
+	}
+	if err != nil {
+		return nil, launchError(c, err)
+	}
+	return p, nil
+}
+
+// launchError turns a fork/exec error into a reason a user understands.
+func launchError(c *preparedCmd, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOEXEC) || errors.Is(err, unix.ENOTDIR) {
+		if c.dir != "/" {
+			return fmt.Errorf("exec: %s (in %s): %w", c.path, c.dir, err)
+		}
+		return fmt.Errorf("exec: %s: %w", c.path, err)
+	}
+	return fmt.Errorf("exec: %s: %w", c.path, err)
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// lookPath finds a program with no slash in the PATH of env.
+func lookPath(prog string, env []string) (string, error) {
+	if strings.Contains(prog, "/") {
+		return prog, nil
+	}
+	pathVar := defaultPath
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "PATH="); ok {
+			pathVar = v
+		}
+	}
+	for _, d := range filepath.SplitList(pathVar) {
+		if d == "" {
+			d = "."
+		}
+		p := filepath.Join(d, prog)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("exec: %q: executable file not found in $PATH", prog)
+}
+
+// mkdirOwned creates dir and missing parents; the directories it creates are
+// owned by cred's user (existing ones are left alone).
+func mkdirOwned(dir string, cred *syscall.Credential) error {
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil {
+			break
+		}
+		missing = append(missing, d)
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		d := missing[i]
+		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		if cred != nil {
+			if err := os.Lchown(d, int(cred.Uid), int(cred.Gid)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
