@@ -184,8 +184,11 @@ func (c *Candidate) Apply(ctx context.Context, cmds ...state.Command) ([]state.R
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
+	start := time.Now()
 	f := c.raft.Apply(data, timeout)
-	if err := f.Error(); err != nil {
+	err = f.Error()
+	c.log.Debug("raft apply", "commands", len(cmds), "bytes", len(data), "took", time.Since(start))
+	if err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 			return nil, wire.Errorf(3, "this node is no longer the head; retry: %v", err)
 		}

@@ -1,71 +1,85 @@
 package head
 
 import (
-	"fmt"
-	"slices"
 	"time"
 
 	"github.com/ducc-project/ducc/head/orch"
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/wire"
 )
 
-// policy adapts the scheduler to the orchestrator.
+// policy adapts head/rm to the orchestrator: it turns the durable state and
+// the node view into an rm.Input, and the rm.Plan back into assignments,
+// stops and pending reasons. It keeps the scheduler's Carry between cycles
+// (a new head starts with a fresh one, which rm treats as a restart).
 type policy struct {
-	cfg *rm.Config
+	cfg   *rm.Config
+	carry rm.Carry
+	last  []rm.ClassUsage
 }
 
-func newPolicy(cfg *rm.Config) orch.Policy { return &policy{cfg: cfg} }
+func newPolicy(cfg *rm.Config) *policy { return &policy{cfg: cfg} }
 
-// Schedule places managed reservations FIXED_SHARE, best fit.
+// Schedule implements orch.Policy. The orchestrator calls it from one
+// goroutine.
 func (p *policy) Schedule(now time.Time, nodes []orch.Node, active []*state.Work) orch.Plan {
-	plan := orch.Plan{Pending: map[uint64]string{}}
-	q := p.cfg.Quantum("")
-	free := map[string]int64{}
+	in := rm.Input{Now: now, Config: p.cfg, Carry: p.carry, NoTrace: true}
 	for _, n := range nodes {
-		if n.State == orch.NodeUp {
-			free[n.Name] = n.HB.MemSchedulable / q
+		st := rm.NodeUp
+		if n.State != orch.NodeUp {
+			st = rm.NodeDown
 		}
+		in.Nodes = append(in.Nodes, rm.Node{Name: n.Name, MemSchedulable: n.HB.MemSchedulable, State: st})
+	}
+	kinds := map[string]rm.WorkKind{
+		state.KindManaged: rm.ManagedReservation, state.KindJob: rm.Job,
+		state.KindService: rm.Service, state.KindReservation: rm.Reservation,
 	}
 	for _, w := range active {
+		rw := rm.Work{
+			ID: w.ID, Kind: kinds[w.Kind], User: w.User, Class: w.Class, Memory: w.Memory,
+			SubmitTime: time.UnixMilli(w.SubmittedAt), MachineList: w.MachineList,
+		}
 		for _, pr := range w.Live() {
-			if _, ok := free[pr.Node]; ok {
-				free[pr.Node] -= int64(pr.Shares)
+			ps := rm.ProcRunning
+			switch {
+			case pr.Stop || pr.State == wire.ProcStopping:
+				ps = rm.ProcStopping
+			case pr.State == wire.ProcStarting:
+				ps = rm.ProcStarting
 			}
+			rw.Procs = append(rw.Procs, rm.Proc{ID: pr.ID, Node: pr.Node, Shares: pr.Shares, State: ps,
+				StartedAt: time.UnixMilli(max(pr.StartedAt, pr.AssignedAt))})
 		}
+		if w.Canceling && len(rw.Procs) == 0 {
+			continue // ends as soon as the cancel is applied; wants nothing
+		}
+		in.Work = append(in.Work, rw)
 	}
+	plan := rm.Schedule(in)
+	p.carry = plan.Carry
+	p.last = plan.Classes
+	out := orch.Plan{Pending: make(map[uint64]string, len(plan.Pending))}
+	canceling := map[uint64]bool{}
 	for _, w := range active {
-		if w.Kind != state.KindManaged || w.Canceling || len(w.Procs) > 0 {
+		canceling[w.ID] = w.Canceling
+	}
+	for _, s := range plan.Starts {
+		if canceling[s.WorkID] {
 			continue
 		}
-		need := (w.Memory + q - 1) / q
-		best, bestFree := "", int64(-1)
-		var largest int64
-		for _, n := range nodes {
-			f, up := free[n.Name]
-			if !up {
-				continue
-			}
-			largest = max(largest, n.HB.MemSchedulable/q)
-			if len(w.MachineList) > 0 && !slices.Contains(w.MachineList, n.Name) {
-				continue
-			}
-			if f >= need && (best == "" || f < bestFree) {
-				best, bestFree = n.Name, f
-			}
-		}
-		switch {
-		case best != "":
-			free[best] -= need
-			plan.Starts = append(plan.Starts, orch.Start{WorkID: w.ID, Node: best, Shares: int(need), Memory: need * q})
-		case len(free) == 0:
-			plan.Pending[w.ID] = "waiting for resources: no node is up"
-		case largest < need:
-			plan.Pending[w.ID] = fmt.Sprintf("waiting for resources: no node can hold %s; largest schedulable is %s",
-				rm.FormatSize(need*q), rm.FormatSize(largest*q))
-		default:
-			plan.Pending[w.ID] = fmt.Sprintf("waiting for resources: no node has %s free", rm.FormatSize(need*q))
-		}
+		out.Starts = append(out.Starts, orch.Start{WorkID: s.WorkID, Node: s.Node, Shares: s.Shares, Memory: s.Memory})
 	}
-	return plan
+	for _, s := range plan.Stops {
+		text := s.Text
+		if text == "" {
+			text = s.Reason.String()
+		}
+		out.Stops = append(out.Stops, orch.Stop{WorkID: s.WorkID, ProcID: s.ProcID, Reason: text})
+	}
+	for _, pd := range plan.Pending {
+		out.Pending[pd.WorkID] = pd.Reason
+	}
+	return out
 }
