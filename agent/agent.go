@@ -60,7 +60,7 @@ func New(cfg *Config, version string, logger *slog.Logger) (*Agent, error) {
 	}
 	return &Agent{
 		cfg: cfg, version: version, log: logger.With("component", "agent", "node", cfg.Node), lock: lock,
-		base: logger.With("node", cfg.Node),
+		base:   logger.With("node", cfg.Node),
 		desire: make(chan wire.DesiredState, 1), want: map[string]wire.ProcSpec{},
 		unacked: map[string]wire.ProcStatus{}, starting: map[string]bool{}, stopping: map[string]bool{},
 	}, nil

@@ -197,12 +197,12 @@ func isRoot() bool { return os.Geteuid() == 0 }
 func TestRun(t *testing.T) {
 	c := startCluster(t)
 	tests := []struct {
-		name       string
-		args       []string
-		wantCode   int
-		wantOut    string
-		wantErr    string
-		needsRoot  bool
+		name      string
+		args      []string
+		wantCode  int
+		wantOut   string
+		wantErr   string
+		needsRoot bool
 	}{
 		{name: "output and exit code", args: []string{"run", "--", "sh", "-c", "echo hello; echo oops >&2; exit 7"}, wantCode: 7, wantOut: "hello\noops\n"},
 		{name: "success", args: []string{"run", "--memory", "512M", "--", "true"}, wantCode: 0},
