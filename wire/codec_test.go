@@ -16,7 +16,7 @@ func sampleHeartbeat() Heartbeat {
 	return Heartbeat{
 		Node: "n1", PeerID: "12D3KooW", Addrs: []string{"/ip4/127.0.0.1/tcp/4001"}, Seq: 7, Time: 1700000000000,
 		MemTotal: 64 << 30, MemSchedulable: 60 << 30, MemUsed: 3 << 30, CPUs: 16, Load1: 0.5, DesiredVersion: 3,
-		Procs: []ProcStatus{{ID: "17.1", WorkID: 17, State: ProcRunning, PID: 1234, RSS: 1 << 30, ExitCode: 0}},
+		Procs:        []ProcStatus{{ID: "17.1", WorkID: 17, State: ProcRunning, PID: 1234, RSS: 1 << 30, ExitCode: 0}},
 		HeadEligible: true, Version: "0.1",
 	}
 }
@@ -224,5 +224,35 @@ func TestClusterKey(t *testing.T) {
 	crlf := strings.ReplaceAll(string(FormatClusterKey(k1)), "\n", "\r\n")
 	if k, err := ParseClusterKey([]byte(crlf)); err != nil || !bytes.Equal(k, k1) {
 		t.Errorf("CRLF: %v", err)
+	}
+}
+
+func TestClusterKeyConcurrentCreate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cluster.key")
+	const n = 8
+	keys := make(chan []byte, n)
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			k, err := LoadOrCreateClusterKey(path)
+			keys <- k
+			errs <- err
+		}()
+	}
+	var first []byte
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		k := <-keys
+		if first == nil {
+			first = k
+		} else if !bytes.Equal(first, k) {
+			t.Fatal("concurrent creators got different keys")
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	if len(entries) != 1 {
+		t.Fatalf("temporary files left behind: %v", entries)
 	}
 }

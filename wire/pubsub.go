@@ -175,3 +175,15 @@ func (s *Subscription[T]) Next(ctx context.Context) (T, peer.ID, error) {
 
 // Cancel ends the subscription.
 func (s *Subscription[T]) Cancel() { s.sub.Cancel() }
+
+// JoinHeartbeatTopic joins TopicHeartbeat (Heartbeat values, at most
+// MaxHeartbeatSize bytes).
+func JoinHeartbeatTopic(ps *pubsub.PubSub, logger *slog.Logger) (*Topic[Heartbeat], error) {
+	return JoinTopic[Heartbeat](ps, TopicHeartbeat, MaxHeartbeatSize, logger)
+}
+
+// JoinLeaderTopic joins TopicLeader (LeaderAnnounce values, at most
+// MaxAnnounceSize bytes).
+func JoinLeaderTopic(ps *pubsub.PubSub, logger *slog.Logger) (*Topic[LeaderAnnounce], error) {
+	return JoinTopic[LeaderAnnounce](ps, TopicLeader, MaxAnnounceSize, logger)
+}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -114,5 +116,76 @@ func TestRaftOverLibp2p(t *testing.T) {
 			case <-time.After(10 * time.Millisecond):
 			}
 		}
+	}
+}
+
+func TestRaftStreamLayerClose(t *testing.T) {
+	psk := testKey(t)
+	a, b := newTestHost(t, psk), newTestHost(t, psk)
+	b.Peerstore().AddAddrs(a.ID(), a.Addrs(), time.Hour)
+	la := NewRaftStreamLayer(a)
+	if la.Addr().String() != a.ID().String() {
+		t.Fatalf("addr %s", la.Addr())
+	}
+	lb := NewRaftStreamLayer(b)
+	defer lb.Close()
+	accepted := make(chan error, 1)
+	go func() {
+		c, err := la.Accept()
+		if err == nil {
+			buf := make([]byte, 5)
+			_, err = io.ReadFull(c, buf)
+			if err == nil && string(buf) != "hello" {
+				err = fmt.Errorf("read %q", buf)
+			}
+			c.Close()
+		}
+		accepted <- err
+	}()
+	c, err := lb.Dial(raft.ServerAddress(a.ID().String()), 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RemoteAddr().String() != a.ID().String() {
+		t.Fatalf("remote addr %s", c.RemoteAddr())
+	}
+	if _, err := c.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-accepted; err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	la.Close()
+	if _, err := la.Accept(); err == nil {
+		t.Fatal("Accept after Close succeeded")
+	}
+	// A Dial to a closed layer may still succeed (libp2p negotiates the
+	// protocol lazily when identify said the peer supports it); the first
+	// read then fails.
+	if c, err := lb.Dial(raft.ServerAddress(a.ID().String()), time.Second); err == nil {
+		_, _ = c.Write([]byte("x"))
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == nil {
+			t.Fatal("read from a closed layer succeeded")
+		}
+		c.Close()
+	}
+	if _, err := lb.Dial("not-a-peer-id", time.Second); err == nil {
+		t.Fatal("Dial to a bad address succeeded")
+	}
+}
+
+func TestHCLogger(t *testing.T) {
+	var buf bytes.Buffer
+	l := NewHCLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), "raft")
+	l.Named("net").With("peer", "p1").Warn("slow", "ms", 12)
+	l.Trace("hidden")
+	if !l.IsDebug() || l.IsTrace() {
+		t.Fatal("levels not mapped from the slog handler")
+	}
+	out := buf.String()
+	if !strings.Contains(out, "level=WARN msg=slow") || !strings.Contains(out, "sub=raft.net") || !strings.Contains(out, "peer=p1") || !strings.Contains(out, "ms=12") || strings.Contains(out, "hidden") || strings.Count(out, "sub=") != 1 {
+		t.Fatalf("unexpected log output %q", out)
 	}
 }

@@ -4,14 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
+
+// The RPC protocol on a ProtoRPC stream: the client opens a stream, writes
+// one Request frame (WriteMsg) and keeps its write side open; the server
+// answers with one Response frame and closes. The client resets the stream
+// to cancel the call, which cancels the handler's context. One call per
+// stream; yamux makes streams cheap.
 
 // Error codes carried in Response.Code. They follow the CLI's exit codes.
 const (
@@ -94,6 +102,7 @@ func Serve(h host.Host, handler Handler, opts ...ServeOption) {
 		o(&cfg)
 	}
 	logger := componentLogger(cfg.logger)
+	localHandlers.Store(h.ID(), localHandler{handler: handler, logger: logger})
 	h.SetStreamHandler(ProtoRPC, func(s network.Stream) {
 		serveStream(s, handler, logger)
 	})
@@ -102,6 +111,51 @@ func Serve(h host.Host, handler Handler, opts ...ServeOption) {
 // StopServing removes the ProtoRPC handler from h.
 func StopServing(h host.Host) {
 	h.RemoveStreamHandler(ProtoRPC)
+	localHandlers.Delete(h.ID())
+}
+
+// localHandlers holds the handler served by each host of this process, so
+// that a Call from a host to itself (a single-node cluster, or an agent
+// whose own node is the head) runs the handler directly: libp2p cannot
+// dial itself.
+var localHandlers sync.Map // peer.ID → localHandler
+
+type localHandler struct {
+	handler Handler
+	logger  *slog.Logger
+}
+
+// callSelf serves a call addressed to the calling host itself, with the
+// same encoding, size limits and error mapping as a remote call.
+func callSelf(ctx context.Context, h host.Host, r *Request, resp any) error {
+	v, ok := localHandlers.Load(h.ID())
+	if !ok {
+		return &CodedError{Code: CodeUnreachable, Msg: fmt.Sprintf("%s: this node (%s) serves no RPC", r.Method, h.ID())}
+	}
+	lh := v.(localHandler)
+	if err := checkFrameSize(r); err != nil {
+		return err
+	}
+	out := handle(ctx, lh.handler, h.ID(), r, lh.logger)
+	if err := ctx.Err(); err != nil {
+		return &CodedError{Code: CodeUnreachable, Msg: fmt.Sprintf("%s to %s: %v", r.Method, h.ID(), err), Err: err}
+	}
+	if raw, err := Marshal(&out); err == nil && len(raw) > MaxMessageSize {
+		out = Response{Error: fmt.Sprintf("%s: reply too large: %v", r.Method, &TooLargeError{Size: uint64(len(raw)), Limit: MaxMessageSize}), Code: CodeError}
+	}
+	return decodeResponse(r.Method, h.ID(), &out, resp)
+}
+
+func checkFrameSize(r *Request) error {
+	raw, err := Marshal(r)
+	if err != nil {
+		return &CodedError{Code: CodeUsage, Msg: fmt.Sprintf("%s: %v", r.Method, err), Err: err}
+	}
+	if len(raw) > MaxMessageSize {
+		tl := &TooLargeError{Size: uint64(len(raw)), Limit: MaxMessageSize}
+		return &CodedError{Code: CodeUsage, Msg: fmt.Sprintf("%s: request too large: %v", r.Method, tl), Err: tl}
+	}
+	return nil
 }
 
 func serveStream(s network.Stream, handler Handler, logger *slog.Logger) {
@@ -121,17 +175,19 @@ func serveStream(s network.Stream, handler Handler, logger *slog.Logger) {
 	}
 	_ = s.SetReadDeadline(time.Time{})
 
-	// The client keeps its write side open until it has the response; a
-	// read returning means it went away (reset) or is done (EOF): either
-	// way the handler's context ends. Closing the stream below unblocks
-	// the read, so the watcher never outlives this function.
+	// The client keeps its write side open until it has the response, so
+	// a read that fails means it went away (stream reset, connection lost,
+	// host closed): the handler's context ends. A clean half-close (EOF)
+	// only ends the watch. Closing the stream below unblocks the read, so
+	// the watcher never outlives this function.
 	ctx, cancel := context.WithCancel(context.Background())
 	watcherDone := make(chan struct{})
 	go func() {
 		defer close(watcherDone)
 		var b [1]byte
-		_, _ = s.Read(b[:])
-		cancel()
+		if _, err := s.Read(b[:]); !errors.Is(err, io.EOF) {
+			cancel() // reset, or bytes after the request: a protocol violation
+		}
 	}()
 	defer func() {
 		cancel()
@@ -139,19 +195,7 @@ func serveStream(s network.Stream, handler Handler, logger *slog.Logger) {
 	}()
 
 	start := time.Now()
-	body, err := callHandler(ctx, handler, from, &req, logger)
-	var resp Response
-	if err == nil && body != nil {
-		raw, merr := Marshal(body)
-		if merr != nil {
-			err = Errorf(CodeError, "%s: encoding the reply: %v", req.Method, merr)
-		} else {
-			resp.Body = raw
-		}
-	}
-	if err != nil {
-		resp = Response{Error: err.Error(), Code: ErrorCode(err)}
-	}
+	resp := handle(ctx, handler, from, &req, logger)
 	if ctx.Err() != nil {
 		logger.Debug("rpc: caller went away", "peer", from.String(), "method", req.Method, "duration", time.Since(start))
 		_ = s.Reset()
@@ -172,6 +216,24 @@ func serveStream(s network.Stream, handler Handler, logger *slog.Logger) {
 	}
 	_ = s.Close()
 	logger.Debug("rpc: served", "peer", from.String(), "method", req.Method, "duration", time.Since(start), "err", resp.Error)
+}
+
+// handle runs handler and builds the Response.
+func handle(ctx context.Context, handler Handler, from peer.ID, req *Request, logger *slog.Logger) Response {
+	body, err := callHandler(ctx, handler, from, req, logger)
+	var resp Response
+	if err == nil && body != nil {
+		raw, merr := Marshal(body)
+		if merr != nil {
+			err = Errorf(CodeError, "%s: encoding the reply: %v", req.Method, merr)
+		} else {
+			resp.Body = raw
+		}
+	}
+	if err != nil {
+		resp = Response{Error: err.Error(), Code: ErrorCode(err)}
+	}
+	return resp
 }
 
 func callHandler(ctx context.Context, handler Handler, from peer.ID, req *Request, logger *slog.Logger) (body any, err error) {
@@ -202,6 +264,9 @@ func Call(ctx context.Context, h host.Host, to peer.ID, method string, caller Ca
 			return &CodedError{Code: CodeUsage, Msg: fmt.Sprintf("%s: %v", method, err), Err: err}
 		}
 		r.Body = raw
+	}
+	if to == h.ID() {
+		return callSelf(ctx, h, &r, resp)
 	}
 	s, err := h.NewStream(ctx, to, ProtoRPC)
 	if err != nil {
@@ -237,6 +302,10 @@ func Call(ctx context.Context, h host.Host, to peer.ID, method string, caller Ca
 		return fail("reading response", err)
 	}
 	_ = s.Close()
+	return decodeResponse(method, to, &out, resp)
+}
+
+func decodeResponse(method string, to peer.ID, out *Response, resp any) error {
 	if out.Error != "" || out.Code != 0 {
 		code := out.Code
 		if code == 0 {

@@ -239,3 +239,33 @@ func BenchmarkCallParallel(b *testing.B) {
 		}
 	})
 }
+
+func TestCallSelf(t *testing.T) {
+	h := newTestHost(t, testKey(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := Call(ctx, h, h.ID(), MethodStatus, Caller{}, nil, nil); ErrorCode(err) != CodeUnreachable {
+		t.Fatalf("self call without a handler: %v", err)
+	}
+	Serve(h, func(ctx context.Context, from peer.ID, req *Request) (any, error) {
+		if from != h.ID() {
+			return nil, fmt.Errorf("from %s", from)
+		}
+		var r IDRequest
+		if err := req.DecodeBody(&r); err != nil {
+			return nil, err
+		}
+		if r.ID == 0 {
+			return nil, Errorf(CodeUsage, "id required")
+		}
+		return StatusInfo{Head: "self", RaftIndex: r.ID}, nil
+	}, WithServeLogger(testLogger(t)))
+	t.Cleanup(func() { StopServing(h) })
+	var st StatusInfo
+	if err := Call(ctx, h, h.ID(), MethodStatus, Caller{User: "u"}, IDRequest{ID: 9}, &st); err != nil || st.Head != "self" || st.RaftIndex != 9 {
+		t.Fatalf("self call: %v %+v", err, st)
+	}
+	if err := Call(ctx, h, h.ID(), MethodStatus, Caller{}, IDRequest{}, &st); ErrorCode(err) != CodeUsage {
+		t.Fatalf("self call error: %v", err)
+	}
+}
