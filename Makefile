@@ -6,7 +6,7 @@ BIN       := bin/ducc
 # Packages with goroutines and locks run under the race detector.
 RACE_PKGS := ./wire/... ./head/... ./agent/... ./proc/... ./cgroup/...
 
-.PHONY: build test test-short vet staticcheck bench fuzz dev clean
+.PHONY: build test test-short vet staticcheck bench fuzz dev demo clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ducc
@@ -32,6 +32,10 @@ bench: build
 fuzz:
 	for f in $$($(GO) test -list 'Fuzz.*' ./wire/ | grep ^Fuzz); do \
 		$(GO) test -run XXX -fuzz "^$$f$$" -fuzztime 20s ./wire/ || exit 1; done
+
+# Start a throw-away dev cluster, run something on it, show it, stop it.
+demo: build
+	./scripts/demo.sh
 
 # A one-node dev cluster in the foreground (Ctrl-C stops it).
 dev: build

@@ -65,6 +65,7 @@ type node struct {
 	held   int // shares held for particular work (Carry holds)
 	procs  []*proc
 	svc    map[string]int // instances per service id
+	holds  []*Hold        // holds on this node
 }
 
 func (n *node) up() bool { return n.n.State == NodeUp }
@@ -75,8 +76,8 @@ func (n *node) free() int { return n.shares - n.used - n.held }
 // freeFor is the space w may use now: general free plus w's holds here.
 func (n *node) freeFor(s *sched, w *work) int {
 	f := n.shares - n.used - n.held
-	for _, h := range s.holds {
-		if h.Node == n.n.Name && h.For == w.w.ID {
+	for _, h := range n.holds {
+		if h.For == w.w.ID {
 			f += h.Shares
 		}
 	}
@@ -111,6 +112,7 @@ type work struct {
 	pending string
 	capNote string
 	user    string
+	holds   []*Hold // space held for this work
 }
 
 func (w *work) have() int { return w.cur + w.starts }

@@ -9,11 +9,11 @@ import (
 func (s *sched) start(w *work, n *node, shares int, reason string) {
 	// Use w's holds on n first.
 	need := shares
-	for _, h := range s.holds {
+	for _, h := range n.holds {
 		if need == 0 {
 			break
 		}
-		if h.Node == n.n.Name && h.For == w.w.ID && h.Shares > 0 {
+		if h.For == w.w.ID && h.Shares > 0 {
 			t := min(need, h.Shares)
 			h.Shares -= t
 			n.held -= t
@@ -41,8 +41,8 @@ func (s *sched) start(w *work, n *node, shares int, reason string) {
 
 // heldNode returns a node where w holds space that fits one process now.
 func (s *sched) heldNode(w *work) *node {
-	for _, h := range s.holds {
-		if h.For != w.w.ID || h.Shares <= 0 {
+	for _, h := range w.holds {
+		if h.Shares <= 0 {
 			continue
 		}
 		n := s.nodeBy[h.Node]
@@ -236,10 +236,8 @@ func (s *sched) npWaitReason(w *work) string {
 
 func (s *sched) holdShares(w *work) int {
 	t := 0
-	for _, h := range s.holds {
-		if h.For == w.w.ID {
-			t += h.Shares
-		}
+	for _, h := range w.holds {
+		t += h.Shares
 	}
 	return t
 }
@@ -247,8 +245,8 @@ func (s *sched) holdShares(w *work) int {
 func (s *sched) holdText(w *work) string {
 	var nodes []string
 	var victims []string
-	for _, h := range s.holds {
-		if h.For == w.w.ID && h.Shares > 0 {
+	for _, h := range w.holds {
+		if h.Shares > 0 {
 			nodes = append(nodes, h.Node)
 			for _, v := range h.Victims {
 				if _, ok := s.procBy[v]; ok {

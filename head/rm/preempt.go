@@ -124,7 +124,8 @@ func victimShares(vs []victim) int {
 
 // bestVictims scans nodes for the cheapest set of victims making room for
 // one process of w.
-func (s *sched) bestVictims(w *work, nodes []*node, order int, exact bool, cat func(*proc) int) (*node, []victim) {
+// lb is a lower bound on the cost: a set that cheap ends the search.
+func (s *sched) bestVictims(w *work, nodes []*node, order int, exact bool, cat func(*proc) int, lb int) (*node, []victim) {
 	var bestN *node
 	var best []victim
 	bestCost := math.MaxInt
@@ -146,6 +147,9 @@ func (s *sched) bestVictims(w *work, nodes []*node, order int, exact bool, cat f
 		if c < bestCost || (c == bestCost && len(vs) < len(best)) {
 			bestN, best, bestCost = n, vs, c
 		}
+		if !exact && bestCost <= lb {
+			break
+		}
 	}
 	return bestN, best
 }
@@ -161,7 +165,7 @@ func (s *sched) evictFor(w *work) bool {
 		}
 		return -1
 	}
-	n, vs := s.bestVictims(w, w.pool.nodes, w.order, exact, cat)
+	n, vs := s.bestVictims(w, w.pool.nodes, w.order, exact, cat, 0)
 	if n == nil {
 		return false
 	}
@@ -205,8 +209,8 @@ func (s *sched) shrinkNote(p *proc, text string) {
 
 func (s *sched) addHold(w *work, n *node, shares int, vs []victim) {
 	var h *Hold
-	for _, o := range s.holds {
-		if o.Node == n.n.Name && o.For == w.w.ID && o.Since.Equal(s.now) {
+	for _, o := range n.holds {
+		if o.For == w.w.ID && o.Since.Equal(s.now) {
 			h = o
 			h.Shares += shares
 		}
@@ -214,6 +218,8 @@ func (s *sched) addHold(w *work, n *node, shares int, vs []victim) {
 	if h == nil {
 		h = &Hold{Node: n.n.Name, Shares: shares, For: w.w.ID, Since: s.now}
 		s.holds = append(s.holds, h)
+		n.holds = append(n.holds, h)
+		w.holds = append(w.holds, h)
 	}
 	for _, v := range vs {
 		h.Victims = append(h.Victims, v.p.p.ID)
@@ -257,6 +263,10 @@ func (s *sched) needy(w *work) bool {
 	return w.fair && w.have() < w.target && w.have() < s.cfg.FragmentationThreshold
 }
 
+// maxMisses bounds the beneficiaries in a row for whom no victims are found
+// before a round gives up, which keeps a round's cost bounded on big clusters.
+const maxMisses = 32
+
 // preemptRound runs one preemption round for fair jobs below their share
 // that placement could not satisfy.
 func (s *sched) preemptRound() {
@@ -299,17 +309,50 @@ func (s *sched) preemptRound() {
 		}
 		return workLess(bens[i], bens[j])
 	})
+	// Per pool: nodes holding possible victims, whether squatters live
+	// there, and the most free space on a node (free only shrinks in a round).
+	victimNodes := map[*pool][]*node{}
+	squatters := map[*pool]bool{}
+	maxFree := map[*pool]int{}
+	for _, n := range s.nodes {
+		if !n.up() {
+			continue
+		}
+		maxFree[n.pool] = max(maxFree[n.pool], n.free())
+		for _, p := range n.procs {
+			if p.w.fair && !p.stopping {
+				victimNodes[n.pool] = append(victimNodes[n.pool], n)
+				break
+			}
+		}
+		for _, p := range n.procs {
+			if p.w.fair && !p.stopping && p.squatter() {
+				squatters[n.pool] = true
+				break
+			}
+		}
+	}
 	gainers := map[*work]bool{}
-	used, issued := 0, false
+	used, issued, misses := 0, false, 0
 	for _, b := range bens {
 		if b.stops > 0 {
 			continue
 		}
+		if misses >= maxMisses {
+			s.tracef("preemption: no victims for %d jobs in a row; the rest wait for the next round", maxMisses)
+			break
+		}
+		if len(s.budget) == 0 && !squatters[b.pool] && !s.needy(b) {
+			continue // nobody is over their share and no squatters to move
+		}
 		pools := append([]*pool{b.pool}, b.pool.squat()...)
 		var nodes []*node
+		mf := 0
 		for _, p := range pools {
-			nodes = append(nodes, p.nodes...)
+			nodes = append(nodes, victimNodes[p]...)
+			mf = max(mf, maxFree[p])
 		}
+		lb := b.order - mf
 		// Defragmentation gives a needy job with nothing under way one
 		// process per round; other shortfalls wait for jobs over their share.
 		defrag := s.needy(b) && s.holdShares(b) == 0
@@ -338,15 +381,17 @@ func (s *sched) preemptRound() {
 			}
 			useDefrag := defrag
 			defrag = false
-			n, vs := s.bestVictims(b, nodes, b.order, false, cat)
+			n, vs := s.bestVictims(b, nodes, b.order, false, cat, lb)
 			if n == nil && useDefrag {
 				defrag = true
-				n, vs = s.bestVictims(b, nodes, b.order, false, cat)
+				n, vs = s.bestVictims(b, nodes, b.order, false, cat, lb)
 				defrag = false
 			}
 			if n == nil {
+				misses++
 				break
 			}
+			misses = 0
 			gainers[b] = true
 			issued = true
 			for _, v := range vs {

@@ -90,6 +90,8 @@ func (s *sched) loadHolds() {
 		hc := h
 		hc.Victims = append([]string(nil), h.Victims...)
 		s.holds = append(s.holds, &hc)
+		n.holds = append(n.holds, &hc)
+		w.holds = append(w.holds, &hc)
 		n.held += h.Shares
 	}
 }

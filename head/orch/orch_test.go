@@ -1,0 +1,231 @@
+package orch
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/wire"
+)
+
+// fsmApplier applies straight to an FSM, as a one-node Raft would.
+type fsmApplier struct {
+	mu  sync.Mutex
+	f   *state.FSM
+	idx uint64
+}
+
+func (a *fsmApplier) Apply(_ context.Context, cmds ...state.Command) ([]state.Result, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	data, err := state.Encode(cmds...)
+	if err != nil {
+		return nil, err
+	}
+	a.idx++
+	res, _ := a.f.Apply(&raft.Log{Index: a.idx, Type: raft.LogCommand, Data: data}).([]state.Result)
+	return res, nil
+}
+
+type recPusher struct {
+	mu   sync.Mutex
+	got  map[string][]wire.DesiredState
+	cond chan struct{}
+}
+
+func (p *recPusher) PushDesired(_ context.Context, node, _ string, ds wire.DesiredState) error {
+	p.mu.Lock()
+	p.got[node] = append(p.got[node], ds)
+	p.mu.Unlock()
+	select {
+	case p.cond <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (p *recPusher) last(node string) (wire.DesiredState, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.got[node]
+	if len(l) == 0 {
+		return wire.DesiredState{}, false
+	}
+	return l[len(l)-1], true
+}
+
+// firstFit places each unplaced piece of work on the first up node.
+type firstFit struct{}
+
+func (firstFit) Schedule(_ time.Time, nodes []Node, active []*state.Work) Plan {
+	p := Plan{Pending: map[uint64]string{}}
+	for _, w := range active {
+		if len(w.Procs) > 0 || w.Canceling {
+			continue
+		}
+		placed := false
+		for _, n := range nodes {
+			if n.State == NodeUp {
+				p.Starts = append(p.Starts, Start{WorkID: w.ID, Node: n.Name, Shares: 1, Memory: 1 << 30})
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			p.Pending[w.ID] = "no node is up"
+		}
+	}
+	return p
+}
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type fixture struct {
+	ctx   context.Context
+	o     *Orchestrator
+	fsm   *state.FSM
+	app   *fsmApplier
+	push  *recPusher
+	clock *fakeClock
+}
+
+func newFixture(t *testing.T) *fixture {
+	f := &fixture{fsm: state.New(), push: &recPusher{got: map[string][]wire.DesiredState{}, cond: make(chan struct{}, 1)},
+		clock: &fakeClock{t: time.Unix(1_800_000_000, 0)}}
+	f.app = &fsmApplier{f: f.fsm}
+	f.o = New(Config{FSM: f.fsm, Apply: f.app, Push: f.push, Policy: firstFit{}, Now: f.clock.Now,
+		Cycle: time.Hour, NodeTimeout: 10 * time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	f.ctx = ctx
+	t.Cleanup(func() { cancel(); f.o.wg.Wait() })
+	return f
+}
+
+func (f *fixture) submit(t *testing.T) uint64 {
+	res, err := f.app.Apply(context.Background(), state.Command{Type: state.CmdSubmit, Time: 1,
+		Work: &state.Work{Kind: state.KindManaged, User: "alice", Path: "true", Memory: 1 << 30}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res[0].ID
+}
+
+// waitPush waits for the pusher goroutine to deliver a desired state that
+// satisfies ok.
+func (f *fixture) waitPush(t *testing.T, node string, ok func(wire.DesiredState) bool) wire.DesiredState {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		if ds, got := f.push.last(node); got && ok(ds) {
+			return ds
+		}
+		select {
+		case <-f.push.cond:
+		case <-deadline:
+			ds, _ := f.push.last(node)
+			t.Fatalf("no matching desired state for %s; last %+v", node, ds)
+		}
+	}
+}
+
+func TestAssignPushReportAck(t *testing.T) {
+	f := newFixture(t)
+	ctx := f.ctx
+	id := f.submit(t)
+
+	// No node yet: pending with a reason.
+	if err := f.o.cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.o.Pending(id); got != "no node is up" {
+		t.Errorf("pending reason %q", got)
+	}
+
+	f.o.Heartbeat(ctx, wire.Heartbeat{Node: "n1", Seq: 1, MemSchedulable: 4 << 30}, "peer1")
+	if err := f.o.cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ds := f.waitPush(t, "n1", func(ds wire.DesiredState) bool { return len(ds.Procs) == 1 })
+	if p := ds.Procs[0]; p.ID != "1.1" || p.User != "alice" || p.Stop || p.MemoryLimit != 1<<30 {
+		t.Errorf("desired proc %+v", p)
+	}
+
+	// The agent reports the process running, then ended.
+	f.o.Report(ctx, "n1", []wire.ProcStatus{{ID: "1.1", WorkID: id, State: wire.ProcRunning, PID: 42}})
+	f.o.Report(ctx, "n1", []wire.ProcStatus{{ID: "1.1", WorkID: id, State: wire.ProcExited, ExitCode: 4}})
+	f.fsm.View(func(v *state.View) {
+		w := v.Work(id)
+		if !w.Ended() || w.ExitCode != 4 || w.Procs[0].PID != 42 {
+			t.Errorf("work after exit: %+v", w)
+		}
+	})
+	// The ended process is acknowledged and no longer wanted.
+	ds = f.waitPush(t, "n1", func(ds wire.DesiredState) bool { return len(ds.Ack) == 1 })
+	if len(ds.Procs) != 0 || ds.Ack[0] != "1.1" {
+		t.Errorf("desired after exit %+v", ds)
+	}
+	// Versions only grow.
+	f.push.mu.Lock()
+	all := f.push.got["n1"]
+	for i := 1; i < len(all); i++ {
+		if all[i].Version <= all[i-1].Version {
+			t.Errorf("version went from %d to %d", all[i-1].Version, all[i].Version)
+		}
+	}
+	f.push.mu.Unlock()
+}
+
+func TestReportIsIdempotent(t *testing.T) {
+	f := newFixture(t)
+	ctx := f.ctx
+	id := f.submit(t)
+	f.o.Heartbeat(ctx, wire.Heartbeat{Node: "n1", Seq: 1}, "p")
+	if err := f.o.cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := f.app.idx
+	st := wire.ProcStatus{ID: "1.1", WorkID: id, State: wire.ProcRunning, PID: 7}
+	for range 5 {
+		f.o.Report(ctx, "n1", []wire.ProcStatus{st})
+	}
+	if n := f.app.idx - before; n != 1 {
+		t.Errorf("5 identical reports made %d Raft applies, want 1", n)
+	}
+}
+
+func TestNodeDeathWritesOffProcesses(t *testing.T) {
+	f := newFixture(t)
+	ctx := f.ctx
+	id := f.submit(t)
+	f.o.Heartbeat(ctx, wire.Heartbeat{Node: "n1", Seq: 1}, "p")
+	if err := f.o.cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Add(11 * time.Second)
+	if err := f.o.cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.o.Nodes(); len(n) != 1 || n[0].State != NodeDown {
+		t.Errorf("nodes %+v", n)
+	}
+	f.fsm.View(func(v *state.View) {
+		w := v.Work(id)
+		if !w.Ended() || w.Completion != state.CompletionProcessFailure || w.Procs[0].State != wire.ProcLost {
+			t.Errorf("work on dead node: %s %s %s", w.State, w.Completion, w.Procs[0].State)
+		}
+	})
+}
