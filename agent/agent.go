@@ -141,6 +141,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer srv.Close()
+	stopWeb, err := a.serveWeb(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopWeb()
 
 	for _, f := range []func(context.Context){a.heartbeatLoop, a.reconcileLoop, a.followLeader, a.announceLoop, a.headHeartbeats} {
 		wg.Add(1)

@@ -96,15 +96,21 @@ func (s *sched) pickVictims(w *work, n *node, order int, exact bool, cat func(*p
 		return cands
 	}
 	var out []victim
-	taken := map[*work]int{}
 	for _, v := range cands {
 		if free >= order {
 			break
 		}
-		if v.cat == catOver && s.budget[v.p.w]-taken[v.p.w] <= 0 {
-			continue
+		if v.cat == catOver {
+			taken := 0
+			for _, o := range out {
+				if o.p.w == v.p.w {
+					taken++
+				}
+			}
+			if s.budget[v.p.w]-taken <= 0 {
+				continue
+			}
 		}
-		taken[v.p.w]++
 		out = append(out, v)
 		free += v.p.shares
 	}
@@ -122,33 +128,33 @@ func victimShares(vs []victim) int {
 	return t
 }
 
-// bestVictims scans nodes for the cheapest set of victims making room for
-// one process of w.
-// lb is a lower bound on the cost: a set that cheap ends the search.
-func (s *sched) bestVictims(w *work, nodes []*node, order int, exact bool, cat func(*proc) int, lb int) (*node, []victim) {
+// bestVictims scans nodes for the cheapest set of victims (fewest shares
+// stopped) making room for one process of w. bound[i], if given, is an upper
+// bound on nodes[i]'s free space and bound is sorted in descending order, so
+// the scan stops once no later node can do better.
+func (s *sched) bestVictims(w *work, nodes []*node, bound []int, order int, exact bool, cat func(*proc) int) (*node, []victim) {
 	var bestN *node
 	var best []victim
 	bestCost := math.MaxInt
-	for _, n := range nodes {
+	for i, n := range nodes {
+		if bound != nil && order-bound[i] >= bestCost {
+			break
+		}
 		if !n.up() || n.shares < order || (exact && n.shares != order) || !inMachineList(w.w, n.n.Name) {
 			continue
 		}
 		if exact && (n.held > 0 && n.freeFor(s, w) == n.free()) {
 			continue // held for someone else
 		}
-		if !exact && order-n.freeFor(s, w) > bestCost {
+		if !exact && order-n.freeFor(s, w) >= bestCost {
 			continue // cannot beat the best found so far
 		}
 		vs := s.pickVictims(w, n, order, exact, cat)
 		if len(vs) == 0 {
 			continue
 		}
-		c := victimShares(vs)
-		if c < bestCost || (c == bestCost && len(vs) < len(best)) {
+		if c := victimShares(vs); c < bestCost {
 			bestN, best, bestCost = n, vs, c
-		}
-		if !exact && bestCost <= lb {
-			break
 		}
 	}
 	return bestN, best
@@ -165,7 +171,7 @@ func (s *sched) evictFor(w *work) bool {
 		}
 		return -1
 	}
-	n, vs := s.bestVictims(w, w.pool.nodes, w.order, exact, cat, 0)
+	n, vs := s.bestVictims(w, w.pool.nodes, nil, w.order, exact, cat)
 	if n == nil {
 		return false
 	}
@@ -309,16 +315,13 @@ func (s *sched) preemptRound() {
 		}
 		return workLess(bens[i], bens[j])
 	})
-	// Per pool: nodes holding possible victims, whether squatters live
-	// there, and the most free space on a node (free only shrinks in a round).
+	// Per pool: nodes holding possible victims and whether squatters live there.
 	victimNodes := map[*pool][]*node{}
 	squatters := map[*pool]bool{}
-	maxFree := map[*pool]int{}
 	for _, n := range s.nodes {
 		if !n.up() {
 			continue
 		}
-		maxFree[n.pool] = max(maxFree[n.pool], n.free())
 		for _, p := range n.procs {
 			if p.w.fair && !p.stopping {
 				victimNodes[n.pool] = append(victimNodes[n.pool], n)
@@ -332,9 +335,20 @@ func (s *sched) preemptRound() {
 			}
 		}
 	}
+	// Candidate nodes per beneficiary pool, most free first. Free space only
+	// shrinks during a round (holds grow, stopping processes still occupy),
+	// so the free space seen here bounds it for the whole round.
+	type freeOrder struct {
+		nodes []*node
+		bound []int
+	}
+	byFree := map[*pool]*freeOrder{}
 	gainers := map[*work]bool{}
 	used, issued, misses := 0, false, 0
 	for _, b := range bens {
+		if s.budgetHit {
+			break
+		}
 		if b.stops > 0 {
 			continue
 		}
@@ -345,14 +359,22 @@ func (s *sched) preemptRound() {
 		if len(s.budget) == 0 && !squatters[b.pool] && !s.needy(b) {
 			continue // nobody is over their share and no squatters to move
 		}
-		pools := append([]*pool{b.pool}, b.pool.squat()...)
-		var nodes []*node
-		mf := 0
-		for _, p := range pools {
-			nodes = append(nodes, victimNodes[p]...)
-			mf = max(mf, maxFree[p])
+		cand := byFree[b.pool]
+		if cand == nil {
+			cand = &freeOrder{}
+			for _, p := range append([]*pool{b.pool}, b.pool.squat()...) {
+				cand.nodes = append(cand.nodes, victimNodes[p]...)
+			}
+			sort.SliceStable(cand.nodes, func(i, j int) bool { return cand.nodes[i].free() > cand.nodes[j].free() })
+			for _, n := range cand.nodes {
+				cand.bound = append(cand.bound, n.free()+s.holdOn(n, b))
+			}
+			byFree[b.pool] = cand
 		}
-		lb := b.order - mf
+		nodes, bound := cand.nodes, cand.bound
+		if len(b.holds) > 0 {
+			bound = nil // b's own holds add to its free space: no safe bound
+		}
 		// Defragmentation gives a needy job with nothing under way one
 		// process per round; other shortfalls wait for jobs over their share.
 		defrag := s.needy(b) && s.holdShares(b) == 0
@@ -371,20 +393,20 @@ func (s *sched) preemptRound() {
 				if p.squatter() && p.n.pool == b.pool && v.pool != b.pool {
 					return catSquatter
 				}
-				if s.budget[v] > 0 {
-					return catOver
-				}
 				if defrag && !s.needy(v) && s.userHeld[v.user] > s.userHeld[b.user] && v.have() > 1 {
 					return catDefrag
+				}
+				if s.budget[v] > 0 {
+					return catOver
 				}
 				return -1
 			}
 			useDefrag := defrag
 			defrag = false
-			n, vs := s.bestVictims(b, nodes, b.order, false, cat, lb)
+			n, vs := s.bestVictims(b, nodes, bound, b.order, false, cat)
 			if n == nil && useDefrag {
 				defrag = true
-				n, vs = s.bestVictims(b, nodes, b.order, false, cat, lb)
+				n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat)
 				defrag = false
 			}
 			if n == nil {
@@ -432,4 +454,15 @@ func victimIDs(vs []victim) []string {
 		out[i] = v.p.p.ID
 	}
 	return out
+}
+
+// holdOn is the space held for w on n.
+func (s *sched) holdOn(n *node, w *work) int {
+	t := 0
+	for _, h := range n.holds {
+		if h.For == w.w.ID {
+			t += h.Shares
+		}
+	}
+	return t
 }
