@@ -103,6 +103,9 @@ type ProcInfo struct {
 	ExitCode    int     `cbor:"10,keyasint" json:"exit_code"`
 	Reason      string  `cbor:"11,keyasint,omitempty" json:"reason,omitempty"`
 	LogPath     string  `cbor:"12,keyasint,omitempty" json:"log_path,omitempty"`
+	InitMS      int64   `cbor:"13,keyasint,omitempty" json:"init_ms,omitempty"`
+	Done        int     `cbor:"14,keyasint,omitempty" json:"done,omitempty"`
+	Errors      int     `cbor:"15,keyasint,omitempty" json:"errors,omitempty"`
 }
 
 // WorkInfo describes one piece of work (job, managed reservation, ...).
@@ -124,6 +127,7 @@ type WorkInfo struct {
 	Procs       []ProcInfo `cbor:"15,keyasint,omitempty" json:"procs,omitempty"`
 	Completion  string     `cbor:"16,keyasint,omitempty" json:"completion,omitempty"`
 	Ended       bool       `cbor:"17,keyasint,omitempty" json:"ended"`
+	Job         *JobStats  `cbor:"18,keyasint,omitempty" json:"job,omitempty"`
 }
 
 // WorkList is a list of work.

@@ -90,6 +90,7 @@ type proc struct {
 	n        *node // nil if the node is unknown
 	shares   int
 	stopping bool
+	marked   bool // chosen as a victim in this cycle
 }
 
 func (p *proc) squatter() bool { return p.n != nil && p.n.pool != p.w.pool }
@@ -113,6 +114,8 @@ type work struct {
 	capNote string
 	user    string
 	holds   []*Hold // space held for this work
+	budget  int     // processes a preemption round may still take (over fair share)
+	gainer  bool    // got space in this preemption round
 }
 
 func (w *work) have() int { return w.cur + w.starts }
@@ -258,6 +261,10 @@ func (s *sched) build() {
 	for _, wk := range s.works {
 		for j := range wk.w.Procs {
 			p := &wk.w.Procs[j]
+			if _, dup := s.procBy[p.ID]; dup {
+				s.tracef("process id %s appears twice; ignoring the second", p.ID)
+				continue
+			}
 			pr := &proc{p: p, w: wk, n: s.nodeBy[p.Node], shares: p.Shares}
 			if pr.shares <= 0 {
 				pr.shares = max(wk.order, 1)
@@ -359,11 +366,10 @@ func joinIDs(ids []string) string { return strings.Join(ids, ", ") }
 
 // Working state of the later steps of a cycle.
 type schedState struct {
-	budget    map[*work]int  // processes a job over its share may lose this round
-	marked    map[*proc]bool // processes chosen as victims in this cycle
 	shrinking map[uint64]*Shrinking
 	observed  map[*work]bool // beneficiaries of observe-only preemptions
 	userHeld  map[string]int // fair shares each user holds
 	roundWait time.Duration  // time to the next preemption round
 	budgetHit bool           // the round's max_per_round was used up
+	anyOver   bool           // some job is over its fair share beyond the deadzone
 }

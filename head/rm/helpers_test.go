@@ -136,7 +136,11 @@ func (s *sim) step(dt time.Duration) Plan {
 	for _, st := range p.Starts {
 		w := s.find(st.WorkID)
 		if s.seq[w.ID] == 0 {
-			s.seq[w.ID] = len(w.Procs)
+			for _, p := range w.Procs {
+				var a, b int
+				fmt.Sscanf(p.ID, "%d.%d", &a, &b)
+				s.seq[w.ID] = max(s.seq[w.ID], b)
+			}
 		}
 		s.seq[w.ID]++
 		w.Procs = append(w.Procs, Proc{ID: fmt.Sprintf("%d.%d", w.ID, s.seq[w.ID]), Node: st.Node, Shares: st.Shares,

@@ -75,7 +75,7 @@ func (s *sched) pickVictims(w *work, n *node, order int, exact bool, cat func(*p
 	var cands []victim
 	avail := 0
 	for _, p := range n.procs {
-		if p.stopping || s.marked[p] {
+		if p.stopping || p.marked {
 			continue
 		}
 		c := cat(p)
@@ -107,7 +107,7 @@ func (s *sched) pickVictims(w *work, n *node, order int, exact bool, cat func(*p
 					taken++
 				}
 			}
-			if s.budget[v.p.w]-taken <= 0 {
+			if v.p.w.budget-taken <= 0 {
 				continue
 			}
 		}
@@ -131,12 +131,16 @@ func victimShares(vs []victim) int {
 // bestVictims scans nodes for the cheapest set of victims (fewest shares
 // stopped) making room for one process of w. bound[i], if given, is an upper
 // bound on nodes[i]'s free space and bound is sorted in descending order, so
-// the scan stops once no later node can do better.
-func (s *sched) bestVictims(w *work, nodes []*node, bound []int, order int, exact bool, cat func(*proc) int) (*node, []victim) {
+// the scan stops once no later node can do better. With tries > 0 it also
+// stops after that many nodes offered a workable set (a bounded search).
+func (s *sched) bestVictims(w *work, nodes []*node, bound []int, order int, exact bool, cat func(*proc) int, tries int) (*node, []victim) {
 	var bestN *node
 	var best []victim
-	bestCost := math.MaxInt
+	bestCost, found := math.MaxInt, 0
 	for i, n := range nodes {
+		if tries > 0 && found >= tries {
+			break
+		}
 		if bound != nil && order-bound[i] >= bestCost {
 			break
 		}
@@ -153,6 +157,7 @@ func (s *sched) bestVictims(w *work, nodes []*node, bound []int, order int, exac
 		if len(vs) == 0 {
 			continue
 		}
+		found++
 		if c := victimShares(vs); c < bestCost {
 			bestN, best, bestCost = n, vs, c
 		}
@@ -171,7 +176,7 @@ func (s *sched) evictFor(w *work) bool {
 		}
 		return -1
 	}
-	n, vs := s.bestVictims(w, w.pool.nodes, nil, w.order, exact, cat)
+	n, vs := s.bestVictims(w, w.pool.nodes, nil, w.order, exact, cat, 0)
 	if n == nil {
 		return false
 	}
@@ -188,7 +193,7 @@ func (s *sched) issueStops(vs []victim, reason StopReason, text string, observe 
 		p := v.p
 		st := Stop{ProcID: p.p.ID, WorkID: p.w.w.ID, Node: p.p.Node, Reason: reason, Text: text,
 			Grace: s.cfg.Preemption.KillWait.D()}
-		s.marked[p] = true
+		p.marked = true
 		if observe {
 			s.plan.WouldPreempt = append(s.plan.WouldPreempt, st)
 			s.tracef("observe_only: would %s %s of %s %d on %s: %s", reason, p.p.ID, p.w.w.Kind, p.w.w.ID, p.p.Node, text)
@@ -260,7 +265,8 @@ func (s *sched) computeBudgets() {
 		}
 		excess := w.cur - w.target
 		b := int(math.Ceil(float64(excess) * float64(p.NaturalTerminationFactor)))
-		s.budget[w] = max(b, 1)
+		w.budget = max(b, 1)
+		s.anyOver = true
 	}
 }
 
@@ -272,6 +278,10 @@ func (s *sched) needy(w *work) bool {
 // maxMisses bounds the beneficiaries in a row for whom no victims are found
 // before a round gives up, which keeps a round's cost bounded on big clusters.
 const maxMisses = 32
+
+// victimTries bounds how many workable nodes a preemption compares before
+// taking the cheapest (nodes are visited most-free first).
+const victimTries = 8
 
 // preemptRound runs one preemption round for fair jobs below their share
 // that placement could not satisfy.
@@ -316,23 +326,33 @@ func (s *sched) preemptRound() {
 		return workLess(bens[i], bens[j])
 	})
 	// Per pool: nodes holding possible victims and whether squatters live there.
-	victimNodes := map[*pool][]*node{}
+	// overNodes hold processes of jobs over their share or squatters;
+	// fairNodes hold any fair-share process (for defragmentation).
+	overNodes, fairNodes := map[*pool][]*node{}, map[*pool][]*node{}
 	squatters := map[*pool]bool{}
 	for _, n := range s.nodes {
 		if !n.up() {
 			continue
 		}
+		fair, over := false, false
 		for _, p := range n.procs {
-			if p.w.fair && !p.stopping {
-				victimNodes[n.pool] = append(victimNodes[n.pool], n)
-				break
+			if !p.w.fair || p.stopping {
+				continue
+			}
+			fair = true
+			if p.squatter() {
+				squatters[n.pool] = true
+				over = true
+			}
+			if p.w.budget > 0 {
+				over = true
 			}
 		}
-		for _, p := range n.procs {
-			if p.w.fair && !p.stopping && p.squatter() {
-				squatters[n.pool] = true
-				break
-			}
+		if fair {
+			fairNodes[n.pool] = append(fairNodes[n.pool], n)
+		}
+		if over {
+			overNodes[n.pool] = append(overNodes[n.pool], n)
 		}
 	}
 	// Candidate nodes per beneficiary pool, most free first. Free space only
@@ -342,8 +362,31 @@ func (s *sched) preemptRound() {
 		nodes []*node
 		bound []int
 	}
-	byFree := map[*pool]*freeOrder{}
-	gainers := map[*work]bool{}
+	byFree := map[*pool][2]*freeOrder{}
+	candidates := func(b *work, pass int) ([]*node, []int) {
+		cands := byFree[b.pool]
+		c := cands[pass]
+		if c == nil {
+			c = &freeOrder{}
+			src := overNodes
+			if pass == 1 {
+				src = fairNodes
+			}
+			for _, p := range append([]*pool{b.pool}, b.pool.squat()...) {
+				c.nodes = append(c.nodes, src[p]...)
+			}
+			sort.SliceStable(c.nodes, func(i, j int) bool { return c.nodes[i].free() > c.nodes[j].free() })
+			for _, n := range c.nodes {
+				c.bound = append(c.bound, n.free())
+			}
+			cands[pass] = c
+			byFree[b.pool] = cands
+		}
+		if len(b.holds) > 0 {
+			return c.nodes, nil // b's own holds add to its free space: no safe bound
+		}
+		return c.nodes, c.bound
+	}
 	used, issued, misses := 0, false, 0
 	for _, b := range bens {
 		if s.budgetHit {
@@ -356,24 +399,8 @@ func (s *sched) preemptRound() {
 			s.tracef("preemption: no victims for %d jobs in a row; the rest wait for the next round", maxMisses)
 			break
 		}
-		if len(s.budget) == 0 && !squatters[b.pool] && !s.needy(b) {
+		if !s.anyOver && !squatters[b.pool] && !s.needy(b) {
 			continue // nobody is over their share and no squatters to move
-		}
-		cand := byFree[b.pool]
-		if cand == nil {
-			cand = &freeOrder{}
-			for _, p := range append([]*pool{b.pool}, b.pool.squat()...) {
-				cand.nodes = append(cand.nodes, victimNodes[p]...)
-			}
-			sort.SliceStable(cand.nodes, func(i, j int) bool { return cand.nodes[i].free() > cand.nodes[j].free() })
-			for _, n := range cand.nodes {
-				cand.bound = append(cand.bound, n.free()+s.holdOn(n, b))
-			}
-			byFree[b.pool] = cand
-		}
-		nodes, bound := cand.nodes, cand.bound
-		if len(b.holds) > 0 {
-			bound = nil // b's own holds add to its free space: no safe bound
 		}
 		// Defragmentation gives a needy job with nothing under way one
 		// process per round; other shortfalls wait for jobs over their share.
@@ -387,7 +414,7 @@ func (s *sched) preemptRound() {
 			}
 			cat := func(p *proc) int {
 				v := p.w
-				if !v.fair || v == b || v.starts > 0 || gainers[v] || v.prio < b.prio || s.protected(p) {
+				if !v.fair || v == b || v.starts > 0 || v.gainer || v.prio < b.prio || s.protected(p) {
 					return -1
 				}
 				if p.squatter() && p.n.pool == b.pool && v.pool != b.pool {
@@ -396,17 +423,19 @@ func (s *sched) preemptRound() {
 				if defrag && !s.needy(v) && s.userHeld[v.user] > s.userHeld[b.user] && v.have() > 1 {
 					return catDefrag
 				}
-				if s.budget[v] > 0 {
+				if v.budget > 0 {
 					return catOver
 				}
 				return -1
 			}
 			useDefrag := defrag
 			defrag = false
-			n, vs := s.bestVictims(b, nodes, bound, b.order, false, cat)
+			nodes, bound := candidates(b, 0)
+			n, vs := s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries)
 			if n == nil && useDefrag {
 				defrag = true
-				n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat)
+				nodes, bound = candidates(b, 1)
+				n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries)
 				defrag = false
 			}
 			if n == nil {
@@ -414,7 +443,7 @@ func (s *sched) preemptRound() {
 				break
 			}
 			misses = 0
-			gainers[b] = true
+			b.gainer = true
 			issued = true
 			for _, v := range vs {
 				used += v.p.shares
@@ -424,7 +453,7 @@ func (s *sched) preemptRound() {
 					reason = Evicted
 					text = fmt.Sprintf("squatter in pool %s: resident job %d needs the space", n.pool.name, b.w.ID)
 				case catOver:
-					s.budget[v.p.w]--
+					v.p.w.budget--
 					text = fmt.Sprintf("over fair share: class %s fair share is %d processes, job holds %d; space goes to job %d",
 						v.p.w.class.Name, v.p.w.target, v.p.w.cur, b.w.ID)
 				case catDefrag:
@@ -454,15 +483,4 @@ func victimIDs(vs []victim) []string {
 		out[i] = v.p.p.ID
 	}
 	return out
-}
-
-// holdOn is the space held for w on n.
-func (s *sched) holdOn(n *node, w *work) int {
-	t := 0
-	for _, h := range n.holds {
-		if h.For == w.w.ID {
-			t += h.Shares
-		}
-	}
-	return t
 }

@@ -140,7 +140,7 @@ func checkPlan(t *testing.T, in Input, p Plan) {
 		}
 		pr, ok := procs[s.ProcID]
 		if !ok || pr.State == ProcStopping || seen[s.ProcID] {
-			t.Fatalf("bad stop %+v", s)
+			t.Fatalf("bad stop %+v (known %v, state %v, twice %v)", s, ok, pr.State, seen[s.ProcID])
 		}
 		seen[s.ProcID] = true
 	}

@@ -16,9 +16,8 @@ func Schedule(in Input) Plan {
 	s := &sched{
 		in: &in, cfg: in.Config, now: in.Now, trace: !in.NoTrace,
 		classShare: map[string]int{}, classUsers: map[string]int{}, userShare: map[string]int{},
-		poolCap: map[string]int{},
-		schedState: schedState{budget: map[*work]int{}, marked: map[*proc]bool{},
-			shrinking: map[uint64]*Shrinking{}, observed: map[*work]bool{}, userHeld: map[string]int{}},
+		poolCap:    map[string]int{},
+		schedState: schedState{shrinking: map[uint64]*Shrinking{}, observed: map[*work]bool{}, userHeld: map[string]int{}},
 	}
 	s.tracef("cycle at %s: %d nodes, %d works", in.Now.UTC().Format(time.RFC3339Nano), len(in.Nodes), len(in.Work))
 	s.build()
