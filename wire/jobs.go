@@ -97,7 +97,7 @@ type JobStats struct {
 	MeanMS     float64 `cbor:"9,keyasint,omitempty" json:"mean_ms,omitempty"`
 	StddevMS   float64 `cbor:"10,keyasint,omitempty" json:"stddev_ms,omitempty"`
 	Rate       float64 `cbor:"11,keyasint,omitempty" json:"rate,omitempty"` // items/s over the last seconds
-	Processes  int     `cbor:"12,keyasint" json:"processes"`                 // live job processes
+	Processes  int     `cbor:"12,keyasint" json:"processes"`                // live job processes
 	Pipelines  int     `cbor:"13,keyasint,omitempty" json:"pipelines,omitempty"`
 	Protocol   string  `cbor:"14,keyasint,omitempty" json:"worker_protocol,omitempty"`
 	InitMeanMS float64 `cbor:"15,keyasint,omitempty" json:"init_mean_ms,omitempty"`

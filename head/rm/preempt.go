@@ -388,6 +388,14 @@ func (s *sched) preemptRound() {
 		return c.nodes, c.bound
 	}
 	used, issued, misses := 0, false, 0
+	// failedAt[pool, priority] is the smallest order for which no victims
+	// were found among jobs over their share; victims only get scarcer in a
+	// round, so larger orders of that pool and priority need not look again.
+	type poolPrio struct {
+		p    *pool
+		prio int
+	}
+	failedAt := map[poolPrio]int{}
 	for _, b := range bens {
 		if s.budgetHit {
 			break
@@ -430,11 +438,18 @@ func (s *sched) preemptRound() {
 			}
 			useDefrag := defrag
 			defrag = false
-			nodes, bound := candidates(b, 0)
-			n, vs := s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries)
+			var n *node
+			var vs []victim
+			key := poolPrio{b.pool, b.prio}
+			if f, ok := failedAt[key]; !ok || b.order < f {
+				nodes, bound := candidates(b, 0)
+				if n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries); n == nil && len(b.w.MachineList) == 0 {
+					failedAt[key] = b.order
+				}
+			}
 			if n == nil && useDefrag {
 				defrag = true
-				nodes, bound = candidates(b, 1)
+				nodes, bound := candidates(b, 1)
 				n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries)
 				defrag = false
 			}
