@@ -45,7 +45,8 @@ type Agent struct {
 	seq      uint64
 	starting map[string]bool
 	stopping map[string]bool
-	bg       sync.WaitGroup // background stops and reports
+	feeders  map[string]context.CancelFunc // job processes being fed
+	bg       sync.WaitGroup                // background stops and reports
 }
 
 // New prepares an agent: it takes the data-dir lock and loads identity and
@@ -62,7 +63,7 @@ func New(cfg *Config, version string, logger *slog.Logger) (*Agent, error) {
 		cfg: cfg, version: version, log: logger.With("component", "agent", "node", cfg.Node), lock: lock,
 		base:   logger.With("node", cfg.Node),
 		desire: make(chan wire.DesiredState, 1), want: map[string]wire.ProcSpec{},
-		unacked: map[string]wire.ProcStatus{}, starting: map[string]bool{}, stopping: map[string]bool{},
+		unacked: map[string]wire.ProcStatus{}, starting: map[string]bool{}, stopping: map[string]bool{}, feeders: map[string]context.CancelFunc{},
 	}, nil
 }
 
@@ -197,6 +198,10 @@ func (a *Agent) onExit(st proc.Status) {
 	ps := toWire(st, a.cfg.Node)
 	a.mu.Lock()
 	a.unacked[st.ID] = ps
+	if cancel, ok := a.feeders[st.ID]; ok {
+		cancel()
+		delete(a.feeders, st.ID)
+	}
 	a.mu.Unlock()
 	a.bg.Add(1)
 	go func() {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/ducc-project/ducc/proc"
@@ -74,6 +75,8 @@ func (a *Agent) reconcile(ctx context.Context, ds wire.DesiredState) {
 			a.stop(ctx, spec.ID, time.Duration(spec.GraceMS)*time.Millisecond, spec.StopReason)
 		case !spec.Stop && !running:
 			a.start(ctx, spec)
+		case !spec.Stop && running && st.State == proc.Running && spec.Kind == "JP":
+			a.startFeeder(ctx, spec, st) // a re-adopted job process
 		}
 	}
 	for id, st := range have {
@@ -101,12 +104,22 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 		delete(a.starting, spec.ID)
 		a.mu.Unlock()
 	}()
-	st, err := a.procs.Start(ctx, proc.Spec{
+	ps := proc.Spec{
 		ID: spec.ID, WorkID: spec.WorkID, Kind: spec.Kind, Node: a.cfg.Node,
 		User: spec.User, UID: spec.UID, GID: spec.GID, Groups: spec.Groups,
 		Path: spec.Path, Args: spec.Args, Env: spec.Env, Dir: spec.Dir, Umask: 0o022,
 		LogDir: spec.LogDir, MemoryLimit: spec.MemoryLimit,
-	})
+	}
+	if spec.Kind == "JP" {
+		ps.Stdin = true // the agent feeds items over FIFOs
+		if spec.Protocol == wire.ProtocolExec {
+			exe, err := os.Executable()
+			if err == nil {
+				ps.Path, ps.Args = exe, append([]string{"exec-worker", "--", spec.Path}, spec.Args...)
+			}
+		}
+	}
+	st, err := a.procs.Start(ctx, ps)
 	if err != nil {
 		// The process manager could not even try (e.g. the data dir is
 		// unwritable): report a launch failure so the work does not hang.
@@ -121,6 +134,9 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 	}
 	if st.State == proc.Running {
 		a.log.Info("process started", "proc", spec.ID, "pid", st.PID, "user", spec.User, "memory_limit", spec.MemoryLimit)
+		if spec.Kind == "JP" {
+			a.startFeeder(ctx, spec, st)
+		}
 		a.report(ctx, []wire.ProcStatus{toWire(st, a.cfg.Node)})
 	}
 	// Launch failures arrive through OnExit.
@@ -148,5 +164,26 @@ func (a *Agent) stop(ctx context.Context, id string, grace time.Duration, why st
 		if err := a.procs.Stop(ctx, id, grace); err != nil && ctx.Err() == nil {
 			a.log.Warn("cannot stop process", "proc", id, "err", err)
 		}
+	}()
+}
+
+// startFeeder starts feeding a job process unless a feeder already runs.
+// The feeder stops when the process ends (onExit) or the agent stops.
+func (a *Agent) startFeeder(ctx context.Context, spec wire.ProcSpec, st proc.Status) {
+	a.mu.Lock()
+	if _, ok := a.feeders[spec.ID]; ok {
+		a.mu.Unlock()
+		return
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	a.feeders[spec.ID] = cancel
+	a.mu.Unlock()
+	if cur, ok := a.procs.Status(spec.ID); !ok || cur.State.Ended() {
+		cancel() // it ended before the feeder started
+	}
+	a.bg.Add(1)
+	go func() {
+		defer a.bg.Done()
+		a.feed(fctx, spec, st.StartedAt, st.LogPath)
 	}()
 }

@@ -57,6 +57,30 @@ func (h *Head) Handle(ctx context.Context, from peer.ID, req *wire.Request) (any
 		return h.nodes(), nil
 	case wire.MethodStatus:
 		return h.status(), nil
+	case wire.MethodSubmit:
+		var r wire.SubmitJobRequest
+		if err := decode(req, &r); err != nil {
+			return nil, err
+		}
+		return h.submitJob(ctx, req.Caller, r)
+	case wire.MethodItems:
+		var r wire.ItemsRequest
+		if err := decode(req, &r); err != nil {
+			return nil, err
+		}
+		return h.addItems(ctx, req.Caller, r)
+	case wire.MethodResults:
+		var r wire.ResultsRequest
+		if err := decode(req, &r); err != nil {
+			return nil, err
+		}
+		return h.results(r)
+	case wire.MethodExchange:
+		var r wire.ExchangeRequest
+		if err := decode(req, &r); err != nil {
+			return nil, err
+		}
+		return h.exchange(ctx, r)
 	case wire.MethodReport:
 		var r wire.Report
 		if err := decode(req, &r); err != nil {
@@ -289,6 +313,7 @@ func (h *Head) info(w *state.Work) wire.WorkInfo {
 		}
 		info.Procs = append(info.Procs, pi)
 	}
+	h.jobInfo(w, &info)
 	return info
 }
 

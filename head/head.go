@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/ducc-project/ducc/head/jd"
 	"github.com/ducc-project/ducc/head/orch"
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
@@ -34,9 +35,12 @@ type Config struct {
 // Head is the cluster's brain for one leadership term: it answers the
 // RPCs agents forward, folds heartbeats in, and runs the orchestrator.
 type Head struct {
-	cfg  Config
-	log  *slog.Logger
-	orch *orch.Orchestrator
+	cfg    Config
+	log    *slog.Logger
+	orch   *orch.Orchestrator
+	jd     *jd.Driver
+	policy *policy
+	rates  rates
 }
 
 // New returns a head; Run starts it.
@@ -51,11 +55,15 @@ func New(cfg Config) *Head {
 		cfg.Scheduler = rm.DefaultConfig()
 	}
 	h := &Head{cfg: cfg, log: cfg.Logger.With("component", "head")}
+	h.jd = jd.New(cfg.FSM, cfg.Apply, cfg.Now, cfg.Logger)
+	h.policy = newPolicy(cfg.Scheduler, h.jd)
 	h.orch = orch.New(orch.Config{
 		FSM:         cfg.FSM,
 		Apply:       cfg.Apply,
 		Push:        cfg.Push,
-		Policy:      newPolicy(cfg.Scheduler),
+		Policy:      h.policy,
+		ProcEnded:   h.jd.ProcGone,
+		Tick:        h.jd.Tick,
 		Now:         cfg.Now,
 		Logger:      cfg.Logger,
 		Cycle:       cfg.Scheduler.Cycle.D(),

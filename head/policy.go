@@ -3,6 +3,7 @@ package head
 import (
 	"time"
 
+	"github.com/ducc-project/ducc/head/jd"
 	"github.com/ducc-project/ducc/head/orch"
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
@@ -15,11 +16,12 @@ import (
 // (a new head starts with a fresh one, which rm treats as a restart).
 type policy struct {
 	cfg   *rm.Config
+	jd    *jd.Driver
 	carry rm.Carry
 	last  []rm.ClassUsage
 }
 
-func newPolicy(cfg *rm.Config) *policy { return &policy{cfg: cfg} }
+func newPolicy(cfg *rm.Config, d *jd.Driver) *policy { return &policy{cfg: cfg, jd: d} }
 
 // Schedule implements orch.Policy. The orchestrator calls it from one
 // goroutine.
@@ -41,6 +43,9 @@ func (p *policy) Schedule(now time.Time, nodes []orch.Node, active []*state.Work
 			ID: w.ID, Kind: kinds[w.Kind], User: w.User, Class: w.Class, Memory: w.Memory,
 			SubmitTime: time.UnixMilli(w.SubmittedAt), MachineList: w.MachineList,
 		}
+		if w.Job != nil && !p.jobDemand(w, &rw) {
+			continue // not all items received yet
+		}
 		for _, pr := range w.Live() {
 			ps := rm.ProcRunning
 			switch {
@@ -48,9 +53,15 @@ func (p *policy) Schedule(now time.Time, nodes []orch.Node, active []*state.Work
 				ps = rm.ProcStopping
 			case pr.State == wire.ProcStarting:
 				ps = rm.ProcStarting
+			case w.Job != nil && pr.ReadyAt == 0:
+				ps = rm.ProcInitializing
 			}
-			rw.Procs = append(rw.Procs, rm.Proc{ID: pr.ID, Node: pr.Node, Shares: pr.Shares, State: ps,
-				StartedAt: time.UnixMilli(max(pr.StartedAt, pr.AssignedAt))})
+			rp := rm.Proc{ID: pr.ID, Node: pr.Node, Shares: pr.Shares, State: ps,
+				StartedAt: time.UnixMilli(max(pr.StartedAt, pr.AssignedAt))}
+			if pr.ReadyAt != 0 {
+				rp.InitializedAt = time.UnixMilli(pr.ReadyAt)
+			}
+			rw.Procs = append(rw.Procs, rp)
 		}
 		if w.Canceling && len(rw.Procs) == 0 {
 			continue // ends as soon as the cancel is applied; wants nothing
@@ -82,4 +93,32 @@ func (p *policy) Schedule(now time.Time, nodes []orch.Node, active []*state.Work
 		out.Pending[pd.WorkID] = pd.Reason
 	}
 	return out
+}
+
+// jobDemand fills the job fields the scheduler needs. Items already handed
+// to a process count once per holding process (a pipeline's worth), so a
+// job whose queue is empty wants no more processes than hold work.
+func (p *policy) jobDemand(w *state.Work, rw *rm.Work) bool {
+	j := w.Job
+	if !j.Committed {
+		return false
+	}
+	s := j.Spec
+	remaining := j.Remaining()
+	if q, holding, ok := p.jd.Demand(w.ID); ok {
+		remaining = min(remaining, q+holding*max(s.Pipelines, 1))
+	}
+	rw.ItemsRemaining = remaining
+	rw.Pipelines = s.Pipelines
+	rw.DeploymentsMax = s.DeploymentsMax
+	rw.InitFailures = j.InitFailures
+	rw.InitFailuresCap = s.InitFailuresCap
+	rw.EverInitialized = j.EverReady
+	if j.InitCount > 0 {
+		rw.MeanInitTime = time.Duration(j.InitMSSum/int64(j.InitCount)) * time.Millisecond
+	}
+	if j.Done > 0 {
+		rw.MeanItemTime = time.Duration(j.MSSum/float64(j.Done)) * time.Millisecond
+	}
+	return true
 }

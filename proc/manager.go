@@ -585,6 +585,13 @@ func (m *Manager) Stats(id string) (rss uint64, cpu time.Duration, err error) {
 	return rss, cpu, nil
 }
 
+// Pipes returns the paths of a process's worker FIFOs (Spec.Stdin): the
+// agent writes the process's stdin to in and reads its stdout from out.
+func (m *Manager) Pipes(id string) (in, out string) {
+	dir := filepath.Join(m.procsDir, id)
+	return filepath.Join(dir, stdinFIFO), filepath.Join(dir, stdoutFIFO)
+}
+
 // Forget removes an ended process: its directory and its cgroup. Call it
 // once the head has acknowledged the exit.
 func (m *Manager) Forget(id string) error {

@@ -305,11 +305,21 @@ func (s *shim) start(c *preparedCmd, cg *cgroup.Manager, group cgroup.Group) (*o
 			return nil, err
 		}
 	}
+	files := []*os.File{devnull, c.logFile, c.logFile}
+	if s.spec.Stdin {
+		in, out, err := openPipes(s.dir)
+		if err != nil {
+			return nil, fmt.Errorf("worker pipes: %w", err)
+		}
+		defer in.Close()
+		defer out.Close()
+		files[0], files[1] = in, out
+	}
 	old := syscall.Umask(c.umask)
 	p, err := os.StartProcess(c.path, c.argv, &os.ProcAttr{
 		Dir:   c.dir,
 		Env:   c.env,
-		Files: []*os.File{devnull, c.logFile, c.logFile},
+		Files: files,
 		Sys:   sys,
 	})
 	syscall.Umask(old)
@@ -395,4 +405,31 @@ func mkdirOwned(dir string, cred *syscall.Credential) error {
 		}
 	}
 	return nil
+}
+
+// Names of the worker FIFOs in a process directory.
+const (
+	stdinFIFO  = "stdin"
+	stdoutFIFO = "stdout"
+)
+
+// openPipes creates the worker FIFOs and opens both read-write, so that
+// neither end ever sees EOF or EPIPE when the agent goes away.
+func openPipes(dir string) (in, out *os.File, err error) {
+	for _, name := range []string{stdinFIFO, stdoutFIFO} {
+		p := filepath.Join(dir, name)
+		if err := unix.Mkfifo(p, 0o600); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, nil, fmt.Errorf("mkfifo %s: %w", p, err)
+		}
+	}
+	in, err = os.OpenFile(filepath.Join(dir, stdinFIFO), os.O_RDWR, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err = os.OpenFile(filepath.Join(dir, stdoutFIFO), os.O_RDWR, 0)
+	if err != nil {
+		in.Close()
+		return nil, nil, err
+	}
+	return in, out, nil
 }

@@ -43,7 +43,11 @@ type Spec struct {
 	LogDir string `json:"log_dir,omitempty"`
 	// MemoryLimit in bytes for the cgroup (0 = none); swap is capped too.
 	MemoryLimit int64 `json:"memory_limit,omitempty"`
-	// Stdin is reserved (stdin is /dev/null for now).
+	// Stdin gives the process FIFOs instead of /dev/null and the log: its
+	// stdin reads <process dir>/stdin and its stdout writes <process
+	// dir>/stdout (stderr still goes to the log). The shim holds both open
+	// read-write, so the process sees neither EOF nor EPIPE while the agent
+	// restarts; the agent reconnects through Manager.Pipes.
 	Stdin bool `json:"stdin,omitempty"`
 }
 

@@ -88,6 +88,10 @@ type ProcSpec struct {
 	Stop        bool     `cbor:"14,keyasint,omitempty" json:"stop,omitempty"` // the head wants it stopped
 	StopReason  string   `cbor:"15,keyasint,omitempty" json:"stop_reason,omitempty"`
 	GraceMS     int64    `cbor:"16,keyasint,omitempty" json:"grace_ms,omitempty"`
+	// Job processes: the worker protocol and pipeline count the agent
+	// feeds items with.
+	Protocol  string `cbor:"17,keyasint,omitempty" json:"protocol,omitempty"`
+	Pipelines int    `cbor:"18,keyasint,omitempty" json:"pipelines,omitempty"`
 }
 
 // DesiredState is the full set of processes the head wants on one node.

@@ -60,7 +60,7 @@ func procSpec(w *state.Work, p *state.Proc, grace time.Duration) wire.ProcSpec {
 	if logDir == "" {
 		logDir = filepath.Join(w.Home, "ducc", "logs")
 	}
-	return wire.ProcSpec{
+	ps := wire.ProcSpec{
 		ID: p.ID, WorkID: w.ID, Kind: kindCode(w.Kind),
 		User: w.User, UID: w.UID, GID: w.GID, Groups: w.Groups,
 		Path: w.Path, Args: w.Args, Env: w.Env, Dir: w.Dir,
@@ -69,6 +69,10 @@ func procSpec(w *state.Work, p *state.Proc, grace time.Duration) wire.ProcSpec {
 		Stop:        p.Stop, StopReason: p.StopReason,
 		GraceMS: grace.Milliseconds(),
 	}
+	if w.Job != nil {
+		ps.Protocol, ps.Pipelines = w.Job.Spec.WorkerProtocol, w.Job.Spec.Pipelines
+	}
+	return ps
 }
 
 func fingerprint(ds wire.DesiredState) string {

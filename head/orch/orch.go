@@ -39,6 +39,11 @@ type Config struct {
 	NodeTimeout time.Duration
 	// Grace is the time between SIGTERM and SIGKILL when stopping.
 	Grace time.Duration
+	// ProcEnded is told when the end of a job's process has been recorded
+	// (the job driver re-queues its items then).
+	ProcEnded func(ctx context.Context, workID uint64, procID string)
+	// Tick runs at every cycle (the job driver's time limits).
+	Tick func(ctx context.Context, now time.Time)
 }
 
 // Node is the head's volatile view of one node.
@@ -143,6 +148,9 @@ func (o *Orchestrator) Run(ctx context.Context) {
 func (o *Orchestrator) cycle(ctx context.Context) error {
 	now := o.cfg.Now()
 	o.checkNodes(ctx, now)
+	if o.cfg.Tick != nil {
+		o.cfg.Tick(ctx, now)
+	}
 	var active []*state.Work
 	o.cfg.FSM.View(func(v *state.View) {
 		for _, w := range v.Active() {
@@ -151,6 +159,12 @@ func (o *Orchestrator) cycle(ctx context.Context) error {
 			for i, p := range w.Procs {
 				pc := *p
 				c.Procs[i] = &pc
+			}
+			if w.Job != nil {
+				// The policy sees the job's counters, not its items.
+				jc := *w.Job
+				jc.NItems, jc.Items = len(w.Job.Items), nil
+				c.Job = &jc
 			}
 			active = append(active, &c)
 		}
@@ -281,8 +295,10 @@ func (o *Orchestrator) Report(ctx context.Context, node string, procs []wire.Pro
 	}
 	for _, c := range needed {
 		if c.Proc.Ended() {
+			if o.cfg.ProcEnded != nil {
+				o.cfg.ProcEnded(ctx, c.Proc.WorkID, c.Proc.ID)
+			}
 			o.Trigger()
-			break
 		}
 	}
 	// Acks for ended processes go out with the next desired state.
@@ -329,6 +345,12 @@ func (o *Orchestrator) checkNodes(ctx context.Context, now time.Time) {
 	if len(cmds) > 0 {
 		if _, err := o.cfg.Apply.Apply(ctx, cmds...); err != nil {
 			o.log.Warn("cannot write off processes of dead nodes", "err", err)
+			return
+		}
+		for _, c := range cmds {
+			if o.cfg.ProcEnded != nil {
+				o.cfg.ProcEnded(ctx, c.Proc.WorkID, c.Proc.ID)
+			}
 		}
 	}
 }

@@ -163,7 +163,9 @@ func (f *Fraction) UnmarshalYAML(n *yaml.Node) error {
 
 // Shipped defaults (SPEC §2–§4).
 const (
-	DefaultQuantum       = GiB
+	DefaultQuantum = GiB
+	// MinQuantum is the smallest share_quantum accepted.
+	MinQuantum           = MiB
 	DefaultProcessMemory = 4 * GiB
 	DefaultCycle         = time.Second
 	// DefaultMinInterval is 5ms rather than the SPEC's 100ms: `ducc run -- true`

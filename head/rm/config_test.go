@@ -2,6 +2,8 @@ package rm
 
 import (
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -198,6 +200,12 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("nodepools: [{name: a, nodes: \"*\", pools: [{name: b, nodes: [b1]}]}]\n"))
 	f.Add([]byte("preemption: {max_per_round: 10%}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		timer := time.AfterFunc(3*time.Second, func() {
+			buf := make([]byte, 1<<20)
+			n := runtime.Stack(buf, true)
+			panic(fmt.Sprintf("slow input %q\n%s", data, buf[:n]))
+		})
+		defer timer.Stop()
 		c, err := ParseConfig(data)
 		if err != nil {
 			return

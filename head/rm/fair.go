@@ -17,14 +17,12 @@ import (
 type fsJob struct {
 	w     *work
 	alloc int // shares
-	idx   int
 }
 
 type fsUser struct {
 	name  string
 	alloc int
 	jobs  jobHeap
-	idx   int
 }
 
 type fsClass struct {
@@ -34,7 +32,6 @@ type fsClass struct {
 	max        int // shares; 0 = none
 	alloc      int
 	users      userHeap
-	idx        int
 	nusers     int
 }
 
@@ -121,7 +118,7 @@ func (h jobHeap) Less(i, j int) bool {
 	}
 	return workLess(h[i].w, h[j].w)
 }
-func (h jobHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i]; h[i].idx = i; h[j].idx = j }
+func (h jobHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *jobHeap) Push(x any)   { *h = append(*h, x.(*fsJob)) }
 func (h *jobHeap) Pop() any {
 	old := *h

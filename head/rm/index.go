@@ -12,11 +12,16 @@ type fitIndex struct {
 	at      map[int]int // node idx -> bucket it is valid in
 }
 
+// maxBuckets bounds the index size; nodes with more free shares share the
+// top bucket, where each entry is checked against the order.
+const maxBuckets = 1024
+
 func newFitIndex(nodes []*node) *fitIndex {
 	maxShares := 0
 	for _, n := range nodes {
 		maxShares = max(maxShares, n.shares)
 	}
+	maxShares = min(maxShares, maxBuckets)
 	ix := &fitIndex{buckets: make([]intHeap, maxShares+1), nodes: nodes, at: make(map[int]int, len(nodes))}
 	for _, n := range nodes {
 		if n.up() {
@@ -44,7 +49,8 @@ func (ix *fitIndex) update(n *node) {
 
 // best returns the best-fit node for order among those ok accepts, or nil.
 func (ix *fitIndex) best(order int, byIdx []*node, ok func(*node) bool) *node {
-	for f := max(order, 0); f < len(ix.buckets); f++ {
+	top := len(ix.buckets) - 1
+	for f := min(max(order, 0), top); f < len(ix.buckets); f++ {
 		b := &ix.buckets[f]
 		var skipped []int
 		var found *node
@@ -55,7 +61,7 @@ func (ix *fitIndex) best(order int, byIdx []*node, ok func(*node) bool) *node {
 				continue
 			}
 			n := byIdx[i]
-			if ok != nil && !ok(n) {
+			if (ok != nil && !ok(n)) || (f == top && n.free() < order) {
 				skipped = append(skipped, heap.Pop(b).(int))
 				continue
 			}

@@ -414,6 +414,7 @@ func (s *sched) preemptRound() {
 		// process per round; other shortfalls wait for jobs over their share.
 		defrag := s.needy(b) && s.holdShares(b) == 0
 		units := b.target - b.have() - s.holdShares(b)/b.order
+		var last *node
 		for ; units > 0; units-- {
 			if issued && used >= budget {
 				s.tracef("preemption: round budget of %d shares (max_per_round %.0f%%) used", budget, 100*float64(pc.MaxPerRound))
@@ -440,8 +441,15 @@ func (s *sched) preemptRound() {
 			defrag = false
 			var n *node
 			var vs []victim
+			// The node of the previous unit, if it still gives exactly the
+			// missing space, saves a scan.
+			if last != nil {
+				if v := s.pickVictims(b, last, b.order, false, cat); len(v) > 0 && victimShares(v) <= b.order-max(last.freeFor(s, b), 0) {
+					n, vs = last, v
+				}
+			}
 			key := poolPrio{b.pool, b.prio}
-			if f, ok := failedAt[key]; !ok || b.order < f {
+			if f, ok := failedAt[key]; n == nil && (!ok || b.order < f) {
 				nodes, bound := candidates(b, 0)
 				if n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries); n == nil && len(b.w.MachineList) == 0 {
 					failedAt[key] = b.order
@@ -457,7 +465,7 @@ func (s *sched) preemptRound() {
 				misses++
 				break
 			}
-			misses = 0
+			misses, last = 0, n
 			b.gainer = true
 			issued = true
 			for _, v := range vs {

@@ -1,6 +1,8 @@
 package state
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"sort"
@@ -120,14 +122,25 @@ func (f *FSM) apply(c *Command) Result {
 		}
 		f.finish(w, c.Time, c.Completion, c.Reason, w.ExitCode)
 		return Result{ID: w.ID}
+	case CmdItems:
+		return f.items(c)
+	case CmdOutcomes:
+		return f.outcomes(c)
+	case CmdReady:
+		return f.ready(c)
+	case CmdRequeued:
+		if _, j, err := f.job(c); err == nil {
+			j.Preempted += int(c.Count)
+		}
+		return Result{ID: c.WorkID}
 	case CmdStopProc:
 		w := f.work[c.WorkID]
 		if w == nil {
 			return Result{Err: fmt.Errorf("no work %d", c.WorkID)}
 		}
 		for _, p := range w.Procs {
-			if p.ID == c.ProcID && !p.Ended() {
-				p.Stop, p.StopReason = true, c.Reason
+			if p.ID == c.ProcID && !p.Ended() && !p.Stop {
+				p.Stop, p.StopReason, p.StopCounts = true, c.Reason, c.Counts
 				if p.State == wire.ProcRunning || p.State == wire.ProcStarting {
 					p.State = wire.ProcStopping
 				}
@@ -152,6 +165,15 @@ func (f *FSM) submit(c *Command) Result {
 	}
 	w.Procs = nil
 	f.work[w.ID] = &w
+	if w.Job != nil {
+		w.State = StateReceived
+		items := w.Job.Items
+		w.Job.Items = make([]Item, 0, len(items))
+		w.Job.Items = append(w.Job.Items, items...)
+		if c.Last {
+			f.commit(&w, c.Time)
+		}
+	}
 	return Result{ID: w.ID}
 }
 
@@ -229,6 +251,10 @@ func (f *FSM) procUpdate(c *Command) Result {
 // of its processes changed. Jobs and services are driven by their own
 // drivers.
 func (f *FSM) workAfterProc(w *Work, p *Proc, now int64) {
+	if w.Job != nil {
+		f.jobAfterProc(w, p, now)
+		return
+	}
 	if w.Kind != KindManaged {
 		return
 	}
@@ -312,47 +338,89 @@ func (f *FSM) finish(w *Work, now int64, completion, reason string, exit int) {
 	}
 }
 
-// snapshotData is the serialized form of the state.
-type snapshotData struct {
-	NextID uint64  `cbor:"1,keyasint"`
-	Work   []*Work `cbor:"2,keyasint"`
+// snapHeader starts a snapshot. Then come Count frames of Work, each job
+// followed by its items in frames of at most snapChunk.
+type snapHeader struct {
+	Version int    `cbor:"1,keyasint"`
+	NextID  uint64 `cbor:"2,keyasint"`
+	Count   int    `cbor:"3,keyasint"`
 }
+
+const snapChunk = 50_000
 
 // Snapshot implements raft.FSM. It encodes under the read lock so that the
 // snapshot is consistent; Persist only writes bytes.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	d := snapshotData{NextID: f.nextID}
-	for _, w := range f.work {
-		d.Work = append(d.Work, w)
+	var buf bytes.Buffer
+	ids := make([]uint64, 0, len(f.work))
+	for id := range f.work {
+		ids = append(ids, id)
 	}
-	sort.Slice(d.Work, func(i, j int) bool { return d.Work[i].ID < d.Work[j].ID })
-	b, err := wire.Marshal(d)
-	if err != nil {
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	if err := wire.WriteMsg(&buf, snapHeader{Version: 1, NextID: f.nextID, Count: len(ids)}); err != nil {
 		return nil, fmt.Errorf("encode snapshot: %w", err)
 	}
-	return snapshot(b), nil
+	for _, id := range ids {
+		w := *f.work[id]
+		var items []Item
+		if w.Job != nil {
+			j := *w.Job
+			items, j.Items, j.NItems = j.Items, nil, len(j.Items)
+			w.Job = &j
+		}
+		if err := wire.WriteMsg(&buf, &w); err != nil {
+			return nil, fmt.Errorf("encode snapshot of work %d: %w", id, err)
+		}
+		for len(items) > 0 {
+			n := min(len(items), snapChunk)
+			if err := wire.WriteMsg(&buf, items[:n]); err != nil {
+				return nil, fmt.Errorf("encode snapshot items of work %d: %w", id, err)
+			}
+			items = items[n:]
+		}
+	}
+	return snapshot(buf.Bytes()), nil
 }
 
 // Restore implements raft.FSM.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, snapshotLimit+1))
-	if err != nil {
-		return fmt.Errorf("read snapshot: %w", err)
+	r := bufio.NewReaderSize(io.LimitReader(rc, snapshotLimit), 1<<20)
+	var h snapHeader
+	if err := wire.ReadMsg(r, &h, wire.MaxMessageSize); err != nil {
+		return fmt.Errorf("decode snapshot header: %w", err)
 	}
-	var d snapshotData
-	if err := wire.UnmarshalLimit(b, &d, snapshotLimit); err != nil {
-		return fmt.Errorf("decode snapshot: %w", err)
+	if h.Version != 1 {
+		return fmt.Errorf("snapshot version %d is not supported by this ducc", h.Version)
+	}
+	work := make(map[uint64]*Work, h.Count)
+	for range h.Count {
+		var w Work
+		if err := wire.ReadMsg(r, &w, wire.MaxMessageSize); err != nil {
+			return fmt.Errorf("decode snapshot work: %w", err)
+		}
+		if w.Job != nil {
+			w.Job.Items = make([]Item, 0, w.Job.NItems)
+			for len(w.Job.Items) < w.Job.NItems {
+				var chunk []Item
+				if err := wire.ReadMsg(r, &chunk, wire.MaxMessageSize*4); err != nil {
+					return fmt.Errorf("decode snapshot items of work %d: %w", w.ID, err)
+				}
+				if len(chunk) == 0 {
+					return fmt.Errorf("decode snapshot items of work %d: empty chunk", w.ID)
+				}
+				w.Job.Items = append(w.Job.Items, chunk...)
+			}
+			w.Job.NItems = 0
+		}
+		work[w.ID] = &w
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.nextID = d.NextID
-	f.work = make(map[uint64]*Work, len(d.Work))
-	for _, w := range d.Work {
-		f.work[w.ID] = w
-	}
+	f.nextID = h.NextID
+	f.work = work
 	close(f.changed)
 	f.changed = make(chan struct{})
 	return nil

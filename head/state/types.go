@@ -70,6 +70,7 @@ type Work struct {
 	CancelBy    string  `cbor:"25,keyasint,omitempty"`
 	Procs       []*Proc `cbor:"26,keyasint,omitempty"`
 	NextProc    int     `cbor:"27,keyasint,omitempty"`
+	Job         *Job    `cbor:"28,keyasint,omitempty"`
 }
 
 // Ended reports whether the work has completed.
@@ -104,6 +105,14 @@ type Proc struct {
 	LogPath     string `cbor:"14,keyasint,omitempty"`
 	Stop        bool   `cbor:"15,keyasint,omitempty"` // the head wants it stopped
 	StopReason  string `cbor:"16,keyasint,omitempty"`
+	// Job processes: when the worker became ready, and its item counts.
+	ReadyAt int64 `cbor:"17,keyasint,omitempty"`
+	InitMS  int64 `cbor:"18,keyasint,omitempty"`
+	Done    int   `cbor:"19,keyasint,omitempty"`
+	Errors  int   `cbor:"20,keyasint,omitempty"`
+	// StopCounts: a head-requested stop that still counts as a failure
+	// (initialization or item timeout).
+	StopCounts bool `cbor:"21,keyasint,omitempty"`
 }
 
 // Ended reports whether the process has finished for good.
@@ -119,6 +128,10 @@ const (
 	CmdCancel   = 4
 	CmdFinish   = 5
 	CmdStopProc = 6
+	CmdItems    = 7  // more items of a job (Items, Last)
+	CmdOutcomes = 8  // item outcomes of one job process (Outcomes)
+	CmdReady    = 9  // a job process became ready (ProcID, Count = init ms)
+	CmdRequeued = 10 // items re-queued after their process went away (Count)
 )
 
 // Command is one durable change. Exactly the fields its Type needs are set.
@@ -136,6 +149,12 @@ type Command struct {
 	Completion string `cbor:"8,keyasint,omitempty"`
 	Reason     string `cbor:"9,keyasint,omitempty"`
 	ProcID     string `cbor:"10,keyasint,omitempty"`
+	// Jobs
+	Items    []string           `cbor:"11,keyasint,omitempty"`
+	Last     bool               `cbor:"12,keyasint,omitempty"`
+	Outcomes []wire.ItemOutcome `cbor:"13,keyasint,omitempty"`
+	Count    int64              `cbor:"14,keyasint,omitempty"`
+	Counts   bool               `cbor:"15,keyasint,omitempty"` // CmdStopProc: the stop counts as a failure
 }
 
 // Assignment places a new process of a piece of work on a node.

@@ -1,0 +1,484 @@
+// Package jd is the job driver: on the head, it hands the work items of
+// every job to the job processes that ask for them, records their outcomes
+// through Raft, re-queues the items of processes that went away, and
+// enforces the per-item and initialization time limits (SPEC §5).
+//
+// Dispatch bookkeeping is volatile: after a failover a new driver learns
+// which items each live process holds from the agents' next exchanges
+// (ExchangeRequest.Held), and hands out nothing until every ready process
+// of the job has reported, so that an item is never handed to a second
+// process while the first may still be working on it.
+package jd
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/wire"
+)
+
+// Applier commits commands through Raft.
+type Applier interface {
+	Apply(ctx context.Context, cmds ...state.Command) ([]state.Result, error)
+}
+
+// reportGrace is how long a new driver waits for ready processes it has
+// not heard from before it hands their unclaimed items to others.
+const reportGrace = 60 * time.Second
+
+// maxWait bounds an exchange's long poll.
+const maxWait = time.Second
+
+// Driver drives every job for one leadership term.
+type Driver struct {
+	fsm   *state.FSM
+	apply Applier
+	now   func() time.Time
+	log   *slog.Logger
+	start time.Time
+
+	mu   sync.Mutex
+	jobs map[uint64]*job
+}
+
+type job struct {
+	mu       sync.Mutex
+	id       uint64
+	next     int            // cursor over items never dispatched
+	retry    []int          // items to dispatch before new ones
+	inflight map[int]flight // item → holder
+	procs    map[string]*jproc
+	notify   chan struct{}
+	timedOut map[int]string // item → timeout text, for items whose process is being killed
+}
+
+type flight struct {
+	proc string
+	at   time.Time
+}
+
+type jproc struct {
+	reported  bool
+	releasing bool
+}
+
+// New returns a driver for one leadership term.
+func New(fsm *state.FSM, apply Applier, now func() time.Time, logger *slog.Logger) *Driver {
+	if now == nil {
+		now = time.Now
+	}
+	return &Driver{fsm: fsm, apply: apply, now: now, log: logger.With("component", "jd"), start: now(), jobs: map[uint64]*job{}}
+}
+
+func (d *Driver) job(id uint64) *job {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j := d.jobs[id]
+	if j == nil {
+		j = &job{id: id, inflight: map[int]flight{}, procs: map[string]*jproc{}, notify: make(chan struct{}), timedOut: map[int]string{}}
+		// Items retried before the failover go first.
+		d.fsm.View(func(v *state.View) {
+			if w := v.Work(id); w != nil && w.Job != nil {
+				for i, it := range w.Job.Items {
+					if it.State == state.ItemPending && it.Attempts > 0 {
+						j.retry = append(j.retry, i)
+					}
+				}
+			}
+		})
+		d.jobs[id] = j
+	}
+	return j
+}
+
+// Notify wakes the job's waiting exchanges (new items arrived).
+func (d *Driver) Notify(id uint64) {
+	j := d.job(id)
+	j.mu.Lock()
+	j.wake()
+	j.mu.Unlock()
+}
+
+func (j *job) wake() {
+	close(j.notify)
+	j.notify = make(chan struct{})
+}
+
+// Exchange serves one agent call for one job process.
+func (d *Driver) Exchange(ctx context.Context, req wire.ExchangeRequest) (wire.ExchangeReply, error) {
+	j := d.job(req.JobID)
+	deadline := d.now().Add(min(time.Duration(req.WaitMS)*time.Millisecond, maxWait))
+	first := true
+	for {
+		rep, wait, err := d.exchangeOnce(ctx, j, &req, first)
+		if err != nil || wait == nil || !d.now().Before(deadline) {
+			return rep, err
+		}
+		first = false
+		select {
+		case <-ctx.Done():
+			return rep, nil
+		case <-wait:
+		case <-time.After(deadline.Sub(d.now())):
+			return rep, nil
+		}
+	}
+}
+
+// exchangeOnce does the work of one exchange; it returns a channel to wait
+// on when it had nothing to hand out yet.
+func (d *Driver) exchangeOnce(ctx context.Context, j *job, req *wire.ExchangeRequest, first bool) (wire.ExchangeReply, <-chan struct{}, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	now := d.now()
+
+	var w state.Work
+	var jb state.Job
+	var p state.Proc
+	var found bool
+	d.fsm.View(func(v *state.View) {
+		if wk := v.Work(req.JobID); wk != nil && wk.Job != nil {
+			for _, q := range wk.Procs {
+				if q.ID == req.ProcID {
+					w, jb, p, found = *wk, *wk.Job, *q, true
+				}
+			}
+		}
+	})
+	jb.Items = nil // items are read only under the state's lock
+	w.Job, w.Procs = &jb, copyProcs(w.Procs)
+	if !found {
+		return wire.ExchangeReply{Release: true}, nil, wire.Errorf(wire.CodeUsage, "job %d has no process %s", req.JobID, req.ProcID)
+	}
+	jp := j.procs[req.ProcID]
+	if jp == nil {
+		jp = &jproc{}
+		j.procs[req.ProcID] = jp
+	}
+
+	if first {
+		var cmds []state.Command
+		if req.Ready && p.ReadyAt == 0 && !p.Ended() {
+			cmds = append(cmds, state.Command{Type: state.CmdReady, Time: now.UnixMilli(), WorkID: w.ID, ProcID: p.ID, Count: req.InitMS})
+			p.ReadyAt = now.UnixMilli()
+		}
+		if len(req.Outcomes) > 0 {
+			cmds = append(cmds, state.Command{Type: state.CmdOutcomes, Time: now.UnixMilli(), WorkID: w.ID, ProcID: p.ID, Outcomes: req.Outcomes})
+		}
+		if len(cmds) > 0 {
+			if _, err := d.apply.Apply(ctx, cmds...); err != nil {
+				return wire.ExchangeReply{}, nil, err
+			}
+		}
+		d.afterOutcomes(j, req.Outcomes)
+		d.claim(j, jp, req)
+	}
+	if p.Ended() || p.Stop || w.Ended() || w.Canceling {
+		return wire.ExchangeReply{Release: true}, nil, nil
+	}
+	if text := d.timeouts(j, &w, p.ID, now); text != "" {
+		if _, err := d.apply.Apply(ctx, state.Command{Type: state.CmdStopProc, Time: now.UnixMilli(), WorkID: w.ID, ProcID: p.ID, Reason: text, Counts: true}); err != nil {
+			return wire.ExchangeReply{}, nil, err
+		}
+		return wire.ExchangeReply{Release: true, Kill: text}, nil, nil
+	}
+	if p.ReadyAt == 0 || req.Want <= 0 {
+		return wire.ExchangeReply{}, nil, nil
+	}
+	if !d.gateOpen(j, &w, now) {
+		return wire.ExchangeReply{}, j.notify, nil
+	}
+	var items []wire.WorkItem
+	queued := 0
+	d.fsm.View(func(v *state.View) {
+		if wk := v.Work(w.ID); wk != nil && wk.Job != nil {
+			items = d.take(j, wk.Job.Items, p.ID, req.Want, now)
+			if len(items) == 0 {
+				queued = d.queued(j, wk.Job.Items)
+			}
+		}
+	})
+	if len(items) > 0 {
+		return wire.ExchangeReply{Items: items}, nil, nil
+	}
+	if len(req.Held) == 0 && queued == 0 && w.Job.Committed {
+		// Nothing left to hand out and this process holds nothing: release it.
+		if !jp.releasing {
+			jp.releasing = true
+			if _, err := d.apply.Apply(ctx, state.Command{Type: state.CmdStopProc, Time: now.UnixMilli(), WorkID: w.ID, ProcID: p.ID, Reason: "released: no work items left for it"}); err != nil {
+				return wire.ExchangeReply{}, nil, err
+			}
+		}
+		return wire.ExchangeReply{Release: true}, nil, nil
+	}
+	return wire.ExchangeReply{}, j.notify, nil
+}
+
+// afterOutcomes drops answered items from flight and re-queues the ones the
+// state kept pending for a retry.
+func (d *Driver) afterOutcomes(j *job, outs []wire.ItemOutcome) {
+	if len(outs) == 0 {
+		return
+	}
+	for _, o := range outs {
+		delete(j.inflight, o.Index)
+		delete(j.timedOut, o.Index)
+	}
+	d.fsm.View(func(v *state.View) {
+		w := v.Work(j.id)
+		if w == nil || w.Job == nil {
+			return
+		}
+		for _, o := range outs {
+			if !o.OK && o.Index >= 0 && o.Index < len(w.Job.Items) && w.Job.Items[o.Index].State == state.ItemPending {
+				j.retry = append(j.retry, o.Index)
+			}
+		}
+	})
+}
+
+// claim records what the process says it holds; items the driver thought
+// it held but it does not (and did not answer) were lost by its agent and
+// go back to the queue.
+func (d *Driver) claim(j *job, jp *jproc, req *wire.ExchangeRequest) {
+	held := make(map[int]bool, len(req.Held))
+	for _, i := range req.Held {
+		held[i] = true
+		if f, ok := j.inflight[i]; !ok || f.proc != req.ProcID {
+			if ok {
+				d.log.Warn("item claimed by two processes", "job", j.id, "item", i, "was", f.proc, "now", req.ProcID)
+			}
+			j.inflight[i] = flight{proc: req.ProcID, at: d.now()}
+		}
+	}
+	if jp.reported {
+		var lost []int
+		for i, f := range j.inflight {
+			if f.proc == req.ProcID && !held[i] {
+				lost = append(lost, i)
+			}
+		}
+		sort.Ints(lost)
+		for _, i := range lost {
+			delete(j.inflight, i)
+			j.retry = append(j.retry, i)
+		}
+	}
+	jp.reported = true
+}
+
+// gateOpen tells whether unclaimed items may be handed out: every ready
+// live process of the job has reported since this driver started (or the
+// grace period passed).
+func (d *Driver) gateOpen(j *job, w *state.Work, now time.Time) bool {
+	if now.Sub(d.start) > reportGrace {
+		return true
+	}
+	for _, p := range w.Procs {
+		if p.Ended() || p.ReadyAt == 0 {
+			continue
+		}
+		if jp := j.procs[p.ID]; jp == nil || !jp.reported {
+			return false
+		}
+	}
+	return true
+}
+
+// take hands out up to n items: retries first, then new ones in order.
+func (d *Driver) take(j *job, items []state.Item, proc string, n int, now time.Time) []wire.WorkItem {
+	var out []wire.WorkItem
+	give := func(i int) {
+		j.inflight[i] = flight{proc: proc, at: now}
+		out = append(out, wire.WorkItem{Index: i, Item: items[i].Data})
+	}
+	for len(out) < n && len(j.retry) > 0 {
+		i := j.retry[0]
+		j.retry = j.retry[1:]
+		if _, busy := j.inflight[i]; busy || items[i].State != state.ItemPending {
+			continue
+		}
+		give(i)
+	}
+	for len(out) < n && j.next < len(items) {
+		i := j.next
+		j.next++
+		if _, busy := j.inflight[i]; busy || items[i].State != state.ItemPending {
+			continue
+		}
+		give(i)
+	}
+	return out
+}
+
+// queued counts items waiting to be handed out.
+func (d *Driver) queued(j *job, items []state.Item) int {
+	n := 0
+	for _, i := range j.retry {
+		if _, busy := j.inflight[i]; !busy && items[i].State == state.ItemPending {
+			n++
+		}
+	}
+	for i := j.next; i < len(items); i++ {
+		if _, busy := j.inflight[i]; !busy && items[i].State == state.ItemPending {
+			n++
+		}
+	}
+	return n
+}
+
+func copyProcs(ps []*state.Proc) []*state.Proc {
+	out := make([]*state.Proc, len(ps))
+	for i, p := range ps {
+		c := *p
+		out[i] = &c
+	}
+	return out
+}
+
+// timeouts finds items a process has held longer than the per-item limit.
+func (d *Driver) timeouts(j *job, w *state.Work, proc string, now time.Time) string {
+	limit := time.Duration(w.Job.Spec.PerItemTimeMaxMS) * time.Millisecond
+	var text string
+	for i, f := range j.inflight {
+		if f.proc == proc && now.Sub(f.at) > limit {
+			t := fmt.Sprintf("work item %d timed out after %s", i, limit)
+			j.timedOut[i] = t
+			text = t
+		}
+	}
+	return text
+}
+
+// ProcGone re-queues the items of a process that is known to be gone. It
+// is called once the process's end is recorded.
+func (d *Driver) ProcGone(ctx context.Context, jobID uint64, procID string) {
+	j := d.job(jobID)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var back []int
+	var timedOut []wire.ItemOutcome
+	for i, f := range j.inflight {
+		if f.proc != procID {
+			continue
+		}
+		delete(j.inflight, i)
+		if t, ok := j.timedOut[i]; ok {
+			delete(j.timedOut, i)
+			timedOut = append(timedOut, wire.ItemOutcome{Index: i, Error: t})
+			continue
+		}
+		back = append(back, i)
+	}
+	delete(j.procs, procID)
+	sort.Ints(back)
+	now := d.now().UnixMilli()
+	var cmds []state.Command
+	if len(timedOut) > 0 {
+		cmds = append(cmds, state.Command{Type: state.CmdOutcomes, Time: now, WorkID: jobID, ProcID: procID, Outcomes: timedOut})
+	}
+	if len(back) > 0 {
+		cmds = append(cmds, state.Command{Type: state.CmdRequeued, Time: now, WorkID: jobID, Count: int64(len(back))})
+	}
+	if len(cmds) > 0 {
+		if _, err := d.apply.Apply(ctx, cmds...); err != nil {
+			d.log.Warn("cannot record re-queued items", "job", jobID, "proc", procID, "err", err)
+		}
+	}
+	d.afterOutcomes(j, timedOut)
+	j.retry = append(back, j.retry...)
+	if len(back) > 0 {
+		d.log.Info("re-queued items of a process that is gone", "job", jobID, "proc", procID, "items", len(back))
+	}
+	j.wake()
+}
+
+// Demand tells the scheduler how many items of a job wait to be handed
+// out and how many processes hold items now. Call it without holding the
+// state's lock.
+func (d *Driver) Demand(id uint64) (queued, holding int, ok bool) {
+	d.mu.Lock()
+	j := d.jobs[id]
+	d.mu.Unlock()
+	if j == nil {
+		return 0, 0, false
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	procs := map[string]bool{}
+	for _, f := range j.inflight {
+		procs[f.proc] = true
+	}
+	d.fsm.View(func(v *state.View) {
+		if w := v.Work(id); w != nil && w.Job != nil {
+			queued = d.queued(j, w.Job.Items)
+		}
+	})
+	return queued, len(procs), true
+}
+
+// InFlight returns the number of items handed out and not yet answered.
+func (d *Driver) InFlight(id uint64) int {
+	d.mu.Lock()
+	j := d.jobs[id]
+	d.mu.Unlock()
+	if j == nil {
+		return 0
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.inflight)
+}
+
+// Tick enforces the initialization time limit of every job process and
+// forgets ended jobs; the orchestrator calls it every cycle.
+func (d *Driver) Tick(ctx context.Context, now time.Time) {
+	var cmds []state.Command
+	var ended []uint64
+	d.mu.Lock()
+	ids := make([]uint64, 0, len(d.jobs))
+	for id := range d.jobs {
+		ids = append(ids, id)
+	}
+	d.mu.Unlock()
+	d.fsm.View(func(v *state.View) {
+		for _, id := range ids {
+			if w := v.Work(id); w == nil || w.Ended() {
+				ended = append(ended, id)
+			}
+		}
+		for _, w := range v.Active() {
+			if w.Job == nil {
+				continue
+			}
+			limit := time.Duration(w.Job.Spec.InitTimeMaxMS) * time.Millisecond
+			for _, p := range w.Live() {
+				if p.Stop || p.ReadyAt != 0 || p.StartedAt == 0 || now.Sub(time.UnixMilli(p.StartedAt)) <= limit {
+					continue
+				}
+				cmds = append(cmds, state.Command{Type: state.CmdStopProc, Time: now.UnixMilli(), WorkID: w.ID, ProcID: p.ID,
+					Reason: fmt.Sprintf("did not initialize within %s (process_initialization_time_max)", limit), Counts: true})
+			}
+		}
+	})
+	d.mu.Lock()
+	for _, id := range ended {
+		if j := d.jobs[id]; j != nil {
+			j.mu.Lock()
+			j.wake()
+			j.mu.Unlock()
+		}
+		delete(d.jobs, id)
+	}
+	d.mu.Unlock()
+	if len(cmds) > 0 {
+		if _, err := d.apply.Apply(ctx, cmds...); err != nil {
+			d.log.Warn("cannot stop processes that did not initialize in time", "err", err)
+		}
+	}
+}

@@ -1,0 +1,216 @@
+package head
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/wire"
+)
+
+// maxItemSize bounds one work item.
+const maxItemSize = 1 << 20
+
+// submitJob admits a job (SPEC §5) with its first chunk of items.
+func (h *Head) submitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobRequest) (wire.SubmitReply, error) {
+	sc := h.cfg.Scheduler
+	s := r.Spec
+	if s.Executable == "" {
+		return wire.SubmitReply{}, wire.Errorf(codeUsage, "process_executable is required: the worker command that processes the items")
+	}
+	switch s.WorkerProtocol {
+	case "", wire.ProtocolStream, wire.ProtocolExec:
+	default:
+		return wire.SubmitReply{}, wire.Errorf(codeUsage, "worker_protocol %q is not known; use stream or exec", s.WorkerProtocol)
+	}
+	class, err := jobClass(sc, s.Class)
+	if err != nil {
+		return wire.SubmitReply{}, err
+	}
+	if s.Memory == 0 {
+		s.Memory = sc.DefaultMemory.Bytes()
+	}
+	if s.Memory < 0 || s.Pipelines < 0 || s.DeploymentsMax < 0 || s.MaxItemRetries < 0 {
+		return wire.SubmitReply{}, wire.Errorf(codeUsage, "memory, pipeline count, deployments and retries must not be negative")
+	}
+	if err := h.fitsSomeNode(s.Memory, sc.Quantum(class.Nodepool)); err != nil {
+		return wire.SubmitReply{}, err
+	}
+	if err := checkItems(r.Items); err != nil {
+		return wire.SubmitReply{}, err
+	}
+	if len(s.ServiceDependency) > 0 {
+		return wire.SubmitReply{}, wire.Errorf(codeUsage, "service_dependency %s: services are not built yet, so no endpoint is registered (ServicesUnavailable)", strings.Join(s.ServiceDependency, ", "))
+	}
+	state.FillDefaults(&s)
+	s.Class = class.Name
+	dir := s.WorkingDirectory
+	w := &state.Work{
+		Kind: state.KindJob, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
+		Class: class.Name, Memory: s.Memory, Path: s.Executable, Args: s.Args, Env: jobEnv(c, s),
+		Dir: dir, LogDir: s.LogDirectory, Description: s.Description, MachineList: s.MachineList,
+		Job: &state.Job{Spec: s},
+	}
+	if s.WorkerProtocol == wire.ProtocolExec {
+		w.Job.Spec.Pipelines = max(s.Pipelines, 1)
+	}
+	for _, it := range r.Items {
+		w.Job.Items = append(w.Job.Items, state.Item{Data: it})
+	}
+	res, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdSubmit, Time: h.cfg.Now().UnixMilli(), Work: w, Last: !r.More})
+	if err != nil {
+		return wire.SubmitReply{}, err
+	}
+	if len(res) != 1 || res[0].Err != nil {
+		return wire.SubmitReply{}, fmt.Errorf("submit: %v", res)
+	}
+	h.orch.Trigger()
+	h.log.Info("job submitted", "job", res[0].ID, "user", c.User, "class", class.Name, "items", len(r.Items), "more", r.More)
+	return wire.SubmitReply{ID: res[0].ID}, nil
+}
+
+// jobEnv is the environment of a job process: a minimal login-like base,
+// then what the spec lists (DUCC passes only what the user asks for).
+func jobEnv(c wire.Caller, s wire.JobSpec) []string {
+	home := c.Home
+	if home == "" {
+		home = "/"
+	}
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "USER=" + c.User, "LOGNAME=" + c.User,
+		"DUCC_PIPELINES=" + strconv.Itoa(max(s.Pipelines, 1))}
+	return append(env, s.Environment...)
+}
+
+func checkItems(items []string) error {
+	for i, it := range items {
+		if len(it) > maxItemSize {
+			return wire.Errorf(codeUsage, "work item %d is %d bytes; items may be at most 1 MiB (pass a file name instead)", i, len(it))
+		}
+	}
+	return nil
+}
+
+// jobClass resolves the class of a job: FAIR_SHARE or FIXED_SHARE.
+func jobClass(sc *rm.Config, name string) (*rm.Class, error) {
+	if name == "" {
+		c, err := sc.DefaultClass(rm.FairShare)
+		if err != nil {
+			return nil, wire.Errorf(codeUsage, "%v", err)
+		}
+		return c, nil
+	}
+	c, err := sc.Class(name)
+	if err != nil {
+		return nil, wire.Errorf(codeUsage, "%v", err)
+	}
+	if c.Policy == rm.Reserve {
+		return nil, wire.Errorf(codeUsage, "class %q is RESERVE (whole machines); jobs need a FAIR_SHARE or FIXED_SHARE class (%s)",
+			name, strings.Join(append(classesOf(sc, rm.FairShare), classesOf(sc, rm.FixedShare)...), ", "))
+	}
+	return c, nil
+}
+
+// addItems appends a chunk of items to a job submitted with More.
+func (h *Head) addItems(ctx context.Context, c wire.Caller, r wire.ItemsRequest) (wire.Empty, error) {
+	var owner string
+	var isJob bool
+	h.cfg.FSM.View(func(v *state.View) {
+		if w := v.Work(r.ID); w != nil {
+			owner, isJob = w.User, w.Job != nil
+		}
+	})
+	if !isJob {
+		return wire.Empty{}, wire.Errorf(codeUsage, "no job with id %d", r.ID)
+	}
+	if owner != c.User && c.UID != 0 {
+		return wire.Empty{}, wire.Errorf(codeUsage, "job %d belongs to %s", r.ID, owner)
+	}
+	if err := checkItems(r.Items); err != nil {
+		return wire.Empty{}, err
+	}
+	res, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdItems, Time: h.cfg.Now().UnixMilli(), WorkID: r.ID, Items: r.Items, Last: r.Last})
+	if err != nil {
+		return wire.Empty{}, err
+	}
+	if len(res) == 1 && res[0].Err != nil {
+		return wire.Empty{}, wire.Errorf(codeUsage, "%v", res[0].Err)
+	}
+	h.jd.Notify(r.ID)
+	if r.Last {
+		h.orch.Trigger()
+	}
+	return wire.Empty{}, nil
+}
+
+// results pages through a job's item outcomes.
+func (h *Head) results(r wire.ResultsRequest) (wire.ResultsReply, error) {
+	limit := r.Limit
+	if limit <= 0 || limit > 10_000 {
+		limit = 10_000
+	}
+	out := wire.ResultsReply{Next: -1}
+	found := false
+	h.cfg.FSM.View(func(v *state.View) {
+		w := v.Work(r.ID)
+		if w == nil || w.Job == nil {
+			return
+		}
+		found = true
+		items := w.Job.Items
+		out.Total = len(items)
+		for i := max(r.Offset, 0); i < len(items); i++ {
+			it := items[i]
+			if it.State == state.ItemPending || (r.Failed && it.State != state.ItemFailed) {
+				continue
+			}
+			if len(out.Results) == limit {
+				out.Next = i
+				break
+			}
+			out.Results = append(out.Results, wire.ItemResult{Index: i, Item: it.Data, OK: it.State == state.ItemDone,
+				Result: it.Result, Error: it.Error, Millis: it.Millis, Proc: it.Proc, Attempts: int(it.Attempts) + 1})
+		}
+	})
+	if !found {
+		return out, wire.Errorf(codeUsage, "no job with id %d", r.ID)
+	}
+	return out, nil
+}
+
+// jobInfo adds a job's statistics to its description.
+func (h *Head) jobInfo(w *state.Work, info *wire.WorkInfo) {
+	if w.Job == nil {
+		return
+	}
+	st := w.Job.Stats()
+	st.Dispatched = h.jd.InFlight(w.ID)
+	st.Processes = len(w.Live())
+	st.Rate = h.rate(w.ID, w.Job.Done+w.Job.Failed)
+	info.Job = &st
+	info.Command = append([]string{w.Path}, w.Args...)
+	for i := range info.Procs {
+		p := w.Procs[i]
+		info.Procs[i].InitMS, info.Procs[i].Done, info.Procs[i].Errors = p.InitMS, p.Done, p.Errors
+		if !p.Ended() && p.State == wire.ProcRunning && p.ReadyAt == 0 {
+			info.Procs[i].State = "Initializing"
+		}
+	}
+	if !w.Ended() && w.Job.Committed && w.Job.Remaining() > 0 && st.Processes > 0 && info.Reason == "" && w.State == state.StateRunning {
+		if q, _, ok := h.jd.Demand(w.ID); ok && q == 0 {
+			info.State = state.StateCompleting
+		}
+	}
+}
+
+// exchange serves the agents feeding job processes.
+func (h *Head) exchange(ctx context.Context, r wire.ExchangeRequest) (wire.ExchangeReply, error) {
+	return h.jd.Exchange(ctx, r)
+}
+
+// rate estimates a job's items per second from the last few samples.
+func (h *Head) rate(id uint64, done int) float64 {
+	return h.rates.sample(id, done, h.cfg.Now())
+}

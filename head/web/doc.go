@@ -1,0 +1,37 @@
+// Package web is the dashboard every agent serves: server-rendered pages
+// (html/template, assets embedded), a read-only JSON API, Prometheus
+// metrics at /metrics and a liveness probe at /healthz.
+//
+// The data comes from the head through a Source (the agent forwards each
+// call to the head over libp2p, or in process when it is the head). Nothing
+// here writes: the dashboard has no forms and the API answers GET only.
+//
+// Routes:
+//
+//	/                      redirect to /jobs
+//	/jobs, /jobs/{id}      work (jobs, managed reservations) and one piece of work
+//	/machines, /cluster    nodes; head, Raft state and peers
+//	/services, /reservations, /classes
+//	                       say honestly that they are not built yet
+//	/api/v1/jobs[?all=1&user=U], /api/v1/jobs/{id}, /api/v1/nodes, /api/v1/status
+//	/metrics, /healthz[?head=1]
+//
+// Pages refresh live: a little script polls the page's JSON API every two
+// seconds and, when the answer changed, swaps in the server-rendered
+// content (GET the page with ?fragment=1); durations and ages tick in the
+// browser. Without JavaScript the pages are complete, just not live.
+//
+// Adding a page: write assets/NAME.html defining "content" (and "title"),
+// add an entry to the pages table in pages.go with a handler that fills
+// the template data, and a row to navItems. A "not built yet" page becomes
+// real by replacing its notBuilt entry.
+//
+// With Config.Private (web.private) the pages and the JSON API answer only
+// clients on loopback (use an SSH tunnel or a reverse proxy with its own
+// authentication on the node); /metrics and /healthz carry only counts and
+// stay open so Prometheus can scrape every node.
+//
+// Metrics: HeadMetrics and AgentMetrics are registered by their owners and
+// have nil-safe methods; the cluster collector (NewClusterCollector) asks
+// the Source at scrape time for work, nodes and status.
+package web

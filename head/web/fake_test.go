@@ -1,0 +1,122 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ducc-project/ducc/wire"
+)
+
+// fakeSource answers like a head from fixed data.
+type fakeSource struct {
+	mu     sync.Mutex
+	work   []wire.WorkInfo
+	nodes  []wire.NodeInfo
+	status wire.StatusInfo
+	err    error
+	calls  []string
+}
+
+func (f *fakeSource) Call(_ context.Context, method string, req, resp any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, method)
+	if f.err != nil {
+		return f.err
+	}
+	switch method {
+	case wire.MethodJobs:
+		r := req.(wire.ListRequest)
+		out := resp.(*wire.WorkList)
+		for _, w := range f.work {
+			if (r.All || !w.Ended) && (r.User == "" || r.User == w.User) {
+				out.Work = append(out.Work, w)
+			}
+		}
+	case wire.MethodShow:
+		id := req.(wire.IDRequest).ID
+		for _, w := range f.work {
+			if w.ID == id {
+				*resp.(*wire.WorkInfo) = w
+				return nil
+			}
+		}
+		return wire.Errorf(wire.CodeUsage, "no work with id %d", id)
+	case wire.MethodNodes:
+		resp.(*wire.NodeList).Nodes = append([]wire.NodeInfo(nil), f.nodes...)
+	case wire.MethodStatus:
+		*resp.(*wire.StatusInfo) = f.status
+	default:
+		return fmt.Errorf("fake: unknown method %s", method)
+	}
+	return nil
+}
+
+var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func ms(d time.Duration) int64 { return testNow.Add(-d).UnixMilli() }
+
+// newFake is a one-node cluster with a running managed reservation, a
+// pending one, an ended one and a job whose user name tries to inject HTML.
+func newFake() *fakeSource {
+	return &fakeSource{
+		work: []wire.WorkInfo{
+			{ID: 2, Kind: "managed", User: "alice", Class: "fixed", State: "Running", Memory: 4 << 30, Node: "n1",
+				SubmittedAt: ms(2 * time.Minute), StartedAt: ms(90 * time.Second), Command: []string{"sleep", "60"},
+				Procs: []wire.ProcInfo{{ID: "2.1", Node: "n1", State: "Running", PID: 4242, MemoryLimit: 4 << 30, RSS: 12 << 20,
+					CPUSeconds: 1.5, StartedAt: ms(90 * time.Second), LogPath: "/home/alice/ducc/logs/2/2-POP-n1-4242.log"}}},
+			{ID: 3, Kind: "managed", User: "bob", Class: "fixed", State: "WaitingForResources", Memory: 64 << 30,
+				Reason: "no node in pool default has 64 GiB", SubmittedAt: ms(time.Minute), Command: []string{"true"}},
+			{ID: 1, Kind: "managed", User: "alice", Class: "fixed", State: "Completed", Completion: "ProgramExit",
+				Ended: true, ExitCode: 3, Memory: 1 << 30, SubmittedAt: ms(time.Hour), StartedAt: ms(time.Hour), EndedAt: ms(59 * time.Minute),
+				Command: []string{"sh", "-c", "exit 3"}},
+			{ID: 4, Kind: "managed", User: "<script>alert(1)</script>", Class: "fixed", State: "Running",
+				Command: []string{"echo", "<b>x</b>"}, SubmittedAt: ms(time.Second)},
+		},
+		nodes: []wire.NodeInfo{
+			{Name: "n2", State: "Down", MemTotal: 32 << 30, LastHeartbeat: ms(5 * time.Minute)},
+			{Name: "n1", State: "Up", MemTotal: 32 << 30, MemSchedulable: 16 << 30, MemUsed: 5 << 30, Shares: 16, SharesUsed: 4,
+				Procs: 1, CPUs: 8, Load1: 0.25, LastHeartbeat: ms(time.Second)},
+		},
+		status: wire.StatusInfo{Head: "n1", HeadPeer: "12D3KooWHead", RaftState: "Leader", RaftTerm: 2, RaftIndex: 57,
+			Peers: []string{"12D3KooWHead"}, NodesUp: 1, NodesAll: 2, Version: "v1.2.3", Quantum: 1 << 30},
+	}
+}
+
+func newTestServer(t *testing.T, src Source, mod func(*Config)) (*httptest.Server, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	cfg := Config{Source: src, Registry: reg, Version: "v-test", Node: "n1", Now: func() time.Time { return testNow }}
+	if mod != nil {
+		mod(&cfg)
+	}
+	srv := httptest.NewServer(NewHandler(cfg))
+	t.Cleanup(srv.Close)
+	return srv, reg
+}
+
+func get(t *testing.T, url string) (int, string, http.Header) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	var b []byte
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		b = append(b, buf[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	return resp.StatusCode, string(b), resp.Header
+}

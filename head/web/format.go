@@ -1,0 +1,100 @@
+package web
+
+import (
+	"fmt"
+	"html/template"
+	"strings"
+	"time"
+)
+
+// funcs are the template helpers. They take the page's clock so output is
+// deterministic in tests.
+func funcs() template.FuncMap {
+	return template.FuncMap{
+		"bytes":  formatBytes,
+		"ubytes": func(n uint64) string { return formatBytes(int64(n)) },
+		"clock":  formatClock,
+		"dur":    formatDur,
+		"span":   span,
+		"age":    age,
+		"join":   strings.Join,
+		"pct":    pct,
+		"cmd":    func(c []string) string { return strings.Join(c, " ") },
+		"lower":  strings.ToLower,
+		"times":  func(start, end, now int64) timeSpan { return timeSpan{start, end, now} },
+	}
+}
+
+// timeSpan feeds the "since" template: a live duration.
+type timeSpan struct{ Start, End, Now int64 }
+
+// formatBytes prints binary sizes the way the CLI does (4 GiB, 512 MiB).
+func formatBytes(n int64) string {
+	if n <= 0 {
+		return "—"
+	}
+	const unit = 1024
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
+	f, i := float64(n), 0
+	for f >= unit && i < len(units)-1 {
+		f /= unit
+		i++
+	}
+	if f == float64(int64(f)) || i == 0 {
+		return fmt.Sprintf("%d %s", int64(f), units[i])
+	}
+	return fmt.Sprintf("%.1f %s", f, units[i])
+}
+
+// formatClock prints a unix-ms time in the server's zone; 0 is "—".
+func formatClock(ms int64) string {
+	if ms <= 0 {
+		return "—"
+	}
+	return time.UnixMilli(ms).Format("2006-01-02 15:04:05")
+}
+
+// formatDur prints a duration compactly: 45s, 3m05s, 2h03m, 3d04h.
+func formatDur(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	s := int64(d / time.Second)
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	case s < 86400:
+		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
+	default:
+		return fmt.Sprintf("%dd%02dh", s/86400, s%86400/3600)
+	}
+}
+
+// span is the time from start to end (or to now while running), all in
+// unix ms; "—" when it never started.
+func span(start, end, now int64) string {
+	if start <= 0 {
+		return "—"
+	}
+	if end <= 0 {
+		end = now
+	}
+	return formatDur(time.Duration(end-start) * time.Millisecond)
+}
+
+// age is how long ago a unix-ms time was.
+func age(ms, now int64) string {
+	if ms <= 0 {
+		return "never"
+	}
+	return formatDur(time.Duration(now-ms)*time.Millisecond) + " ago"
+}
+
+func pct(part, whole int64) int64 {
+	if whole <= 0 {
+		return 0
+	}
+	return part * 100 / whole
+}

@@ -1,0 +1,186 @@
+package web
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// raftStates are the values of ducc_raft_state's state label.
+var raftStates = []string{"Leader", "Follower", "Candidate", "Shutdown"}
+
+// HeadMetrics are the head's own series. A nil *HeadMetrics is valid and
+// records nothing, so callers need no checks.
+type HeadMetrics struct {
+	cycle     prometheus.Histogram
+	apply     prometheus.Histogram
+	preempted prometheus.Counter
+	itemsDone prometheus.Counter
+	queueWait prometheus.Histogram
+	raftState *prometheus.GaugeVec
+}
+
+// NewHeadMetrics creates the head's metrics and registers them on reg
+// (nil: unregistered, still usable).
+func NewHeadMetrics(reg prometheus.Registerer) *HeadMetrics {
+	m := &HeadMetrics{
+		cycle: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "ducc_head_rm_cycle_seconds", Help: "Time the Resource Manager took for one scheduling cycle.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9), // 100µs .. 6.5s
+		}),
+		apply: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "ducc_head_raft_apply_seconds", Help: "Latency of Raft applies issued by the head (commit and FSM apply).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9),
+		}),
+		preempted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ducc_head_preemptions_total", Help: "Processes the scheduler preempted or evicted.",
+		}),
+		itemsDone: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ducc_head_work_items_done_total", Help: "Work items finished (rate() gives items/s).",
+		}),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "ducc_head_queue_wait_seconds", Help: "Time from submission to the first process of a piece of work starting.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 4, 10), // 5ms .. 22min
+		}),
+		raftState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ducc_raft_state", Help: "1 for this agent's current Raft state (Leader, Follower, Candidate, Shutdown).",
+		}, []string{"state"}),
+	}
+	for _, s := range raftStates {
+		m.raftState.WithLabelValues(s)
+	}
+	if reg != nil {
+		reg.MustRegister(m.cycle, m.apply, m.preempted, m.itemsDone, m.queueWait, m.raftState)
+	}
+	return m
+}
+
+// ObserveCycle records one scheduling cycle.
+func (m *HeadMetrics) ObserveCycle(d time.Duration) {
+	if m != nil {
+		m.cycle.Observe(d.Seconds())
+	}
+}
+
+// ObserveApply records one Raft apply.
+func (m *HeadMetrics) ObserveApply(d time.Duration) {
+	if m != nil {
+		m.apply.Observe(d.Seconds())
+	}
+}
+
+// Preempted counts n processes preempted or evicted.
+func (m *HeadMetrics) Preempted(n int) {
+	if m != nil && n > 0 {
+		m.preempted.Add(float64(n))
+	}
+}
+
+// ItemsDone counts n finished work items.
+func (m *HeadMetrics) ItemsDone(n int) {
+	if m != nil && n > 0 {
+		m.itemsDone.Add(float64(n))
+	}
+}
+
+// QueueWait records how long a piece of work waited for its first process.
+func (m *HeadMetrics) QueueWait(d time.Duration) {
+	if m != nil {
+		m.queueWait.Observe(d.Seconds())
+	}
+}
+
+// SetRaftState sets the current Raft state (raft.RaftState.String()).
+func (m *HeadMetrics) SetRaftState(state string) {
+	if m == nil {
+		return
+	}
+	m.raftState.Reset()
+	for _, s := range raftStates {
+		m.raftState.WithLabelValues(s).Set(0)
+	}
+	m.raftState.WithLabelValues(state).Set(1)
+}
+
+// AgentMetrics are a node agent's series. A nil *AgentMetrics is valid
+// and records nothing.
+type AgentMetrics struct {
+	started   prometheus.Counter
+	ended     prometheus.Counter
+	oom       prometheus.Counter
+	heartbeat prometheus.Histogram
+	procs     prometheus.Gauge
+	memory    *prometheus.GaugeVec
+}
+
+// NewAgentMetrics creates an agent's metrics and registers them on reg
+// (nil: unregistered, still usable).
+func NewAgentMetrics(reg prometheus.Registerer) *AgentMetrics {
+	m := &AgentMetrics{
+		started: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ducc_agent_processes_started_total", Help: "Processes this agent started.",
+		}),
+		ended: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ducc_agent_processes_ended_total", Help: "Processes of this agent that ended, for any reason.",
+		}),
+		oom: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ducc_agent_oom_kills_total", Help: "Processes killed for exceeding their cgroup memory limit.",
+		}),
+		heartbeat: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "ducc_agent_heartbeat_lag_seconds", Help: "Delay of each heartbeat behind its schedule; _count counts heartbeats sent.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 9), // 0.5ms .. 33s
+		}),
+		procs: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ducc_agent_processes", Help: "Processes this agent manages now.",
+		}),
+		memory: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ducc_node_memory_bytes", Help: "This node's memory: total, schedulable (what the scheduler may hand out), used.",
+		}, []string{"kind"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.started, m.ended, m.oom, m.heartbeat, m.procs, m.memory)
+	}
+	return m
+}
+
+// ProcStarted counts a started process.
+func (m *AgentMetrics) ProcStarted() {
+	if m != nil {
+		m.started.Inc()
+	}
+}
+
+// ProcEnded counts an ended process; oom when the cgroup killed it.
+func (m *AgentMetrics) ProcEnded(oom bool) {
+	if m == nil {
+		return
+	}
+	m.ended.Inc()
+	if oom {
+		m.oom.Inc()
+	}
+}
+
+// HeartbeatSent records a heartbeat sent lag behind its schedule.
+func (m *AgentMetrics) HeartbeatSent(lag time.Duration) {
+	if m != nil {
+		m.heartbeat.Observe(max(lag, 0).Seconds())
+	}
+}
+
+// SetProcs sets the number of processes this agent manages.
+func (m *AgentMetrics) SetProcs(n int) {
+	if m != nil {
+		m.procs.Set(float64(n))
+	}
+}
+
+// SetNode sets the node's memory figures in bytes.
+func (m *AgentMetrics) SetNode(total, schedulable, used int64) {
+	if m == nil {
+		return
+	}
+	m.memory.WithLabelValues("total").Set(float64(total))
+	m.memory.WithLabelValues("schedulable").Set(float64(schedulable))
+	m.memory.WithLabelValues("used").Set(float64(used))
+}

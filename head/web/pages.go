@@ -1,0 +1,257 @@
+package web
+
+import (
+	"bytes"
+	"cmp"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+
+	"github.com/ducc-project/ducc/wire"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// staticFS serves assets/static under /static/.
+func staticFS() fs.FS {
+	sub, err := fs.Sub(assets, "assets")
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	return sub
+}
+
+// navItem is one entry of the navigation bar.
+type navItem struct{ Path, Label string }
+
+var navItems = []navItem{
+	{"/jobs", "Jobs"}, {"/services", "Services"}, {"/reservations", "Reservations"},
+	{"/machines", "Machines"}, {"/classes", "Classes"}, {"/cluster", "Cluster"},
+}
+
+// route is one page: its template and how to fill it.
+type route struct {
+	path, tmpl, nav string
+	fill            func(s *server, r *http.Request, d *pageData) error
+}
+
+// pageData is what every page template gets.
+type pageData struct {
+	Title   string
+	Nav     []navItem
+	Active  string
+	API     string // polled by live.js; empty: not live
+	Version string
+	Node    string
+	Now     int64 // unix ms
+	Err     string
+	Body    any
+}
+
+type pageSet struct {
+	routes []route
+	tmpl   map[string]*template.Template
+}
+
+func mustPages() *pageSet {
+	ps, err := parsePages()
+	if err != nil {
+		panic(err) // templates are embedded: a parse error is a build bug caught by tests
+	}
+	return ps
+}
+
+func parsePages() (*pageSet, error) {
+	routes := []route{
+		{"/jobs", "jobs", "/jobs", fillJobs},
+		{"/jobs/{id}", "job", "/jobs", fillJob},
+		{"/machines", "machines", "/machines", fillMachines},
+		{"/cluster", "cluster", "/cluster", fillCluster},
+		notBuilt("/services", "Services", "registered services, their instances and pinger state", "ducc services"),
+		notBuilt("/reservations", "Reservations", "whole-machine reservations (ducc reserve)", "ducc reserve"),
+		notBuilt("/classes", "Classes", "scheduling classes with their demand and allocation", "ducc classes"),
+	}
+	base, err := template.New("layout").Funcs(funcs()).ParseFS(assets, "assets/layout.html")
+	if err != nil {
+		return nil, fmt.Errorf("parse layout: %w", err)
+	}
+	ps := &pageSet{routes: routes, tmpl: map[string]*template.Template{}}
+	for _, r := range routes {
+		if ps.tmpl[r.tmpl] != nil {
+			continue
+		}
+		t, err := base.Clone()
+		if err == nil {
+			t, err = t.ParseFS(assets, "assets/"+r.tmpl+".html")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("parse page %s: %w", r.tmpl, err)
+		}
+		ps.tmpl[r.tmpl] = t
+	}
+	return ps, nil
+}
+
+// page renders one route; ?fragment=1 renders only its content (live.js).
+func (s *server) page(rt route) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		d := &pageData{Nav: navItems, Active: rt.nav, Version: s.cfg.Version, Node: s.cfg.Node, Now: s.cfg.Now().UnixMilli()}
+		code := http.StatusOK
+		if err := rt.fill(s, r, d); err != nil {
+			code = httpStatus(err)
+			d.Err = err.Error()
+			s.log.Debug("page data unavailable", "path", r.URL.Path, "err", err)
+		}
+		name := "layout"
+		if r.URL.Query().Get("fragment") != "" {
+			name = "content"
+		}
+		var buf bytes.Buffer
+		if err := s.pages.tmpl[rt.tmpl].ExecuteTemplate(&buf, name, d); err != nil {
+			s.log.Error("render page", "page", rt.tmpl, "err", err)
+			http.Error(w, "internal error rendering the page (see the agent's log)", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(code)
+		_, _ = buf.WriteTo(w)
+	}
+}
+
+// jobsBody is the Jobs page.
+type jobsBody struct {
+	All         bool
+	User        string
+	Rows        []jobRow
+	AnyProgress bool
+}
+
+// jobRow is one line of the Jobs page.
+type jobRow struct {
+	wire.WorkInfo
+	Live     int // processes not ended
+	Progress *progress
+}
+
+// progress is a job's work-item count, for the kinds of work that have
+// items.
+type progress struct{ Done, Total, Errors int64 }
+
+// progressOf returns the work-item counts of a job, or nil. wire.WorkInfo
+// carries no item counts yet (jobs of work items are being built); when it
+// does, fill them in here and the column appears.
+func progressOf(wire.WorkInfo) *progress { return nil }
+
+func liveProcs(w wire.WorkInfo) int {
+	n := 0
+	for _, p := range w.Procs {
+		if p.EndedAt == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func fillJobs(s *server, r *http.Request, d *pageData) error {
+	req := listRequest(r)
+	q := url.Values{}
+	if req.All {
+		q.Set("all", "1")
+	}
+	if req.User != "" {
+		q.Set("user", req.User)
+	}
+	d.Title, d.API = "Jobs", "/api/v1/jobs"
+	if len(q) > 0 {
+		d.API += "?" + q.Encode()
+	}
+	body := jobsBody{All: req.All, User: req.User}
+	d.Body = &body
+	list, err := s.data.jobs(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	for _, w := range list.Work {
+		row := jobRow{WorkInfo: w, Live: liveProcs(w), Progress: progressOf(w)}
+		body.AnyProgress = body.AnyProgress || row.Progress != nil
+		body.Rows = append(body.Rows, row)
+	}
+	slices.SortFunc(body.Rows, func(a, b jobRow) int { return cmp.Compare(b.ID, a.ID) })
+	return nil
+}
+
+// jobBody is the job details page.
+type jobBody struct {
+	wire.WorkInfo
+	Progress *progress
+	Procs    []procRow
+}
+
+type procRow struct {
+	wire.ProcInfo
+	LogURL string
+	LogCmd string
+}
+
+func fillJob(s *server, r *http.Request, d *pageData) error {
+	raw := r.PathValue("id")
+	d.Title = "Job " + raw
+	id, err := parseID(raw)
+	if err != nil {
+		return err
+	}
+	d.API = "/api/v1/jobs/" + strconv.FormatUint(id, 10)
+	w, err := s.data.show(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	b := &jobBody{WorkInfo: w, Progress: progressOf(w)}
+	for _, p := range w.Procs {
+		pr := procRow{ProcInfo: p, LogCmd: fmt.Sprintf("ducc logs %d --process %s", w.ID, p.ID)}
+		if s.cfg.LogURL != nil {
+			pr.LogURL = s.cfg.LogURL(w, p)
+		}
+		b.Procs = append(b.Procs, pr)
+	}
+	d.Body = b
+	return nil
+}
+
+func fillMachines(s *server, r *http.Request, d *pageData) error {
+	d.Title, d.API = "Machines", "/api/v1/nodes"
+	nodes, err := s.data.nodes(r.Context())
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(nodes.Nodes, func(a, b wire.NodeInfo) int { return cmp.Compare(a.Name, b.Name) })
+	d.Body = nodes.Nodes
+	return nil
+}
+
+func fillCluster(s *server, r *http.Request, d *pageData) error {
+	d.Title, d.API = "Cluster", "/api/v1/status"
+	st, err := s.data.status(r.Context())
+	if err != nil {
+		return err
+	}
+	d.Body = st
+	return nil
+}
+
+// notBuiltBody describes a page whose data the head does not serve yet.
+type notBuiltBody struct{ What, Command string }
+
+func notBuilt(path, title, what, command string) route {
+	return route{path: path, tmpl: "notbuilt", nav: path, fill: func(_ *server, _ *http.Request, d *pageData) error {
+		d.Title = title
+		d.Body = notBuiltBody{What: what, Command: command}
+		return nil
+	}}
+}

@@ -1,0 +1,145 @@
+package web
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/ducc-project/ducc/wire"
+)
+
+func TestPages(t *testing.T) {
+	srv, _ := newTestServer(t, newFake(), nil)
+	tests := []struct {
+		name, path string
+		code       int
+		want, not  []string
+	}{
+		{"jobs active", "/jobs", 200,
+			[]string{`id="work-2"`, `href="/jobs/2"`, "alice", "Running", "4 GiB", "1m30s", "sleep 60",
+				"no node in pool default has 64 GiB", `data-api="/api/v1/jobs"`, `class="active" aria-current="page">Jobs`},
+			[]string{`id="work-1"`, "Done / Total"}},
+		{"jobs all", "/jobs?all=1", 200, []string{`id="work-1"`, "ProgramExit", "sh -c exit 3", `data-api="/api/v1/jobs?all=1"`}, nil},
+		{"jobs of a user", "/jobs?user=bob", 200, []string{`id="work-3"`, "user bob"}, []string{`id="work-2"`}},
+		{"job details", "/jobs/2", 200,
+			[]string{"Job 2", `id="proc-2.1"`, "4242", "12 MiB", "4 GiB", "1.5 s", "ducc logs 2 --process 2.1",
+				"/home/alice/ducc/logs/2/2-POP-n1-4242.log", `data-api="/api/v1/jobs/2"`, "n1"}, nil},
+		{"job pending", "/jobs/3", 200, []string{"No process yet.", "no node in pool default has 64 GiB"}, nil},
+		{"job unknown", "/jobs/99", 404, []string{"no work with id 99"}, nil},
+		{"job bad id", "/jobs/abc", 400, []string{"bad work id &#34;abc&#34;"}, nil},
+		{"machines", "/machines", 200,
+			[]string{`id="node-n1"`, `id="node-n2"`, "32 GiB", "16 GiB", "5 GiB", "4 / 16", "0.25", "1s ago", "5m00s ago", "Down"}, nil},
+		{"cluster", "/cluster", 200, []string{"Leader", `id="head">n1`, "12D3KooWHead", "(head)", "1 of 2", "2 / 57", "v1.2.3", "n1 · v-test"}, nil},
+		{"services", "/services", 200, []string{"Not built yet", "registered services", "ducc services"}, nil},
+		{"reservations", "/reservations", 200, []string{"Not built yet", "ducc reserve"}, nil},
+		{"classes", "/classes", 200, []string{"Not built yet", "demand and allocation"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body, hdr := get(t, srv.URL+tc.path)
+			if code != tc.code {
+				t.Fatalf("GET %s: status %d, want %d\n%s", tc.path, code, tc.code, body)
+			}
+			if ct := hdr.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+				t.Errorf("content type %q", ct)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("GET %s: missing %q\n%s", tc.path, w, body)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(body, w) {
+					t.Errorf("GET %s: unexpected %q", tc.path, w)
+				}
+			}
+			if !strings.Contains(body, "<!doctype html>") || !strings.Contains(body, "/static/live.js") {
+				t.Errorf("GET %s: not a full page", tc.path)
+			}
+		})
+	}
+}
+
+func TestPagesEscapeEverything(t *testing.T) {
+	srv, _ := newTestServer(t, newFake(), nil)
+	for _, path := range []string{"/jobs", "/jobs/4"} {
+		_, body, _ := get(t, srv.URL+path)
+		if strings.Contains(body, "<script>alert(1)</script>") || strings.Contains(body, "<b>x</b>") {
+			t.Errorf("%s: user data rendered unescaped", path)
+		}
+		if !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+			t.Errorf("%s: escaped user name missing", path)
+		}
+	}
+}
+
+func TestPagesFragmentAndRedirect(t *testing.T) {
+	srv, _ := newTestServer(t, newFake(), nil)
+	code, body, _ := get(t, srv.URL+"/jobs?fragment=1")
+	if code != 200 || strings.Contains(body, "<html") || !strings.Contains(body, `id="work-2"`) {
+		t.Errorf("fragment: %d %q", code, body)
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/jobs" {
+		t.Errorf("/ → %d %q, want 302 /jobs", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if code, _, _ := get(t, srv.URL+"/nope"); code != 404 {
+		t.Errorf("/nope: %d", code)
+	}
+}
+
+func TestPagesHeadUnreachable(t *testing.T) {
+	src := newFake()
+	src.err = wire.Errorf(wire.CodeUnreachable, "no head elected yet; the cluster may be starting")
+	srv, _ := newTestServer(t, src, nil)
+	for _, path := range []string{"/jobs", "/jobs/2", "/machines", "/cluster"} {
+		code, body, _ := get(t, srv.URL+path)
+		if code != http.StatusBadGateway || !strings.Contains(body, `class="error"`) || !strings.Contains(body, "no head elected yet") {
+			t.Errorf("%s: %d, want 502 with the reason\n%s", path, code, body)
+		}
+	}
+}
+
+func TestPagesEmpty(t *testing.T) {
+	srv, _ := newTestServer(t, &fakeSource{}, nil)
+	for path, want := range map[string]string{"/jobs": "No active work", "/machines": "No machine has sent a heartbeat yet", "/cluster": "No Raft configuration"} {
+		code, body, _ := get(t, srv.URL+path)
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("%s: %d, want %q", path, code, want)
+		}
+	}
+}
+
+func TestPagesLogURL(t *testing.T) {
+	srv, _ := newTestServer(t, newFake(), func(c *Config) {
+		c.LogURL = func(w wire.WorkInfo, p wire.ProcInfo) string { return "/logs/" + p.ID }
+	})
+	_, body, _ := get(t, srv.URL+"/jobs/2")
+	if !strings.Contains(body, `<a href="/logs/2.1">log</a>`) {
+		t.Errorf("log link missing:\n%s", body)
+	}
+}
+
+func TestStaticAssets(t *testing.T) {
+	srv, _ := newTestServer(t, newFake(), nil)
+	for path, want := range map[string]string{"/static/live.js": "data-api", "/static/style.css": "table"} {
+		code, body, hdr := get(t, srv.URL+path)
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("%s: %d", path, code)
+		}
+		if hdr.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: no nosniff header", path)
+		}
+	}
+	if code, _, _ := get(t, srv.URL+"/static/../layout.html"); code == 200 {
+		t.Errorf("templates must not be served")
+	}
+	if code, _, _ := get(t, srv.URL+"/static/layout.html"); code == 200 {
+		t.Errorf("templates must not be served")
+	}
+}
