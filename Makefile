@@ -6,6 +6,8 @@ BIN       := bin/ducc
 # Packages with goroutines and locks run under the race detector.
 RACE_PKGS := ./wire/... ./head/... ./agent/... ./proc/... ./cgroup/...
 
+include Makefile.ops
+
 .PHONY: build test test-short vet staticcheck bench fuzz dev demo clean
 
 build:

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -46,6 +48,7 @@ type Agent struct {
 	starting map[string]bool
 	stopping map[string]bool
 	feeders  map[string]context.CancelFunc // job processes being fed
+	obs      *agentObs                     // metrics
 	bg       sync.WaitGroup                // background stops and reports
 }
 
@@ -61,7 +64,7 @@ func New(cfg *Config, version string, logger *slog.Logger) (*Agent, error) {
 	}
 	return &Agent{
 		cfg: cfg, version: version, log: logger.With("component", "agent", "node", cfg.Node), lock: lock,
-		base:   logger.With("node", cfg.Node),
+		base: logger.With("node", cfg.Node), obs: newAgentObs(version),
 		desire: make(chan wire.DesiredState, 1), want: map[string]wire.ProcSpec{},
 		unacked: map[string]wire.ProcStatus{}, starting: map[string]bool{}, stopping: map[string]bool{}, feeders: map[string]context.CancelFunc{},
 	}, nil
@@ -120,7 +123,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			HeadConfig: head.Config{
 				Node: a.cfg.Node, Peer: a.host.ID().String(), Version: a.version, Push: a,
 				Scheduler: a.cfg.Scheduler, Administrators: a.cfg.Administrators,
-				NodeTimeout: a.cfg.NodeTimeout.D(), Logger: a.base,
+				NodeTimeout: a.cfg.NodeTimeout.D(), Logger: a.base, Metrics: a.obs.head,
 			},
 		})
 		if err != nil {
@@ -167,7 +170,7 @@ func (a *Agent) startProcs(ctx context.Context) error {
 	}
 	var cg *cgroup.Manager
 	if os.Geteuid() == 0 {
-		cg, err = cgroup.New("ducc", a.base)
+		cg, err = cgroup.New(cgroupRoot(a.cfg.DataDir), a.base)
 		if err != nil {
 			a.log.Warn("cgroups unavailable; memory caps are NOT enforced", "err", err)
 			cg = cgroup.NewDisabled(a.base)
@@ -195,6 +198,7 @@ func (a *Agent) startProcs(ctx context.Context) error {
 
 // onExit records an ended process and reports it to the head at once.
 func (a *Agent) onExit(st proc.Status) {
+	a.obs.agent.ProcEnded(st.OOMKilled)
 	ps := toWire(st, a.cfg.Node)
 	a.mu.Lock()
 	a.unacked[st.ID] = ps
@@ -313,4 +317,16 @@ func (a *Agent) headHeartbeats(ctx context.Context) {
 			h.Heartbeat(ctx, hb, from.String())
 		}
 	}
+}
+
+// cgroupRoot names this agent's cgroup root: "ducc" plus a hash of the
+// data dir, so that several agents on one machine (dev clusters, tests)
+// never share process cgroups.
+func cgroupRoot(dataDir string) string {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		abs = dataDir
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return "ducc-" + hex.EncodeToString(sum[:4])
 }

@@ -85,9 +85,13 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 	t := time.NewTicker(a.cfg.Heartbeat.D())
 	defer t.Stop()
 	for {
-		if err := a.hbT.Publish(ctx, a.heartbeat()); err != nil && ctx.Err() == nil {
+		hb := a.heartbeat()
+		if err := a.hbT.Publish(ctx, hb); err != nil && ctx.Err() == nil {
 			a.log.Warn("cannot publish heartbeat", "err", err)
 		}
+		a.obs.agent.HeartbeatSent(time.Since(time.UnixMilli(hb.Time)))
+		a.obs.agent.SetProcs(len(hb.Procs))
+		a.obs.agent.SetNode(hb.MemTotal, hb.MemSchedulable, hb.MemUsed)
 		select {
 		case <-ctx.Done():
 			return

@@ -133,6 +133,7 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 		return
 	}
 	if st.State == proc.Running {
+		a.obs.agent.ProcStarted()
 		a.log.Info("process started", "proc", spec.ID, "pid", st.PID, "user", spec.User, "memory_limit", spec.MemoryLimit)
 		if spec.Kind == "JP" {
 			a.startFeeder(ctx, spec, st)

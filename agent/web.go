@@ -89,7 +89,7 @@ func (a *Agent) webListen() string {
 // serveWeb starts the dashboard, the JSON API, /metrics and /healthz on
 // web.listen. It logs the URL and writes it to <data_dir>/web.url.
 func (a *Agent) serveWeb(ctx context.Context) (stop func(), err error) {
-	obs := newAgentObs(a.version)
+	obs := a.obs
 	obs.reg.MustRegister(localProcs{a: a, desc: prometheus.NewDesc("ducc_agent_managed_processes",
 		"Processes this agent manages, by state (read at scrape time).", []string{"state"}, nil)})
 

@@ -141,6 +141,7 @@ func (c *Candidate) Run(ctx context.Context) {
 	check := time.NewTicker(time.Second)
 	defer check.Stop()
 	for {
+		c.cfg.HeadConfig.Metrics.SetRaftState(c.raft.State().String())
 		leader := c.raft.State() == raft.Leader
 		switch {
 		case leader && cancel == nil:
@@ -188,6 +189,7 @@ func (c *Candidate) Apply(ctx context.Context, cmds ...state.Command) ([]state.R
 	f := c.raft.Apply(data, timeout)
 	err = f.Error()
 	c.log.Debug("raft apply", "commands", len(cmds), "bytes", len(data), "took", time.Since(start))
+	c.cfg.HeadConfig.Metrics.ObserveApply(time.Since(start))
 	if err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 			return nil, wire.Errorf(3, "this node is no longer the head; retry: %v", err)

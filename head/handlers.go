@@ -226,17 +226,34 @@ func (h *Head) cancel(ctx context.Context, c wire.Caller, r wire.CancelRequest) 
 }
 
 func (h *Head) show(id uint64) (wire.WorkInfo, error) {
-	var info wire.WorkInfo
-	found := false
+	var w *state.Work
 	h.cfg.FSM.View(func(v *state.View) {
-		if w := v.Work(id); w != nil {
-			info, found = h.info(w), true
+		if x := v.Work(id); x != nil {
+			w = copyWork(x)
 		}
 	})
-	if !found {
-		return info, wire.Errorf(codeUsage, "no work with id %d", id)
+	if w == nil {
+		return wire.WorkInfo{}, wire.Errorf(codeUsage, "no work with id %d", id)
 	}
-	return info, nil
+	return h.info(w), nil
+}
+
+// copyWork copies what rendering needs, so that rendering (which asks the
+// job driver) runs without the state's lock: the driver takes its own lock
+// before the state's, never after.
+func copyWork(w *state.Work) *state.Work {
+	c := *w
+	c.Procs = make([]*state.Proc, len(w.Procs))
+	for i, p := range w.Procs {
+		pc := *p
+		c.Procs[i] = &pc
+	}
+	if w.Job != nil {
+		j := *w.Job
+		j.NItems, j.Items = len(w.Job.Items), nil
+		c.Job = &j
+	}
+	return &c
 }
 
 // wait blocks until the work ends (or leaves r.State), ctx ends, or the
@@ -265,23 +282,27 @@ func (h *Head) wait(ctx context.Context, r wire.WaitRequest) (wire.WorkInfo, err
 }
 
 func (h *Head) list(r wire.ListRequest) wire.WorkList {
-	var out wire.WorkList
+	var ws []*state.Work
 	h.cfg.FSM.View(func(v *state.View) {
-		ws := v.Active()
+		all := v.Active()
 		if r.All {
-			ws = v.All()
+			all = v.All()
 		}
-		for _, w := range ws {
-			if r.User != "" && w.User != r.User {
-				continue
+		for _, w := range all {
+			if r.User == "" || w.User == r.User {
+				ws = append(ws, copyWork(w))
 			}
-			out.Work = append(out.Work, h.info(w))
 		}
 	})
+	out := wire.WorkList{Work: make([]wire.WorkInfo, 0, len(ws))}
+	for _, w := range ws {
+		out.Work = append(out.Work, h.info(w))
+	}
 	return out
 }
 
-// info renders a piece of work for users; pending work says why.
+// info renders a piece of work for users; pending work says why. w must
+// be a copy (copyWork): info runs without the state's lock.
 func (h *Head) info(w *state.Work) wire.WorkInfo {
 	info := wire.WorkInfo{
 		ID: w.ID, Kind: w.Kind, User: w.User, Class: w.Class, State: w.State, Reason: w.Reason,

@@ -11,6 +11,7 @@ import (
 	"github.com/ducc-project/ducc/head/orch"
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/head/web"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -28,6 +29,7 @@ type Config struct {
 	Scheduler      *rm.Config
 	Administrators []string
 	NodeTimeout    time.Duration
+	Metrics        *web.HeadMetrics // nil-safe
 	Now            func() time.Time
 	Logger         *slog.Logger
 }
@@ -56,12 +58,14 @@ func New(cfg Config) *Head {
 	}
 	h := &Head{cfg: cfg, log: cfg.Logger.With("component", "head")}
 	h.jd = jd.New(cfg.FSM, cfg.Apply, cfg.Now, cfg.Logger)
+	h.jd.OnItems = cfg.Metrics.ItemsDone
 	h.policy = newPolicy(cfg.Scheduler, h.jd)
 	h.orch = orch.New(orch.Config{
 		FSM:         cfg.FSM,
 		Apply:       cfg.Apply,
 		Push:        cfg.Push,
 		Policy:      h.policy,
+		Metrics:     cfg.Metrics,
 		ProcEnded:   h.jd.ProcGone,
 		Tick:        h.jd.Tick,
 		Now:         cfg.Now,

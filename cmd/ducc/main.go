@@ -41,6 +41,10 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "shim" {
 		os.Exit(proc.RunShim(os.Args[2:]))
 	}
+	// The exec-protocol adapter runs as every job process of an exec job.
+	if len(os.Args) > 1 && os.Args[1] == "exec-worker" {
+		os.Exit(proc.RunExecWorker(os.Args[2:]))
+	}
 	os.Exit(run(os.Args[1:]))
 }
 
@@ -98,7 +102,10 @@ Start a one-node dev cluster with 'ducc agent --dev', then try 'ducc run -- echo
 		newStatusCmd(g),
 		newLogsCmd(g),
 		newVersionCmd(g),
+		newSubmitCmd(g),
+		newResultsCmd(g),
 		&cobra.Command{Use: "shim", Hidden: true, Short: "process shim (internal)", Run: func(*cobra.Command, []string) {}},
+		&cobra.Command{Use: "exec-worker", Hidden: true, Short: "exec-protocol job worker (internal)", Run: func(*cobra.Command, []string) {}},
 	)
 	root.AddCommand(notBuilt()...)
 	return root
@@ -110,8 +117,6 @@ func notBuilt() []*cobra.Command {
 	type nb struct{ use, short, issue string }
 	var out []*cobra.Command
 	for _, c := range []nb{
-		{"submit", "submit a job of work items", "jobs"},
-		{"results", "print a job's work-item results", "jobs"},
 		{"reserve", "reserve a whole machine", "Resource Manager"},
 		{"unreserve", "release a reservation", "Resource Manager"},
 		{"services", "register and manage services", "Service Manager"},
@@ -122,7 +127,7 @@ func notBuilt() []*cobra.Command {
 		out = append(out, &cobra.Command{
 			Use: c.use, Short: c.short + " (not built yet)", DisableFlagParsing: true,
 			RunE: func(*cobra.Command, []string) error {
-				return &exitError{code: exitUsage, msg: fmt.Sprintf("'ducc %s' is not built yet (part of the %s work); this version runs managed reservations: see 'ducc run --help'", c.use, c.issue)}
+				return &exitError{code: exitUsage, msg: fmt.Sprintf("'ducc %s' is not built yet (part of the %s work); this version runs jobs ('ducc submit') and managed reservations ('ducc run')", c.use, c.issue)}
 			},
 		})
 	}

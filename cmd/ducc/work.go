@@ -26,6 +26,7 @@ func parseID(s string) (uint64, error) {
 
 func newWaitCmd(g *globals) *cobra.Command {
 	var timeout time.Duration
+	var cancelOnInterrupt bool
 	cmd := &cobra.Command{
 		Use:   "wait ID",
 		Short: "wait for work to end; the exit code is the work's",
@@ -43,6 +44,12 @@ func newWaitCmd(g *globals) *cobra.Command {
 			}
 			c := newClient(g)
 			var info wire.WorkInfo
+			if err := c.call(ctx, wire.MethodShow, wire.IDRequest{ID: id}, &info); err != nil {
+				return err
+			}
+			if info.Kind == "job" {
+				return waitJob(ctx, c, id, cmd.OutOrStdout(), cmd.ErrOrStderr(), cancelOnInterrupt, g.json)
+			}
 			for {
 				err := c.call(ctx, wire.MethodWait, wire.WaitRequest{ID: id, TimeoutMS: 30_000}, &info)
 				if err != nil {
@@ -64,6 +71,7 @@ func newWaitCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (exit 1)")
+	cmd.Flags().BoolVar(&cancelOnInterrupt, "cancel-on-interrupt", false, "Ctrl-C cancels the work (jobs)")
 	return cmd
 }
 

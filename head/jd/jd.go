@@ -44,6 +44,9 @@ type Driver struct {
 
 	mu   sync.Mutex
 	jobs map[uint64]*job
+
+	// OnItems is told how many item outcomes were recorded (metrics).
+	OnItems func(n int)
 }
 
 type job struct {
@@ -174,6 +177,9 @@ func (d *Driver) exchangeOnce(ctx context.Context, j *job, req *wire.ExchangeReq
 			if _, err := d.apply.Apply(ctx, cmds...); err != nil {
 				return wire.ExchangeReply{}, nil, err
 			}
+		}
+		if d.OnItems != nil && len(req.Outcomes) > 0 {
+			d.OnItems(len(req.Outcomes))
 		}
 		d.afterOutcomes(j, req.Outcomes)
 		d.claim(j, jp, req)

@@ -27,6 +27,15 @@ func kindCode(kind string) string {
 // desired computes the desired state of one node from the durable state.
 func (o *Orchestrator) desired(node string) wire.DesiredState {
 	ds := wire.DesiredState{Node: node}
+	// Lock order: o.mu is never taken while holding the state's lock.
+	o.mu.Lock()
+	var ended []wire.ProcStatus
+	for _, st := range o.reported {
+		if st.Node == node && st.Ended() {
+			ended = append(ended, st)
+		}
+	}
+	o.mu.Unlock()
 	o.cfg.FSM.View(func(v *state.View) {
 		for _, w := range v.All() {
 			for _, p := range w.Procs {
@@ -36,20 +45,15 @@ func (o *Orchestrator) desired(node string) wire.DesiredState {
 				ds.Procs = append(ds.Procs, procSpec(w, p, o.cfg.Grace))
 			}
 		}
-		o.mu.Lock()
-		for id, st := range o.reported {
-			if st.Node != node || !st.Ended() {
-				continue
-			}
+		for _, st := range ended {
 			if w := v.Work(st.WorkID); w != nil {
 				for _, p := range w.Procs {
-					if p.ID == id && p.Ended() {
-						ds.Ack = append(ds.Ack, id)
+					if p.ID == st.ID && p.Ended() {
+						ds.Ack = append(ds.Ack, st.ID)
 					}
 				}
 			}
 		}
-		o.mu.Unlock()
 	})
 	sort.Strings(ds.Ack)
 	return ds
@@ -103,6 +107,8 @@ func (o *Orchestrator) pushAll(ctx context.Context) {
 func (o *Orchestrator) pushNode(ctx context.Context, node string, force bool) {
 	ds := o.desired(node)
 	fp := fingerprint(ds)
+	var idx uint64
+	o.cfg.FSM.View(func(v *state.View) { idx = v.Index() })
 	o.mu.Lock()
 	n := o.nodes[node]
 	if n == nil || (!force && o.sent[node] == fp) {
@@ -110,8 +116,6 @@ func (o *Orchestrator) pushNode(ctx context.Context, node string, force bool) {
 		return
 	}
 	if o.version == 0 {
-		var idx uint64
-		o.cfg.FSM.View(func(v *state.View) { idx = v.Index() })
 		o.version = idx << 20
 	}
 	o.version++

@@ -42,6 +42,8 @@ type Config struct {
 	// ProcEnded is told when the end of a job's process has been recorded
 	// (the job driver re-queues its items then).
 	ProcEnded func(ctx context.Context, workID uint64, procID string)
+	// Metrics records cycle time, preemptions and queue wait (nil-safe).
+	Metrics Metrics
 	// Tick runs at every cycle (the job driver's time limits).
 	Tick func(ctx context.Context, now time.Time)
 }
@@ -170,7 +172,9 @@ func (o *Orchestrator) cycle(ctx context.Context) error {
 		}
 	})
 	nodes := o.nodeSnapshot()
+	t0 := time.Now()
 	plan := o.cfg.Policy.Schedule(now, nodes, active)
+	o.observeCycle(time.Since(t0), plan, active, now)
 	o.mu.Lock()
 	o.pending = plan.Pending
 	o.mu.Unlock()
@@ -376,3 +380,33 @@ func (o *Orchestrator) Live(procID string) (wire.ProcStatus, bool) {
 }
 
 func (o *Orchestrator) nodeSnapshot() []Node { return o.Nodes() }
+
+// Metrics is what the orchestrator reports; *web.HeadMetrics implements it
+// and its methods accept a nil receiver.
+type Metrics interface {
+	ObserveCycle(d time.Duration)
+	Preempted(n int)
+	QueueWait(d time.Duration)
+}
+
+// observeCycle records a cycle's cost, its preemptions and the queue wait
+// of work getting its first process.
+func (o *Orchestrator) observeCycle(d time.Duration, plan Plan, active []*state.Work, now time.Time) {
+	m := o.cfg.Metrics
+	if m == nil {
+		return
+	}
+	m.ObserveCycle(d)
+	if n := len(plan.Stops); n > 0 {
+		m.Preempted(n)
+	}
+	first := map[uint64]bool{}
+	for _, s := range plan.Starts {
+		first[s.WorkID] = true
+	}
+	for _, w := range active {
+		if first[w.ID] && len(w.Procs) == 0 {
+			m.QueueWait(now.Sub(time.UnixMilli(w.SubmittedAt)))
+		}
+	}
+}

@@ -210,20 +210,25 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, fmt.Errorf("scheduler config: %w", err)
 	}
+	wrapped := false
 	if len(root.Content) == 1 {
-		m := root.Content[0]
-		if m.Kind == yaml.MappingNode && len(m.Content) == 2 && m.Content[0].Value == "scheduler" {
-			out, err := yaml.Marshal(m.Content[1])
-			if err != nil {
-				return nil, fmt.Errorf("scheduler config: %w", err)
-			}
-			data = out
+		if m := root.Content[0]; m.Kind == yaml.MappingNode && len(m.Content) == 2 && m.Content[0].Value == "scheduler" {
+			wrapped = true
 		}
 	}
 	c := &Config{}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+	var err error
+	if wrapped {
+		w := struct {
+			Scheduler *Config `yaml:"scheduler"`
+		}{Scheduler: c}
+		err = dec.Decode(&w)
+	} else {
+		err = dec.Decode(c)
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("scheduler config: %w", err)
 	}
 	if len(c.Classes) == 0 {

@@ -135,7 +135,6 @@ func (s *sched) placeNP(ws []*work, npUse map[string]int64) {
 		}
 		if msg := s.tooBig(w, []*pool{w.pool}); msg != "" {
 			w.pending = msg
-			s.tracef("%s %d pending: %s", w.w.Kind, w.w.ID, msg)
 			continue
 		}
 		key := w.class.Name + "\x00" + w.user
@@ -144,12 +143,10 @@ func (s *sched) placeNP(ws []*work, npUse map[string]int64) {
 			if a := s.allotment(w); a > 0 && npUse[key]+mem > a {
 				w.pending = fmt.Sprintf("deferred: allotment of %s exceeded (user %s holds %s in class %s; this needs %s more)",
 					FormatSize(a), w.user, FormatSize(npUse[key]), w.class.Name, FormatSize(mem))
-				s.tracef("%s %d %s", w.w.Kind, w.w.ID, w.pending)
 				break
 			}
 			if s.holdShares(w) >= w.order && s.heldNode(w) == nil {
 				w.pending = "waiting for preemptions: " + s.holdText(w)
-				s.tracef("%s %d %s", w.w.Kind, w.w.ID, w.pending)
 				w.pool.avail -= w.order
 				npUse[key] += mem
 				break
@@ -183,7 +180,6 @@ func (s *sched) placeNP(ws []*work, npUse map[string]int64) {
 			} else if w.pending == "" {
 				w.pending = s.npWaitReason(w)
 			}
-			s.tracef("%s %d pending: %s", w.w.Kind, w.w.ID, w.pending)
 			break
 		}
 	}

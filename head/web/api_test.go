@@ -20,8 +20,8 @@ func TestAPI(t *testing.T) {
 		{"jobs", "/api/v1/jobs", 200, func(t *testing.T, b []byte) {
 			var l wire.WorkList
 			mustJSON(t, b, &l)
-			if len(l.Work) != 3 {
-				t.Errorf("active work: %d, want 3", len(l.Work))
+			if len(l.Work) != 4 {
+				t.Errorf("active work: %d, want 4", len(l.Work))
 			}
 		}},
 		{"jobs all of alice", "/api/v1/jobs?all=true&user=alice", 200, func(t *testing.T, b []byte) {

@@ -21,6 +21,7 @@ func funcs() template.FuncMap {
 		"pct":    pct,
 		"cmd":    func(c []string) string { return strings.Join(c, " ") },
 		"lower":  strings.ToLower,
+		"ms":     formatMS,
 		"times":  func(start, end, now int64) timeSpan { return timeSpan{start, end, now} },
 	}
 }
@@ -97,4 +98,25 @@ func pct(part, whole int64) int64 {
 		return 0
 	}
 	return part * 100 / whole
+}
+
+// formatMS prints milliseconds (int64 or float64) as a short duration.
+func formatMS(v any) string {
+	var f float64
+	switch x := v.(type) {
+	case int64:
+		f = float64(x)
+	case float64:
+		f = x
+	case int:
+		f = float64(x)
+	}
+	switch {
+	case f < 1000:
+		return fmt.Sprintf("%.0f ms", f)
+	case f < 60000:
+		return fmt.Sprintf("%.1f s", f/1000)
+	default:
+		return formatDur(time.Duration(f) * time.Millisecond)
+	}
 }

@@ -33,6 +33,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	for _, want := range []string{
 		`ducc_work{kind="managed",state="Running"} 2`,
+		`ducc_work{kind="job",state="Running"} 1`,
 		`ducc_work{kind="managed",state="WaitingForResources"} 1`,
 		`ducc_nodes{state="Up"} 1`,
 		`ducc_nodes{state="Down"} 1`,

@@ -142,12 +142,16 @@ type jobRow struct {
 
 // progress is a job's work-item count, for the kinds of work that have
 // items.
-type progress struct{ Done, Total, Errors int64 }
+type progress struct{ Done, Total, Errors int }
 
-// progressOf returns the work-item counts of a job, or nil. wire.WorkInfo
-// carries no item counts yet (jobs of work items are being built); when it
-// does, fill them in here and the column appears.
-func progressOf(wire.WorkInfo) *progress { return nil }
+// progressOf returns the work-item counts of a job, or nil for work
+// without items.
+func progressOf(w wire.WorkInfo) *progress {
+	if w.Job == nil {
+		return nil
+	}
+	return &progress{Done: w.Job.Done, Total: w.Job.Total, Errors: w.Job.Failed}
+}
 
 func liveProcs(w wire.WorkInfo) int {
 	n := 0

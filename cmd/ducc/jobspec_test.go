@@ -1,0 +1,275 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ducc-project/ducc/wire"
+)
+
+func writeSpec(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestSpecYAMLAllKeys(t *testing.T) {
+	p := writeSpec(t, "job.yaml", `
+description: word count
+scheduling_class: normal
+process_executable: ./worker.sh
+process_executable_args: [-v, "two words"]
+worker_protocol: exec
+input_items: [a, "b c", ""]
+process_memory_size: 512M
+process_pipeline_count: 8
+process_deployments_max: 3
+process_initialization_time_max: 2.5
+process_initialization_failures_cap: 5
+process_failures_limit: 7
+process_per_item_time_max: 90s
+max_job_errors: 4
+max_item_retries: 2
+service_dependency: [CUSTOM:db, "HTTP:http://x:8080/ping"]
+working_directory: /tmp/wd
+log_directory: logs
+environment: {LANG: C.UTF-8, EMPTY: }
+machine_list: n1, n2
+wait_for_completion: true
+cancel_on_interrupt: no
+attach_console: false
+`)
+	raw, err := parseSpecFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jr, err := buildJob(raw, "/home/u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(p)
+	want := wire.JobSpec{
+		Description: "word count", Class: "normal",
+		Executable: filepath.Join(dir, "worker.sh"), Args: []string{"-v", "two words"},
+		WorkerProtocol: "exec", Memory: 512 << 20, Pipelines: 8, DeploymentsMax: 3,
+		InitTimeMaxMS: 150_000, InitFailuresCap: 5, FailuresLimit: 7, PerItemTimeMaxMS: 90_000,
+		MaxJobErrors: 4, MaxItemRetries: 2,
+		ServiceDependency: []string{"CUSTOM:db", "HTTP:http://x:8080/ping"},
+		WorkingDirectory:  "/tmp/wd", LogDirectory: filepath.Join(dir, "logs"),
+		Environment: []string{"LANG=C.UTF-8", "EMPTY="},
+		MachineList: []string{"n1", "n2"},
+	}
+	if !reflect.DeepEqual(jr.spec, want) {
+		t.Fatalf("spec\n got %+v\nwant %+v", jr.spec, want)
+	}
+	if !jr.wait || jr.cancelOnInterrupt || jr.attachConsole || !jr.haveItems || len(jr.items) != 3 {
+		t.Fatalf("CLI behaviour wrong: %+v", jr)
+	}
+}
+
+func TestSpecProperties(t *testing.T) {
+	t.Setenv("DUCC_TEST_DATA", "/data")
+	p := writeSpec(t, "job.properties", `# a DUCC job
+! also a comment
+description = counts ${DUCC_TEST_DATA} words
+process_executable: /usr/bin/python3
+process_executable_args  -u worker.py \
+    --model "${DUCC_TEST_DATA}/m 1" \
+    --tab\tx
+working_directory = ${DUCC_TEST_DATA}/work
+log_directory = ${working_directory}/logs
+environment = A=1 B='two words' C=$${literal}
+process_memory_size = 4GiB
+process_initialization_time_max = 10
+service_dependency = CUSTOM:a, CUSTOM:b CUSTOM:c
+wait_for_completion
+input_file = items.txt
+`)
+	raw, err := parseSpecFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jr, err := buildJob(raw, "/home/u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := jr.spec
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"description", sp.Description, "counts /data words"},
+		{"executable", sp.Executable, "/usr/bin/python3"},
+		{"args", sp.Args, []string{"-u", "worker.py", "--model", "/data/m 1", "--tab", "x"}},
+		{"working_directory", sp.WorkingDirectory, "/data/work"},
+		{"log_directory", sp.LogDirectory, "/data/work/logs"},
+		{"environment", sp.Environment, []string{"A=1", "B=two words", "C=${literal}"}},
+		{"memory", sp.Memory, int64(4 << 30)},
+		{"init time", sp.InitTimeMaxMS, int64(600_000)},
+		{"services", sp.ServiceDependency, []string{"CUSTOM:a", "CUSTOM:b", "CUSTOM:c"}},
+		{"wait", jr.wait, true},
+		{"input_file", jr.inputFile, filepath.Join(filepath.Dir(p), "items.txt")},
+	}
+	for _, c := range checks {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s: got %#v, want %#v", c.name, c.got, c.want)
+		}
+	}
+	// The tab escape sits inside --tab\tx: Java unescapes it to a real tab,
+	// which the shell split then separates.
+}
+
+func TestSpecDefaults(t *testing.T) {
+	jr, err := buildJob(rawSpec{"process_executable": {s: "true"}}, "/home/u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := wire.JobSpec{Executable: "true", WorkingDirectory: "/home/u"}
+	if !reflect.DeepEqual(jr.spec, want) {
+		t.Fatalf("got %+v, want %+v", jr.spec, want)
+	}
+	if jr.wait || jr.inputFile != "" || jr.haveItems {
+		t.Fatalf("defaults: %+v", jr)
+	}
+	jr, err = buildJob(rawSpec{"process_executable": {s: "true"}, "cancel_on_interrupt": {s: "true"}}, "/")
+	if err != nil || !jr.wait {
+		t.Fatalf("cancel_on_interrupt must imply waiting: %+v %v", jr, err)
+	}
+}
+
+func TestSpecErrors(t *testing.T) {
+	tests := []struct {
+		name, file, text string
+		want             []string // substrings of the error
+	}{
+		{"unknown YAML key", "j.yaml", "process_executable: x\nprocess_memmory_size: 4G\n",
+			[]string{`line 2`, `unknown key "process_memmory_size"`, "process_memory_size, process_pipeline_count"}},
+		{"unknown properties key", "j.properties", "process_executable = x\nfoo = 1\n",
+			[]string{"(properties)", "line 2", `unknown key "foo"`, "valid keys are"}},
+		{"DUCC key with a hint", "j.properties", "process_descriptor_AE = x.xml\n",
+			[]string{`"process_descriptor_AE" is not used by ducc`, "process_executable"}},
+		{"dashes instead of underscores", "j.yaml", "process-executable: x\n",
+			[]string{`did you mean "process_executable"`}},
+		{"duplicate YAML key", "j.yaml", "process_executable: x\nprocess_executable: y\n",
+			[]string{"line 2", `key "process_executable" given twice`}},
+		{"missing executable", "j.yaml", "description: x\n",
+			[]string{"process_executable is required"}},
+		{"bad number", "j.yaml", "process_executable: x\nprocess_pipeline_count: four\n",
+			[]string{"process_pipeline_count", `"four" is not a whole number`}},
+		{"negative", "j.yaml", "process_executable: x\nmax_item_retries: -1\n",
+			[]string{"max_item_retries", "must not be negative"}},
+		{"zero pipelines", "j.yaml", "process_executable: x\nprocess_pipeline_count: 0\n",
+			[]string{"must be at least 1"}},
+		{"bad size", "j.yaml", "process_executable: x\nprocess_memory_size: 4X\n",
+			[]string{"process_memory_size", "unknown unit"}},
+		{"bad minutes", "j.yaml", "process_executable: x\nprocess_per_item_time_max: soon\n",
+			[]string{"process_per_item_time_max", "neither minutes"}},
+		{"zero minutes", "j.yaml", "process_executable: x\nprocess_initialization_time_max: 0\n",
+			[]string{"more than zero"}},
+		{"bad protocol", "j.yaml", "process_executable: x\nworker_protocol: uima\n",
+			[]string{`unknown worker protocol "uima"`, `"stream"`, `"exec"`}},
+		{"undefined variable", "j.properties", "process_executable = ${NO_SUCH_DUCC_VAR}/bin/x\n",
+			[]string{"line 1", "undefined variable ${NO_SUCH_DUCC_VAR}"}},
+		{"input_items in properties", "j.properties", "process_executable = x\ninput_items = a\n",
+			[]string{"input_items is only accepted in YAML"}},
+		{"input_items not a list", "j.yaml", "process_executable: x\ninput_items: a\n",
+			[]string{"input_items is a list"}},
+		{"both input_file and input_items", "j.yaml", "process_executable: x\ninput_file: f\ninput_items: [a]\n",
+			[]string{"both input_file and input_items"}},
+		{"list for a scalar key", "j.yaml", "process_executable: [a, b]\n",
+			[]string{"takes one value, not a list"}},
+		{"bad environment", "j.yaml", "process_executable: x\nenvironment: [A=1, B]\n",
+			[]string{`"B" is not NAME=VALUE`}},
+		{"unterminated quote", "j.properties", "process_executable = x\nprocess_executable_args = -c 'echo\n",
+			[]string{"unterminated '"}},
+		{"bad bool", "j.yaml", "process_executable: x\nwait_for_completion: maybe\n",
+			[]string{`"maybe" is not true or false`}},
+		{"not a mapping", "j.yaml", "- a\n- b\n",
+			[]string{"a job spec is a mapping"}},
+		{"neither format", "j.spec", "process_executable: [x\n  - : :\n",
+			[]string{"neither a properties file", "nor YAML"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeSpec(t, tc.file, tc.text)
+			raw, err := parseSpecFile(p)
+			if err == nil {
+				_, err = buildJob(raw, "/")
+			}
+			if err == nil {
+				t.Fatalf("no error; want one containing %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestSpecUnknownExtensionFallsBackToYAML(t *testing.T) {
+	p := writeSpec(t, "job.spec", "process_executable: x\nprocess_executable_args:\n  - a b\n  - c\n")
+	raw, err := parseSpecFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jr, err := buildJob(raw, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(jr.spec.Args, []string{"a b", "c"}) {
+		t.Fatalf("args %q", jr.spec.Args)
+	}
+}
+
+func TestSpecSplitShell(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"  a  b ", []string{"a", "b"}},
+		{`-c 'echo "$X"; exit 3'`, []string{"-c", `echo "$X"; exit 3`}},
+		{`"a \"b\" \\ \$HOME" c\ d`, []string{`a "b" \ $HOME`, "c d"}},
+		{`''`, []string{""}},
+		{`a'b'"c"`, []string{"abc"}},
+	}
+	for _, tc := range tests {
+		got, err := splitShell(tc.in)
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("splitShell(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestSpecPropertiesSyntax(t *testing.T) {
+	tests := []struct {
+		text, key, want string
+	}{
+		{"description=a=b", "description", "a=b"},
+		{"description : x", "description", "x"},
+		{"description x y  ", "description", "x y"},
+		{`description = caf\u00e9`, "description", "café"},
+		{"description = a \\\\", "description", `a \`},
+		{"description = one \\\n   two", "description", "one two"},
+		{"   description=indented", "description", "indented"},
+		{"description=", "description", ""},
+	}
+	for _, tc := range tests {
+		raw, err := parsePropertiesSpec([]byte(tc.text), "t", "", func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Errorf("%q: %v", tc.text, err)
+			continue
+		}
+		if got := raw[tc.key].s; got != tc.want {
+			t.Errorf("%q: got %q, want %q", tc.text, got, tc.want)
+		}
+	}
+}
