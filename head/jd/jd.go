@@ -57,7 +57,8 @@ type job struct {
 	inflight map[int]flight // item → holder
 	procs    map[string]*jproc
 	notify   chan struct{}
-	timedOut map[int]string // item → timeout text, for items whose process is being killed
+	timedOut map[int]string  // item → timeout text, for items whose process is being killed
+	killing  map[string]bool // processes being killed for a timeout
 }
 
 type flight struct {
@@ -83,7 +84,7 @@ func (d *Driver) job(id uint64) *job {
 	defer d.mu.Unlock()
 	j := d.jobs[id]
 	if j == nil {
-		j = &job{id: id, inflight: map[int]flight{}, procs: map[string]*jproc{}, notify: make(chan struct{}), timedOut: map[int]string{}}
+		j = &job{id: id, inflight: map[int]flight{}, procs: map[string]*jproc{}, notify: make(chan struct{}), timedOut: map[int]string{}, killing: map[string]bool{}}
 		// Items retried before the failover go first.
 		d.fsm.View(func(v *state.View) {
 			if w := v.Work(id); w != nil && w.Job != nil {
@@ -186,12 +187,6 @@ func (d *Driver) exchangeOnce(ctx context.Context, j *job, req *wire.ExchangeReq
 	}
 	if p.Ended() || p.Stop || w.Ended() || w.Canceling {
 		return wire.ExchangeReply{Release: true}, nil, nil
-	}
-	if text := d.timeouts(j, &w, p.ID, now); text != "" {
-		if _, err := d.apply.Apply(ctx, state.Command{Type: state.CmdStopProc, Time: now.UnixMilli(), WorkID: w.ID, ProcID: p.ID, Reason: text, Counts: true}); err != nil {
-			return wire.ExchangeReply{}, nil, err
-		}
-		return wire.ExchangeReply{Release: true, Kill: text}, nil, nil
 	}
 	if p.ReadyAt == 0 || req.Want <= 0 {
 		return wire.ExchangeReply{}, nil, nil
@@ -347,18 +342,55 @@ func copyProcs(ps []*state.Proc) []*state.Proc {
 	return out
 }
 
-// timeouts finds items a process has held longer than the per-item limit.
-func (d *Driver) timeouts(j *job, w *state.Work, proc string, now time.Time) string {
-	limit := time.Duration(w.Job.Spec.PerItemTimeMaxMS) * time.Millisecond
-	var text string
-	for i, f := range j.inflight {
-		if f.proc == proc && now.Sub(f.at) > limit {
+// itemTimeouts finds items held longer than their job's per-item limit;
+// the process holding one is killed (DUCC's default error handler) and the
+// item counts as an error once the process is gone (or is retried).
+func (d *Driver) itemTimeouts(ids []uint64, now time.Time) []state.Command {
+	var cmds []state.Command
+	for _, id := range ids {
+		d.mu.Lock()
+		j := d.jobs[id]
+		d.mu.Unlock()
+		if j == nil {
+			continue
+		}
+		j.mu.Lock()
+		var limit time.Duration
+		d.fsm.View(func(v *state.View) {
+			if w := v.Work(id); w != nil && w.Job != nil && !w.Ended() {
+				limit = time.Duration(w.Job.Spec.PerItemTimeMaxMS) * time.Millisecond
+			}
+		})
+		// Per process, the item held longest (lowest index on ties) is the
+		// one blamed: items queued behind it in the same worker go back to
+		// the queue like those of any process that went away.
+		culprit := map[string]int{}
+		for i, f := range j.inflight {
+			if limit <= 0 || now.Sub(f.at) <= limit {
+				continue
+			}
+			if c, ok := culprit[f.proc]; !ok || f.at.Before(j.inflight[c].at) || (f.at.Equal(j.inflight[c].at) && i < c) {
+				culprit[f.proc] = i
+			}
+		}
+		procs := make([]string, 0, len(culprit))
+		for p := range culprit {
+			procs = append(procs, p)
+		}
+		sort.Strings(procs)
+		for _, p := range procs {
+			i := culprit[p]
+			if j.killing[p] {
+				continue
+			}
+			j.killing[p] = true
 			t := fmt.Sprintf("work item %d timed out after %s", i, limit)
 			j.timedOut[i] = t
-			text = t
+			cmds = append(cmds, state.Command{Type: state.CmdStopProc, Time: now.UnixMilli(), WorkID: id, ProcID: p, Reason: t, Counts: true})
 		}
+		j.mu.Unlock()
 	}
-	return text
+	return cmds
 }
 
 // ProcGone re-queues the items of a process that is known to be gone. It
@@ -382,6 +414,7 @@ func (d *Driver) ProcGone(ctx context.Context, jobID uint64, procID string) {
 		back = append(back, i)
 	}
 	delete(j.procs, procID)
+	delete(j.killing, procID)
 	sort.Ints(back)
 	now := d.now().UnixMilli()
 	var cmds []state.Command
@@ -472,6 +505,7 @@ func (d *Driver) Tick(ctx context.Context, now time.Time) {
 			}
 		}
 	})
+	cmds = append(cmds, d.itemTimeouts(ids, now)...)
 	d.mu.Lock()
 	for _, id := range ended {
 		if j := d.jobs[id]; j != nil {

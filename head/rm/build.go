@@ -66,6 +66,7 @@ type node struct {
 	procs  []*proc
 	svc    map[string]int // instances per service id
 	holds  []*Hold        // holds on this node
+	noOver bool           // no process here is over its share or squatting (this round)
 }
 
 func (n *node) up() bool { return n.n.State == NodeUp }

@@ -92,13 +92,12 @@ type sim struct {
 	// like processes that take kill_wait to die.
 	linger  time.Duration
 	stopped map[string]time.Time
+	index   map[uint64]int
 }
 
 func (s *sim) find(id uint64) *Work {
-	for i := range s.work {
-		if s.work[i].ID == id {
-			return &s.work[i]
-		}
+	if i, ok := s.index[id]; ok {
+		return &s.work[i]
 	}
 	return nil
 }
@@ -124,6 +123,10 @@ func (s *sim) step(dt time.Duration) Plan {
 	}
 	p := Schedule(Input{Now: s.now, Config: s.cfg, Nodes: s.nodes, Work: s.work, Carry: s.carry})
 	s.carry = p.Carry
+	s.index = make(map[uint64]int, len(s.work))
+	for i := range s.work {
+		s.index[s.work[i].ID] = i
+	}
 	for _, st := range p.Stops {
 		w := s.find(st.WorkID)
 		for j := range w.Procs {

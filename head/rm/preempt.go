@@ -133,14 +133,21 @@ func victimShares(vs []victim) int {
 // bound on nodes[i]'s free space and bound is sorted in descending order, so
 // the scan stops once no later node can do better. With tries > 0 it also
 // stops after that many nodes offered a workable set (a bounded search).
-func (s *sched) bestVictims(w *work, nodes []*node, bound []int, order int, exact bool, cat func(*proc) int, tries int) (*node, []victim) {
+//
+// prune, if set, is a cheap test that rules a node out before its processes
+// are classified.
+func (s *sched) bestVictims(w *work, nodes []*node, bound []int, order int, exact bool, cat func(*proc) int, tries int, prune func(*node) bool) (*node, []victim) {
 	var bestN *node
 	var best []victim
-	bestCost, found := math.MaxInt, 0
+	bestCost, found, scanned := math.MaxInt, 0, 0
 	for i, n := range nodes {
-		if tries > 0 && found >= tries {
+		if tries > 0 && (found >= tries || scanned >= maxScan) {
 			break
 		}
+		if prune != nil && prune(n) {
+			continue
+		}
+		scanned++
 		if bound != nil && order-bound[i] >= bestCost {
 			break
 		}
@@ -176,7 +183,7 @@ func (s *sched) evictFor(w *work) bool {
 		}
 		return -1
 	}
-	n, vs := s.bestVictims(w, w.pool.nodes, nil, w.order, exact, cat, 0)
+	n, vs := s.bestVictims(w, w.pool.nodes, nil, w.order, exact, cat, 0, nil)
 	if n == nil {
 		return false
 	}
@@ -283,6 +290,24 @@ const maxMisses = 32
 // taking the cheapest (nodes are visited most-free first).
 const victimTries = 8
 
+// maxScan bounds how many nodes one preemption search classifies.
+const maxScan = 256
+
+// overPrune rules out a node with no process over its share or squatting;
+// such a node stays ruled out for the round, as budgets only shrink.
+func overPrune(n *node) bool {
+	if n.noOver {
+		return true
+	}
+	for _, p := range n.procs {
+		if !p.stopping && !p.marked && p.w.fair && (p.w.budget > 0 || p.squatter()) {
+			return false
+		}
+	}
+	n.noOver = true
+	return true
+}
+
 // preemptRound runs one preemption round for fair jobs below their share
 // that placement could not satisfy.
 func (s *sched) preemptRound() {
@@ -361,6 +386,7 @@ func (s *sched) preemptRound() {
 	type freeOrder struct {
 		nodes []*node
 		bound []int
+		start int // nodes before start are ruled out for pass 0
 	}
 	byFree := map[*pool][2]*freeOrder{}
 	candidates := func(b *work, pass int) ([]*node, []int) {
@@ -382,10 +408,15 @@ func (s *sched) preemptRound() {
 			cands[pass] = c
 			byFree[b.pool] = cands
 		}
-		if len(b.holds) > 0 {
-			return c.nodes, nil // b's own holds add to its free space: no safe bound
+		if pass == 0 {
+			for c.start < len(c.nodes) && c.nodes[c.start].noOver {
+				c.start++
+			}
 		}
-		return c.nodes, c.bound
+		if len(b.holds) > 0 {
+			return c.nodes[c.start:], nil // b's own holds add to its free space: no safe bound
+		}
+		return c.nodes[c.start:], c.bound[c.start:]
 	}
 	used, issued, misses := 0, false, 0
 	// failedAt[pool, priority] is the smallest order for which no victims
@@ -451,14 +482,14 @@ func (s *sched) preemptRound() {
 			key := poolPrio{b.pool, b.prio}
 			if f, ok := failedAt[key]; n == nil && (!ok || b.order < f) {
 				nodes, bound := candidates(b, 0)
-				if n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries); n == nil && len(b.w.MachineList) == 0 {
+				if n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries, overPrune); n == nil && len(b.w.MachineList) == 0 {
 					failedAt[key] = b.order
 				}
 			}
 			if n == nil && useDefrag {
 				defrag = true
 				nodes, bound := candidates(b, 1)
-				n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries)
+				n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries, nil)
 				defrag = false
 			}
 			if n == nil {

@@ -240,6 +240,10 @@ func (f *FSM) procUpdate(c *Command) Result {
 			p.EndedAt = c.Time
 		}
 		p.ExitCode, p.Signal, p.OOMKilled, p.Reason = st.ExitCode, st.Signal, st.OOMKilled, st.Reason
+		if p.StopCounts && p.StopReason != "" {
+			// Killed by the head for a reason that counts: say that reason.
+			p.Reason = p.StopReason + " (" + st.Reason + ")"
+		}
 	case st.State == wire.ProcRunning && p.State == wire.ProcStarting:
 		p.State = wire.ProcRunning
 	}
@@ -334,6 +338,9 @@ func (f *FSM) finish(w *Work, now int64, completion, reason string, exit int) {
 	for _, p := range w.Procs {
 		if !p.Ended() && !p.Stop {
 			p.Stop, p.StopReason = true, "work completed"
+			if p.State == wire.ProcRunning || p.State == wire.ProcStarting {
+				p.State = wire.ProcStopping
+			}
 		}
 	}
 }

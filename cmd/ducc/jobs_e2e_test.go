@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ducc-project/ducc/wire"
+)
+
+// testWorker is a stream-protocol worker: it sleeps INIT seconds (a model
+// load), then answers each item after SLEEP seconds; the item "bad" always
+// fails and the item "hang" never answers.
+const testWorker = `import json, sys, time
+init, per = float(sys.argv[1]), float(sys.argv[2])
+time.sleep(init)
+print(json.dumps({"ready": True}), flush=True)
+for line in sys.stdin:
+    m = json.loads(line)
+    if m["item"] == "hang":
+        time.sleep(3600)
+    time.sleep(per)
+    if m["item"] == "bad":
+        print(json.dumps({"id": m["id"], "error": "bad item"}), flush=True)
+    else:
+        print(json.dumps({"id": m["id"], "ok": True, "result": m["item"] + "!"}), flush=True)
+`
+
+func needPython(t *testing.T) string {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	return py
+}
+
+// jobFixture is a dev cluster with the test worker and a world-readable
+// scratch dir.
+type jobFixture struct {
+	*cluster
+	worker string
+	py     string
+}
+
+func newJobFixture(t *testing.T) *jobFixture {
+	py := needPython(t)
+	c := startCluster(t)
+	w := filepath.Join(c.dir, "worker.py")
+	if err := os.WriteFile(w, []byte(testWorker), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &jobFixture{cluster: c, worker: w, py: py}
+}
+
+func (f *jobFixture) items(t *testing.T, name string, items []string) string {
+	p := filepath.Join(f.dir, name)
+	if err := os.WriteFile(p, []byte(strings.Join(items, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// submit submits a job of the test worker and returns its id.
+func (f *jobFixture) submit(t *testing.T, input string, initSec, perSec float64, extra ...string) string {
+	t.Helper()
+	args := append([]string{"submit", "--process-executable", f.py,
+		"--process-executable-args", fmt.Sprintf("%s %g %g", f.worker, initSec, perSec),
+		"--process-memory-size", "2G", "--input-file", input, "--log-directory", filepath.Join(f.dir, "logs")}, extra...)
+	out, errs, code := f.ducc(args...)
+	if code != 0 {
+		t.Fatalf("submit: exit %d: %s %s", code, out, errs)
+	}
+	fields := strings.Fields(out)
+	if len(fields) < 2 || fields[0] != "Job" {
+		t.Fatalf("submit printed %q", out)
+	}
+	return fields[1]
+}
+
+func (f *jobFixture) waitEnd(t *testing.T, id string, d time.Duration) wire.WorkInfo {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		w := f.show(id)
+		if w.Ended {
+			return w
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	w := f.show(id)
+	t.Fatalf("job %s did not end in %s: %s %s %+v", id, d, w.State, w.Reason, w.Job)
+	return w
+}
+
+func (f *jobFixture) results(t *testing.T, id string, flags ...string) []wire.ItemResult {
+	t.Helper()
+	out, errs, code := f.ducc(append([]string{"results", id}, flags...)...)
+	if code != 0 {
+		t.Fatalf("results: exit %d: %s", code, errs)
+	}
+	var rs []wire.ItemResult
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var r wire.ItemResult
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("results line %q: %v", sc.Text(), err)
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+func seqItems(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = "item-" + strconv.Itoa(i)
+	}
+	return out
+}
+
+func TestJob10000Items(t *testing.T) {
+	f := newJobFixture(t)
+	input := f.items(t, "items", seqItems(10_000))
+	id := f.submit(t, input, 0, 0)
+	w := f.waitEnd(t, id, 90*time.Second)
+	if w.Completion != "EndOfJob" || w.Job.Done != 10_000 || w.Job.Failed != 0 {
+		t.Fatalf("job ended %s: %+v", w.Completion, w.Job)
+	}
+	rs := f.results(t, id)
+	if len(rs) != 10_000 {
+		t.Fatalf("%d results, want 10000", len(rs))
+	}
+	seen := map[int]bool{}
+	for _, r := range rs {
+		if !r.OK || seen[r.Index] || r.Result != "item-"+strconv.Itoa(r.Index)+"!" {
+			t.Fatalf("bad result %+v", r)
+		}
+		seen[r.Index] = true
+	}
+	// `ducc wait` exits 0 only for EndOfJob.
+	if _, errs, code := f.ducc("wait", id); code != 0 {
+		t.Errorf("wait: exit %d: %s", code, errs)
+	}
+}
+
+func TestJobFailingItem(t *testing.T) {
+	f := newJobFixture(t)
+	items := seqItems(20)
+	items[7] = "bad"
+	id := f.submit(t, f.items(t, "items", items), 0, 0, "--max-item-retries", "1")
+	w := f.waitEnd(t, id, 60*time.Second)
+	if w.Completion != "Error" || w.Job.Done != 19 || w.Job.Failed != 1 || w.Job.Retried != 1 {
+		t.Fatalf("job ended %s %q: %+v", w.Completion, w.Reason, w.Job)
+	}
+	failed := f.results(t, id, "--failed")
+	if len(failed) != 1 || failed[0].Item != "bad" || failed[0].Error != "bad item" || failed[0].Attempts != 2 {
+		t.Fatalf("failed results %+v", failed)
+	}
+	if _, _, code := f.ducc("wait", id); code != 1 {
+		t.Errorf("wait on a job that ended Error: exit %d, want 1", code)
+	}
+}
+
+func TestJobWorkerKilledItemsRerun(t *testing.T) {
+	f := newJobFixture(t)
+	id := f.submit(t, f.items(t, "items", seqItems(300)), 0, 0.02, "--process-pipeline-count", "2")
+	// Wait for a job process with some items done, then kill -9 it.
+	var victim int
+	deadline := time.Now().Add(30 * time.Second)
+	for victim == 0 && time.Now().Before(deadline) {
+		w := f.show(id)
+		for _, p := range w.Procs {
+			if p.State == "Running" && p.Done > 5 && p.PID > 0 {
+				victim = p.PID
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if victim == 0 {
+		t.Fatalf("no running job process: %+v", f.show(id))
+	}
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	w := f.waitEnd(t, id, 90*time.Second)
+	if w.Completion != "EndOfJob" || w.Job.Done != 300 || w.Job.Failed != 0 {
+		t.Fatalf("job ended %s %q: %+v", w.Completion, w.Reason, w.Job)
+	}
+	if w.Job.Preempted == 0 {
+		t.Errorf("no item was re-queued after the kill: %+v", w.Job)
+	}
+	if rs := f.results(t, id); len(rs) != 300 {
+		t.Errorf("%d results, want 300", len(rs))
+	}
+}
+
+func TestJobInitTimeout(t *testing.T) {
+	f := newJobFixture(t)
+	id := f.submit(t, f.items(t, "items", seqItems(5)), 30, 0, "--process-initialization-time-max", "2s")
+	w := f.waitEnd(t, id, 30*time.Second)
+	if w.Completion != "ProcessInitializationFailure" || !strings.Contains(w.Reason, "did not initialize within 2s") {
+		t.Fatalf("job ended %s: %q", w.Completion, w.Reason)
+	}
+}
+
+func TestJobItemTimeout(t *testing.T) {
+	f := newJobFixture(t)
+	items := seqItems(6)
+	items[2] = "hang"
+	id := f.submit(t, f.items(t, "items", items), 0, 0, "--process-per-item-time-max", "2s")
+	w := f.waitEnd(t, id, 60*time.Second)
+	if w.Completion != "Error" || w.Job.Failed != 1 || w.Job.Done != 5 {
+		t.Fatalf("job ended %s %q: %+v", w.Completion, w.Reason, w.Job)
+	}
+	failed := f.results(t, id, "--failed")
+	if len(failed) != 1 || failed[0].Item != "hang" || !strings.Contains(failed[0].Error, "timed out after 2s") {
+		t.Fatalf("failed results %+v", failed)
+	}
+}
+
+func TestJobCancel(t *testing.T) {
+	f := newJobFixture(t)
+	id := f.submit(t, f.items(t, "items", seqItems(1000)), 0, 0.05)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if w := f.show(id); w.Job != nil && w.Job.Done > 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, errs, code := f.ducc("cancel", id); code != 0 {
+		t.Fatalf("cancel: %s", errs)
+	}
+	w := f.waitEnd(t, id, 30*time.Second)
+	if w.Completion != "CanceledByUser" {
+		t.Fatalf("completion %s", w.Completion)
+	}
+	for _, p := range w.Procs {
+		if p.PID > 0 && syscall.Kill(p.PID, 0) == nil {
+			// Give the stop a moment: the job ends when its processes are gone.
+			t.Errorf("process %s (pid %d) still alive after the job was canceled", p.ID, p.PID)
+		}
+	}
+}
+
+func TestJobBadSpec(t *testing.T) {
+	f := newJobFixture(t)
+	input := f.items(t, "items", seqItems(3))
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown class", []string{"--scheduling-class", "hgih"}, `unknown class "hgih"`},
+		{"reserve class", []string{"--scheduling-class", "reserve"}, "jobs need a FAIR_SHARE or FIXED_SHARE class"},
+		{"too big", []string{"--process-memory-size", "64G"}, "no node can hold 64 GiB"},
+		{"bad protocol", []string{"--worker-protocol", "carrier-pigeon"}, "worker_protocol"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"submit", "--process-executable", f.py, "--input-file", input}, tc.args...)
+			_, errs, code := f.ducc(args...)
+			if code != 2 || !strings.Contains(errs, tc.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, errs, tc.want)
+			}
+		})
+	}
+}
