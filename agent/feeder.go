@@ -73,7 +73,14 @@ func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time,
 	go a.readWorker(ctx, out, logPath, events)
 
 	pipelines := max(spec.Pipelines, 1)
-	target := 2 * pipelines
+	// target is how many items the feeder holds (in the worker and
+	// buffered). It starts at the pipeline count and doubles only while
+	// the worker sits idle waiting for items for a noticeable part of an
+	// item's time, so slow items stay spread over the job's processes and
+	// fast ones are not throttled by the round trip to the head.
+	target := pipelines
+	var emptySince time.Time
+	var itemTime time.Duration // moving average
 	var (
 		ready, readySent, release, starved, calling bool
 		initMS                                      int64
@@ -150,11 +157,16 @@ func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time,
 			case ev.outcome != nil:
 				o := *ev.outcome
 				if t, ok := outstanding[o.Index]; ok {
-					o.Millis = time.Since(t).Milliseconds()
+					d := time.Since(t)
+					o.Millis = d.Milliseconds()
+					itemTime = (itemTime*7 + d) / 8
 					delete(outstanding, o.Index)
 				}
 				outcomes = append(outcomes, o)
 				write()
+				if len(buffer) == 0 && emptySince.IsZero() {
+					emptySince = time.Now()
+				}
 			}
 		case r := <-replies:
 			calling = false
@@ -173,8 +185,11 @@ func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time,
 			backoff = 0
 			release = r.rep.Release
 			starved = len(r.rep.Items) == 0
-			if len(r.rep.Items) == r.want && r.want > 0 && target < maxPrefetch {
-				target = min(2*target, maxPrefetch)
+			if len(r.rep.Items) > 0 && !emptySince.IsZero() {
+				if idle := time.Since(emptySince); idle > itemTime/10 && target < maxPrefetch {
+					target = min(2*target, maxPrefetch)
+				}
+				emptySince = time.Time{}
 			}
 			buffer = append(buffer, r.rep.Items...)
 			write()

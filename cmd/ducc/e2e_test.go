@@ -48,16 +48,19 @@ type cluster struct {
 	sock string
 	cmd  *exec.Cmd
 	log  *os.File
+	args []string // extra agent flags
 }
 
-func startCluster(t testing.TB) *cluster {
+func startCluster(t testing.TB, agentArgs ...string) *cluster {
 	t.Helper()
 	dir := t.TempDir()
 	// Log directories must be reachable by other users (e.g. the test user).
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	c := &cluster{t: t, dir: dir, sock: filepath.Join(dir, "data", "ducc.sock")}
+	c := &cluster{t: t, dir: dir, sock: filepath.Join(dir, "data", "ducc.sock"), args: agentArgs}
 	c.start()
 	t.Cleanup(func() {
 		c.stop()
@@ -74,7 +77,7 @@ func (c *cluster) start() {
 		c.t.Fatal(err)
 	}
 	c.log = lf
-	c.cmd = exec.Command(duccBin, "agent", "--dev", "--data-dir", filepath.Join(c.dir, "data"), "--memory", "16G", "--node", "n1")
+	c.cmd = exec.Command(duccBin, append([]string{"agent", "--dev", "--data-dir", filepath.Join(c.dir, "data"), "--memory", "16G", "--node", "n1"}, c.args...)...)
 	c.cmd.Stdout, c.cmd.Stderr = lf, lf
 	if err := c.cmd.Start(); err != nil {
 		c.t.Fatal(err)

@@ -36,6 +36,10 @@ for line in sys.stdin:
 
 func needPython(t *testing.T) string {
 	t.Helper()
+	// The system python: other users may not enter root's home (pyenv).
+	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+		return "/usr/bin/python3"
+	}
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("python3 is not installed")
@@ -51,9 +55,9 @@ type jobFixture struct {
 	py     string
 }
 
-func newJobFixture(t *testing.T) *jobFixture {
+func newJobFixture(t *testing.T, agentArgs ...string) *jobFixture {
 	py := needPython(t)
-	c := startCluster(t)
+	c := startCluster(t, agentArgs...)
 	w := filepath.Join(c.dir, "worker.py")
 	if err := os.WriteFile(w, []byte(testWorker), 0o644); err != nil {
 		t.Fatal(err)
@@ -275,3 +279,86 @@ func TestJobBadSpec(t *testing.T) {
 		})
 	}
 }
+
+// procsOf counts a job's live processes.
+func procsOf(w wire.WorkInfo) int {
+	n := 0
+	for _, p := range w.Procs {
+		if p.State == "Running" || p.State == "Initializing" || p.State == "Starting" {
+			n++
+		}
+	}
+	return n
+}
+
+func TestJobFairShareAndPreemption(t *testing.T) {
+	if !isRoot() {
+		t.Skip("needs root to create users")
+	}
+	ensureUser(t, "ducc-e2e")
+	ensureUser(t, "ducc-e2e2")
+	// Prediction off: these jobs are short enough that the RM would
+	// rightly not expand them (SPEC §4 step 1), and this test is about
+	// shares.
+	cfg := filepath.Join(t.TempDir(), "ducc.yaml")
+	if err := os.WriteFile(cfg, []byte(fairConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := newJobFixture(t, "--config", cfg)
+	input := f.items(t, "items", seqItems(400))
+	// 16 GiB node, 2 GiB per process: 8 processes in all.
+	a := f.submit(t, input, 0, 0.25, "--as", "ducc-e2e")
+	b := f.submit(t, input, 0, 0.25, "--as", "ducc-e2e2")
+
+	// Two users in one class split the node evenly within a few cycles.
+	deadline := time.Now().Add(30 * time.Second)
+	var wa, wb wire.WorkInfo
+	for time.Now().Before(deadline) {
+		wa, wb = f.show(a), f.show(b)
+		if procsOf(wa) == 4 && procsOf(wb) == 4 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if procsOf(wa) != 4 || procsOf(wb) != 4 {
+		t.Fatalf("processes after 30s: %d and %d, want 4 and 4\n%+v\n%+v", procsOf(wa), procsOf(wb), wa, wb)
+	}
+
+	// A job of a class with twice the weight takes its share by preemption.
+	hi := f.submit(t, input, 0, 0.25, "--as", "ducc-e2e", "--scheduling-class", "high")
+	deadline = time.Now().Add(45 * time.Second)
+	var wh wire.WorkInfo
+	for time.Now().Before(deadline) {
+		wh = f.show(hi)
+		if procsOf(wh) >= 4 {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if procsOf(wh) < 4 {
+		t.Fatalf("high-weight job has %d processes after 45s, want at least 4 (reason %q)", procsOf(wh), wh.Reason)
+	}
+	preempted := 0
+	for _, id := range []string{a, b, hi} {
+		w := f.waitEnd(t, id, 3*time.Minute)
+		if w.Completion != "EndOfJob" || w.Job.Failed != 0 || w.Job.Done != 400 {
+			t.Errorf("job %s ended %s %q: %+v", id, w.Completion, w.Reason, w.Job)
+		}
+		preempted += w.Job.Preempted
+	}
+	if preempted == 0 {
+		t.Errorf("no item was re-queued by preemption")
+	}
+}
+
+const fairConfig = `scheduler:
+  share_quantum: 1G
+  preemption: {interval: 1s, kill_wait: 2s}
+  nodepools:
+    - {name: default, nodes: "*"}
+  classes:
+    - {name: normal, policy: FAIR_SHARE, priority: 10, weight: 100, nodepool: default, default: true, use_prediction: false}
+    - {name: high,   policy: FAIR_SHARE, priority: 10, weight: 200, nodepool: default, use_prediction: false}
+    - {name: fixed,  policy: FIXED_SHARE, priority: 5, nodepool: default, default: true}
+    - {name: reserve, policy: RESERVE, priority: 1, nodepool: default, default: true}
+`

@@ -5,7 +5,12 @@
 # each input line {"id": ..., "item": "..."} answer one line
 # {"id": ..., "ok": true, "result": ...} (or {"id": ..., "error": "..."}).
 # Answers must be flushed at once: ducc keeps several items outstanding.
-exec awk '
+
+# mawk reads its input in blocks unless told otherwise, which would stall a
+# stream worker: ask it to read line by line.
+interactive=
+if awk -W version 2>/dev/null | grep -q mawk; then interactive="-W interactive"; fi
+exec awk $interactive '
 # field returns the raw JSON value of key `name` in `line`: a string with
 # its quotes (escapes kept) or a bare token such as a number.
 function field(line, name,    i, rest, c, out, j, esc) {
