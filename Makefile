@@ -28,8 +28,13 @@ vet:
 staticcheck:
 	staticcheck ./...
 
+# Micro benchmarks, then the end-to-end ones against a dev cluster.
 bench: build
-	$(GO) test -run XXX -bench . -benchtime 2s ./head/rm/ ./wire/ ./proc/ ./cmd/ducc/
+	$(GO) test -run XXX -bench . -benchtime 3x ./head/rm/
+	$(GO) test -run XXX -bench . ./wire/
+	$(GO) test -run XXX -bench . -benchtime 30x ./proc/
+	$(GO) test -run XXX -bench RunTrue -benchtime 40x ./cmd/ducc/
+	$(GO) test -run XXX -bench Job -benchtime 1x ./cmd/ducc/
 
 fuzz:
 	for f in $$($(GO) test -list 'Fuzz.*' ./wire/ | grep ^Fuzz); do \

@@ -34,7 +34,7 @@ for line in sys.stdin:
         print(json.dumps({"id": m["id"], "ok": True, "result": m["item"] + "!"}), flush=True)
 `
 
-func needPython(t *testing.T) string {
+func needPython(t testing.TB) string {
 	t.Helper()
 	// The system python: other users may not enter root's home (pyenv).
 	if _, err := os.Stat("/usr/bin/python3"); err == nil {
@@ -90,7 +90,7 @@ func (f *jobFixture) submit(t *testing.T, input string, initSec, perSec float64,
 	return fields[1]
 }
 
-func (f *jobFixture) waitEnd(t *testing.T, id string, d time.Duration) wire.WorkInfo {
+func (f *jobFixture) waitEnd(t testing.TB, id string, d time.Duration) wire.WorkInfo {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {

@@ -273,3 +273,35 @@ func TestSpecPropertiesSyntax(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecExamples keeps the shipped examples valid.
+func TestSpecExamples(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/*/*.yaml")
+	props, _ := filepath.Glob("../../examples/*/*.properties")
+	files = append(files, props...)
+	if len(files) < 5 {
+		t.Fatalf("found only %d example specs", len(files))
+	}
+	for _, f := range files {
+		raw, err := parseSpecFile(f)
+		if err != nil {
+			t.Errorf("%v", err)
+			continue
+		}
+		jr, err := buildJob(raw, "/")
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if strings.HasPrefix(jr.spec.Executable, "/") {
+			if _, err := os.Stat(jr.spec.Executable); err != nil {
+				t.Errorf("%s: worker %s: %v", f, jr.spec.Executable, err)
+			}
+		}
+		if jr.inputFile != "" {
+			if _, err := os.Stat(jr.inputFile); err != nil {
+				t.Errorf("%s: input: %v", f, err)
+			}
+		}
+	}
+}

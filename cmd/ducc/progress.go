@@ -169,7 +169,10 @@ func jobEnd(out io.Writer, info *wire.WorkInfo, json bool) error {
 		msg += ": " + info.Reason
 	}
 	if s := info.Job; s != nil && s.Failed > 0 {
-		msg += fmt.Sprintf(" (%d of %d items failed; see 'ducc results %d --failed')", s.Failed, s.Total, info.ID)
+		if info.Reason == "" {
+			msg += fmt.Sprintf(": %d of %d items failed", s.Failed, s.Total)
+		}
+		msg += fmt.Sprintf("; see 'ducc results %d --failed'", info.ID)
 	}
 	return &exitError{code: exitFailed, msg: msg}
 }
@@ -276,7 +279,11 @@ func finalLine(info *wire.WorkInfo) string {
 		line += fmt.Sprintf(": %d/%d done, %s", s.Done, s.Total, plural(s.Failed, "error"))
 		if info.StartedAt > 0 && info.EndedAt > info.StartedAt {
 			d := time.Duration(info.EndedAt-info.StartedAt) * time.Millisecond
-			line += fmt.Sprintf(" in %s", d.Round(100*time.Millisecond))
+			r := 100 * time.Millisecond
+			if d < time.Second {
+				r = time.Millisecond
+			}
+			line += fmt.Sprintf(" in %s", d.Round(r))
 			if d > 0 && s.Done > 0 {
 				line += fmt.Sprintf(" (%.0f items/s)", float64(s.Done)/d.Seconds())
 			}

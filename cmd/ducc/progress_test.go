@@ -88,7 +88,7 @@ func TestProgressWaitJob(t *testing.T) {
 			name:    "items failed",
 			steps:   []wire.WorkInfo{running(3, 0, 1), ended("Error", "", 9, 1)},
 			wantOut: []string{"job 17 Error: 9/10 done, 1 error"},
-			wantErr: "job 17 ended Error (1 of 10 items failed; see 'ducc results 17 --failed')",
+			wantErr: "job 17 ended Error: 1 of 10 items failed; see 'ducc results 17 --failed'",
 		},
 		{
 			name:    "process failures",
