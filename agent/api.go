@@ -127,6 +127,8 @@ var requestTypes = map[string]func() (req, resp any){
 	wire.MethodSubmit:  func() (any, any) { return &wire.SubmitJobRequest{}, &wire.SubmitReply{} },
 	wire.MethodItems:   func() (any, any) { return &wire.ItemsRequest{}, &wire.Empty{} },
 	wire.MethodResults: func() (any, any) { return &wire.ResultsRequest{}, &wire.ResultsReply{} },
+	wire.MethodClasses: func() (any, any) { return &wire.Empty{}, &wire.ClassList{} },
+	wire.MethodReserve: func() (any, any) { return &wire.ReserveRequest{}, &wire.SubmitReply{} },
 }
 
 // maxAPIBody bounds a local API request.

@@ -81,6 +81,14 @@ func (h *Head) Handle(ctx context.Context, from peer.ID, req *wire.Request) (any
 			return nil, err
 		}
 		return h.exchange(ctx, r)
+	case wire.MethodClasses:
+		return h.classes(), nil
+	case wire.MethodReserve:
+		var r wire.ReserveRequest
+		if err := decode(req, &r); err != nil {
+			return nil, err
+		}
+		return h.reserve(ctx, req.Caller, r)
 	case wire.MethodReport:
 		var r wire.Report
 		if err := decode(req, &r); err != nil {
@@ -122,6 +130,9 @@ func (h *Head) run(ctx context.Context, c wire.Caller, r wire.RunRequest) (wire.
 	}
 	quantum := sc.Quantum(class.Nodepool)
 	if err := h.fitsSomeNode(mem, quantum); err != nil {
+		return wire.SubmitReply{}, err
+	}
+	if err := h.checkSubmit(c, class.Name, mem); err != nil {
 		return wire.SubmitReply{}, err
 	}
 	w := &state.Work{

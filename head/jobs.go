@@ -42,6 +42,9 @@ func (h *Head) submitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobReq
 	if err := checkItems(r.Items); err != nil {
 		return wire.SubmitReply{}, err
 	}
+	if err := h.checkSubmit(c, class.Name, s.Memory); err != nil {
+		return wire.SubmitReply{}, err
+	}
 	if len(s.ServiceDependency) > 0 {
 		return wire.SubmitReply{}, wire.Errorf(codeUsage, "service_dependency %s: services are not built yet, so no endpoint is registered (ServicesUnavailable)", strings.Join(s.ServiceDependency, ", "))
 	}

@@ -1,6 +1,7 @@
 package head
 
 import (
+	"sync"
 	"time"
 
 	"github.com/ducc-project/ducc/head/jd"
@@ -15,6 +16,7 @@ import (
 // stops and pending reasons. It keeps the scheduler's Carry between cycles
 // (a new head starts with a fresh one, which rm treats as a restart).
 type policy struct {
+	mu    sync.Mutex // guards last
 	cfg   *rm.Config
 	jd    *jd.Driver
 	carry rm.Carry
@@ -70,7 +72,9 @@ func (p *policy) Schedule(now time.Time, nodes []orch.Node, active []*state.Work
 	}
 	plan := rm.Schedule(in)
 	p.carry = plan.Carry
+	p.mu.Lock()
 	p.last = plan.Classes
+	p.mu.Unlock()
 	out := orch.Plan{Pending: make(map[uint64]string, len(plan.Pending))}
 	canceling := map[uint64]bool{}
 	for _, w := range active {
@@ -121,4 +125,11 @@ func (p *policy) jobDemand(w *state.Work, rw *rm.Work) bool {
 		rw.MeanItemTime = time.Duration(j.MSSum/float64(j.Done)) * time.Millisecond
 	}
 	return true
+}
+
+// lastClasses returns the per-class usage of the last cycle.
+func (p *policy) lastClasses() []rm.ClassUsage {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
 }

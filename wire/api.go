@@ -177,3 +177,39 @@ type Report struct {
 	Node  string       `cbor:"1,keyasint" json:"node"`
 	Procs []ProcStatus `cbor:"2,keyasint" json:"procs"`
 }
+
+// Methods of the Resource Manager's user interface.
+const (
+	MethodClasses = "classes" // Empty → ClassList
+	MethodReserve = "reserve" // ReserveRequest → SubmitReply
+)
+
+// ClassInfo is a scheduling class with its live demand and allocation.
+type ClassInfo struct {
+	Name       string `cbor:"1,keyasint" json:"name"`
+	Policy     string `cbor:"2,keyasint" json:"policy"`
+	Priority   int    `cbor:"3,keyasint" json:"priority"`
+	Weight     int    `cbor:"4,keyasint,omitempty" json:"weight,omitempty"`
+	Pool       string `cbor:"5,keyasint" json:"nodepool"`
+	Quantum    int64  `cbor:"6,keyasint" json:"quantum"`
+	Guaranteed int64  `cbor:"7,keyasint,omitempty" json:"guaranteed,omitempty"`
+	Max        int64  `cbor:"8,keyasint,omitempty" json:"max,omitempty"`
+	Default    bool   `cbor:"9,keyasint,omitempty" json:"default,omitempty"`
+	Works      int    `cbor:"10,keyasint" json:"works"`
+	Demand     int64  `cbor:"11,keyasint" json:"demand"`
+	FairShare  int64  `cbor:"12,keyasint,omitempty" json:"fair_share,omitempty"`
+	Allocated  int64  `cbor:"13,keyasint" json:"allocated"`
+}
+
+// ClassList lists classes in config order.
+type ClassList struct {
+	Classes []ClassInfo `cbor:"1,keyasint" json:"classes"`
+}
+
+// ReserveRequest asks for a whole machine of a given memory size.
+type ReserveRequest struct {
+	Memory      int64    `cbor:"1,keyasint" json:"memory"`
+	Class       string   `cbor:"2,keyasint,omitempty" json:"class,omitempty"`
+	Description string   `cbor:"3,keyasint,omitempty" json:"description,omitempty"`
+	MachineList []string `cbor:"4,keyasint,omitempty" json:"machine_list,omitempty"`
+}

@@ -459,6 +459,7 @@ func buildJob(raw rawSpec, cwd string) (*jobRequest, error) {
 	if sp.WorkingDirectory == "" {
 		sp.WorkingDirectory = cwd
 	}
+	sp.Environment = dedupEnv(sp.Environment)
 	if jr.inputFile != "" && jr.haveItems {
 		return nil, errors.New("both input_file and input_items are given: keep one")
 	}
@@ -727,4 +728,24 @@ func splitShell(s string) ([]string, error) {
 		out = append(out, cur.String())
 	}
 	return out, nil
+}
+
+// dedupEnv keeps one entry per name: the last one given, in the place of
+// the first (so that flags override the file).
+func dedupEnv(env []string) []string {
+	if len(env) < 2 {
+		return env
+	}
+	pos := map[string]int{}
+	out := make([]string, 0, len(env))
+	for _, e := range env {
+		name, _, _ := strings.Cut(e, "=")
+		if i, ok := pos[name]; ok {
+			out[i] = e
+			continue
+		}
+		pos[name] = len(out)
+		out = append(out, e)
+	}
+	return out
 }

@@ -104,6 +104,9 @@ Start a one-node dev cluster with 'ducc agent --dev', then try 'ducc run -- echo
 		newVersionCmd(g),
 		newSubmitCmd(g),
 		newResultsCmd(g),
+		newClassesCmd(g),
+		newReserveCmd(g),
+		newUnreserveCmd(g),
 		&cobra.Command{Use: "shim", Hidden: true, Short: "process shim (internal)", Run: func(*cobra.Command, []string) {}},
 		&cobra.Command{Use: "exec-worker", Hidden: true, Short: "exec-protocol job worker (internal)", Run: func(*cobra.Command, []string) {}},
 	)
@@ -117,11 +120,8 @@ func notBuilt() []*cobra.Command {
 	type nb struct{ use, short, issue string }
 	var out []*cobra.Command
 	for _, c := range []nb{
-		{"reserve", "reserve a whole machine", "Resource Manager"},
-		{"unreserve", "release a reservation", "Resource Manager"},
 		{"services", "register and manage services", "Service Manager"},
-		{"classes", "list scheduling classes", "Resource Manager"},
-		{"admin", "administer nodes and configuration", "Resource Manager"},
+		{"admin", "administer nodes and configuration (vary-off, vary-on, quiesce, reconfigure)", "Resource Manager"},
 	} {
 		c := c
 		out = append(out, &cobra.Command{

@@ -243,7 +243,7 @@ func summary(info *wire.WorkInfo, rate float64) string {
 	}
 	fmt.Fprintf(&b, "%d/%d done, %s, %s", s.Done, s.Total, plural(s.Failed, "error"), plural(s.Processes, "process"))
 	if !info.Ended {
-		fmt.Fprintf(&b, ", %.0f items/s", rate)
+		fmt.Fprintf(&b, ", %s items/s", humanRate(rate))
 		if info.State != "Running" {
 			fmt.Fprintf(&b, " (%s)", stateText(info))
 		}
@@ -285,7 +285,7 @@ func finalLine(info *wire.WorkInfo) string {
 			}
 			line += fmt.Sprintf(" in %s", d.Round(r))
 			if d > 0 && s.Done > 0 {
-				line += fmt.Sprintf(" (%.0f items/s)", float64(s.Done)/d.Seconds())
+				line += fmt.Sprintf(" (%s items/s)", humanRate(float64(s.Done)/d.Seconds()))
 			}
 		}
 	}

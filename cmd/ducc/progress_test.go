@@ -81,7 +81,7 @@ func TestProgressWaitJob(t *testing.T) {
 				"job 17: WaitingForResources: no node has 64 GiB free\n",
 				"job 17: 0/10 done, 0 errors, 2 processes",
 				"job 17: 5/10 done, 1 error, 4 processes",
-				"job 17 EndOfJob: 10/10 done, 0 errors in 2s (5 items/s)\n",
+				"job 17 EndOfJob: 10/10 done, 0 errors in 2s (5.0 items/s)\n",
 			},
 		},
 		{
@@ -219,7 +219,7 @@ func TestProgressBarLine(t *testing.T) {
 	v.update(&wire.WorkInfo{ID: 17, State: "Running", Job: &wire.JobStats{Total: 2, Done: 1}}, r, time.Now())
 	fin := ended("EndOfJob", "", 10, 0)
 	v.finish(&fin, r, time.Now())
-	if s := buf.String(); !strings.HasPrefix(s, "\rjob 17 [") || !strings.HasSuffix(s, "\r\x1b[Kjob 17 EndOfJob: 10/10 done, 0 errors in 2s (5 items/s)\n") {
+	if s := buf.String(); !strings.HasPrefix(s, "\rjob 17 [") || !strings.HasSuffix(s, "\r\x1b[Kjob 17 EndOfJob: 10/10 done, 0 errors in 2s (5.0 items/s)\n") {
 		t.Fatalf("bar output %q", s)
 	}
 }

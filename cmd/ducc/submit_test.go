@@ -325,9 +325,9 @@ func TestSubmitCommand(t *testing.T) {
 					t.Errorf("spec %+v", sp)
 				}
 			}},
-		{name: "flags override the file", args: []string{spec, "--process-memory-size", "256M", "--input-file", itemsFile, "--environment", "B=2 C=3", "--scheduling-class", "low"}, out: "Job 17 submitted\n", count: 3,
+		{name: "flags override the file", args: []string{spec, "--process-memory-size", "256M", "--input-file", itemsFile, "--environment", "B=2 C=3", "--env", "A=9", "--scheduling-class", "low"}, out: "Job 17 submitted\n", count: 3,
 			check: func(t *testing.T, sp wire.JobSpec) {
-				if sp.Memory != 256<<20 || sp.Class != "low" || fmt.Sprint(sp.Environment) != "[A=1 B=2 C=3]" {
+				if sp.Memory != 256<<20 || sp.Class != "low" || fmt.Sprint(sp.Environment) != "[A=9 B=2 C=3]" {
 					t.Errorf("spec %+v", sp)
 				}
 			}},

@@ -39,8 +39,8 @@ func (o *Orchestrator) desired(node string) wire.DesiredState {
 	o.cfg.FSM.View(func(v *state.View) {
 		for _, w := range v.All() {
 			for _, p := range w.Procs {
-				if p.Node != node || p.Ended() {
-					continue
+				if p.Node != node || p.Ended() || w.Kind == state.KindReservation {
+					continue // reservations hold a node; nothing runs for them
 				}
 				ds.Procs = append(ds.Procs, procSpec(w, p, o.cfg.Grace))
 			}

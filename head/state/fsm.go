@@ -199,6 +199,11 @@ func (f *FSM) assign(c *Command) Result {
 	if w.State == StateWaitingForResources || w.State == StateReceived {
 		w.State = StateAssigned
 	}
+	if w.Kind == KindReservation {
+		// A reservation holds the machine; nothing is started on it.
+		p.State, p.StartedAt = wire.ProcRunning, c.Time
+		w.State, w.StartedAt = StateRunning, c.Time
+	}
 	return Result{ID: w.ID, ProcID: p.ID}
 }
 
@@ -309,6 +314,11 @@ func (f *FSM) cancel(c *Command) Result {
 		return Result{ID: w.ID}
 	}
 	w.Canceling, w.CancelBy = true, c.By
+	if w.Kind == KindReservation {
+		for _, p := range w.Live() {
+			p.State, p.EndedAt, p.Reason = wire.ProcExited, c.Time, "released"
+		}
+	}
 	live := w.Live()
 	for _, p := range live {
 		p.Stop, p.StopReason = true, "canceled by "+c.By

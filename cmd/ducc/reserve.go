@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/wire"
+)
+
+func newClassesCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "classes",
+		Short: "list scheduling classes with their live demand and allocation",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var list wire.ClassList
+			if err := newClient(g).call(cmd.Context(), wire.MethodClasses, wire.Empty{}, &list); err != nil {
+				return err
+			}
+			if g.json {
+				return printJSON(cmd.OutOrStdout(), list)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tPOLICY\tPRIORITY\tWEIGHT\tPOOL\tQUANTUM\tGUARANTEED\tMAX\tWORK\tDEMAND\tFAIR SHARE\tALLOCATED")
+			for _, c := range list.Classes {
+				name := c.Name
+				if c.Default {
+					name += "*"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", name, c.Policy, c.Priority,
+					orDash(c.Weight), c.Pool, rm.FormatSize(c.Quantum), sizeOrDash(c.Guaranteed), sizeOrDash(c.Max),
+					c.Works, rm.FormatSize(c.Demand), sizeOrDash(c.FairShare), rm.FormatSize(c.Allocated))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "(* = default class of its policy)")
+			return nil
+		},
+	}
+}
+
+func orDash(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
+}
+
+func sizeOrDash(n int64) string {
+	if n == 0 {
+		return "-"
+	}
+	return rm.FormatSize(n)
+}
+
+func newReserveCmd(g *globals) *cobra.Command {
+	var (
+		memory, class, desc string
+		wait                bool
+		machines            []string
+	)
+	cmd := &cobra.Command{
+		Use:   "reserve --memory SIZE",
+		Short: "reserve a whole machine of exactly that memory size",
+		Long: `Reserve a whole machine whose schedulable memory, in shares, is exactly the size asked
+for (never a bigger one). Nothing is started on it; it is yours until 'ducc unreserve ID'.
+Prints the id, and the node once it has one (--wait waits for it).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, err := rm.ParseSize(memory)
+			if err != nil || m <= 0 {
+				return usageErr("bad or missing --memory %q: write a size like 64G", memory)
+			}
+			c := newClient(g)
+			var rep wire.SubmitReply
+			if err := c.call(cmd.Context(), wire.MethodReserve, wire.ReserveRequest{Memory: m, Class: class, Description: desc, MachineList: machines}, &rep); err != nil {
+				return err
+			}
+			info, err := reservationState(cmd.Context(), c, rep.ID, wait)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return printJSON(cmd.OutOrStdout(), info)
+			}
+			switch {
+			case info.Ended:
+				return &exitError{code: exitFailed, msg: fmt.Sprintf("reservation %d ended %s: %s", rep.ID, info.Completion, info.Reason)}
+			case info.Node != "":
+				fmt.Fprintf(cmd.OutOrStdout(), "Reservation %d: node %s\n", rep.ID, info.Node)
+			default:
+				fmt.Fprintf(cmd.OutOrStdout(), "Reservation %d pending: %s\n", rep.ID, dash(info.Reason))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&memory, "memory", "", "memory size of the machine, e.g. 64G (required)")
+	f.StringVar(&class, "class", "", "RESERVE class (default: reserve)")
+	f.StringVar(&desc, "description", "", "free text")
+	f.BoolVar(&wait, "wait", false, "wait until a machine is reserved")
+	f.StringSliceVar(&machines, "machine", nil, "only these nodes")
+	return cmd
+}
+
+// reservationState waits briefly (or, with wait, until assigned) for the
+// scheduler's first decision about a reservation.
+func reservationState(ctx context.Context, c *client, id uint64, wait bool) (wire.WorkInfo, error) {
+	var info wire.WorkInfo
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		if err := c.call(ctx, wire.MethodWait, wire.WaitRequest{ID: id, State: "WaitingForResources", TimeoutMS: 1000}, &info); err != nil {
+			return info, err
+		}
+		if info.Node != "" || info.Ended || (!wait && time.Now().After(deadline)) {
+			return info, nil
+		}
+		if info.Reason == "" && !wait {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+func newUnreserveCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "unreserve ID...",
+		Short: "release reservations",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c := newClient(g)
+			for _, a := range args {
+				id, err := parseID(a)
+				if err != nil {
+					return err
+				}
+				var info wire.WorkInfo
+				if err := c.call(cmd.Context(), wire.MethodShow, wire.IDRequest{ID: id}, &info); err != nil {
+					return err
+				}
+				if info.Kind != "reservation" {
+					return usageErr("%d is a %s, not a reservation; use 'ducc cancel %d'", id, info.Kind, id)
+				}
+				if err := c.call(cmd.Context(), wire.MethodCancel, wire.CancelRequest{ID: id}, &info); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Reservation %d released\n", id)
+			}
+			return nil
+		},
+	}
+}

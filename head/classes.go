@@ -1,0 +1,117 @@
+package head
+
+import (
+	"context"
+	"fmt"
+	"os/user"
+	"strconv"
+	"strings"
+
+	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/wire"
+)
+
+// classes lists the classes with the last cycle's demand and allocation.
+func (h *Head) classes() wire.ClassList {
+	sc := h.cfg.Scheduler
+	usage := map[string]rm.ClassUsage{}
+	for _, u := range h.policy.lastClasses() {
+		usage[u.Name] = u
+	}
+	var out wire.ClassList
+	for _, c := range sc.Classes {
+		u := usage[c.Name]
+		out.Classes = append(out.Classes, wire.ClassInfo{
+			Name: c.Name, Policy: c.Policy, Priority: c.Priority, Weight: c.Weight, Pool: c.Nodepool,
+			Quantum: sc.Quantum(c.Nodepool), Guaranteed: c.Guaranteed.Bytes(), Max: c.Max.Bytes(), Default: c.Default,
+			Works: u.Works, Demand: u.Demand, FairShare: u.FairShare, Allocated: u.Allocated,
+		})
+	}
+	return out
+}
+
+// reserve admits a reservation: a whole machine of exactly the requested
+// size (SPEC §1, §4 RESERVE).
+func (h *Head) reserve(ctx context.Context, c wire.Caller, r wire.ReserveRequest) (wire.SubmitReply, error) {
+	sc := h.cfg.Scheduler
+	var class *rm.Class
+	var err error
+	if r.Class == "" {
+		class, err = sc.DefaultClass(rm.Reserve)
+	} else {
+		class, err = sc.Class(r.Class)
+	}
+	if err != nil {
+		return wire.SubmitReply{}, wire.Errorf(codeUsage, "%v", err)
+	}
+	if class.Policy != rm.Reserve {
+		return wire.SubmitReply{}, wire.Errorf(codeUsage, "class %q is %s; reservations need a RESERVE class (%s)",
+			class.Name, class.Policy, strings.Join(classesOf(sc, rm.Reserve), ", "))
+	}
+	if r.Memory <= 0 {
+		return wire.SubmitReply{}, wire.Errorf(codeUsage, "say how big a machine to reserve: --memory 64G")
+	}
+	if err := h.checkSubmit(c, class.Name, r.Memory); err != nil {
+		return wire.SubmitReply{}, err
+	}
+	w := &state.Work{
+		Kind: state.KindReservation, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
+		Class: class.Name, Memory: r.Memory, Description: r.Description, MachineList: r.MachineList,
+		State: state.StateWaitingForResources,
+	}
+	res, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdSubmit, Time: h.cfg.Now().UnixMilli(), Work: w})
+	if err != nil {
+		return wire.SubmitReply{}, err
+	}
+	if len(res) != 1 || res[0].Err != nil {
+		return wire.SubmitReply{}, fmt.Errorf("reserve: %v", res)
+	}
+	h.orch.Trigger()
+	h.log.Info("reservation submitted", "work", res[0].ID, "user", c.User, "memory", r.Memory)
+	return wire.SubmitReply{ID: res[0].ID}, nil
+}
+
+// checkSubmit applies the class's submit_acl and per-user/group limits
+// (SPEC §3) against what the caller already has in the class.
+func (h *Head) checkSubmit(c wire.Caller, class string, memory int64) error {
+	groups := groupNames(c.Groups)
+	usage := rm.Usage{Groups: map[string]rm.Tally{}}
+	h.cfg.FSM.View(func(v *state.View) {
+		for _, w := range v.Active() {
+			if w.Class != class {
+				continue
+			}
+			mem := w.Memory * int64(max(len(w.Live()), 1))
+			if w.User == c.User {
+				usage.User.Jobs++
+				usage.User.Memory += mem
+			}
+			for _, g := range groupNames(w.Groups) {
+				t := usage.Groups[g]
+				t.Jobs++
+				t.Memory += mem
+				usage.Groups[g] = t
+			}
+		}
+	})
+	if err := h.cfg.Scheduler.CheckSubmit(c.User, groups, class, memory, usage); err != nil {
+		return wire.Errorf(codeUsage, "%v", err)
+	}
+	return nil
+}
+
+// groupNames resolves group ids to names through the system's group
+// database; unknown ids are kept as numbers.
+func groupNames(gids []uint32) []string {
+	out := make([]string, 0, len(gids))
+	for _, g := range gids {
+		id := strconv.FormatUint(uint64(g), 10)
+		if gr, err := user.LookupGroupId(id); err == nil {
+			out = append(out, gr.Name)
+		} else {
+			out = append(out, id)
+		}
+	}
+	return out
+}
