@@ -1,0 +1,65 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ducc-project/ducc/wire"
+)
+
+func TestReserveAndClasses(t *testing.T) {
+	c := startCluster(t)
+	// The node has exactly 16 GiB: a 16G reservation gets it, an 8G one
+	// never does (no promotion to a bigger machine).
+	out, errs, code := c.ducc("reserve", "--memory", "16G", "--wait")
+	if code != 0 || !strings.Contains(out, "node n1") {
+		t.Fatalf("reserve 16G: exit %d %q %q", code, out, errs)
+	}
+	id := strings.TrimSuffix(strings.Fields(out)[1], ":")
+	out, _, code = c.ducc("reserve", "--memory", "8G")
+	if code != 0 || !strings.Contains(out, "pending") || !strings.Contains(out, "exactly 8 GiB") {
+		t.Fatalf("reserve 8G: exit %d %q", code, out)
+	}
+	// The reserved machine takes no other work; the reason says so.
+	run, _, _ := c.ducc("run", "--detach", "--", "true")
+	w := c.show(strings.TrimSpace(run))
+	if w.State != "WaitingForResources" || w.Reason == "" {
+		t.Errorf("run on a reserved node: %s %q", w.State, w.Reason)
+	}
+
+	out, _, code = c.ducc("classes", "--json")
+	var cl wire.ClassList
+	if code != 0 || json.Unmarshal([]byte(out), &cl) != nil {
+		t.Fatalf("classes: %d %s", code, out)
+	}
+	byName := map[string]wire.ClassInfo{}
+	for _, x := range cl.Classes {
+		byName[x.Name] = x
+	}
+	for _, name := range []string{"background", "low", "normal", "high", "urgent", "fixed", "reserve"} {
+		if _, ok := byName[name]; !ok {
+			t.Errorf("class %s missing from %s", name, out)
+		}
+	}
+	if r := byName["reserve"]; r.Allocated != 16<<30 || r.Policy != "RESERVE" {
+		t.Errorf("reserve class %+v", r)
+	}
+
+	// unreserve refuses other kinds, then releases; the run gets the node.
+	if _, errs, code := c.ducc("unreserve", strings.TrimSpace(run)); code != 2 || !strings.Contains(errs, "not a reservation") {
+		t.Errorf("unreserve of a managed reservation: %d %q", code, errs)
+	}
+	if _, errs, code := c.ducc("unreserve", id); code != 0 {
+		t.Fatalf("unreserve: %s", errs)
+	}
+	if _, errs, code := c.ducc("wait", strings.TrimSpace(run)); code != 0 {
+		t.Errorf("run after unreserve: exit %d %s", code, errs)
+	}
+	if w := c.show(id); w.Completion != "CanceledByUser" {
+		t.Errorf("released reservation: %+v", w)
+	}
+	if _, errs, code := c.ducc("reserve", "--memory", "8G", "--class", "fixed"); code != 2 || !strings.Contains(errs, "RESERVE class") {
+		t.Errorf("reserve in a fixed class: %d %q", code, errs)
+	}
+}
