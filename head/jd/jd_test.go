@@ -1,0 +1,168 @@
+package jd
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/wire"
+)
+
+type fsmApplier struct {
+	mu  sync.Mutex
+	f   *state.FSM
+	idx uint64
+}
+
+func (a *fsmApplier) Apply(_ context.Context, cmds ...state.Command) ([]state.Result, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	data, err := state.Encode(cmds...)
+	if err != nil {
+		return nil, err
+	}
+	a.idx++
+	res, _ := a.f.Apply(&raft.Log{Index: a.idx, Type: raft.LogCommand, Data: data}).([]state.Result)
+	return res, nil
+}
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+// setup makes a job of n items with two running processes, 1.1 and 1.2.
+func setup(t *testing.T, n int, spec wire.JobSpec) (*state.FSM, *fsmApplier, *clock) {
+	f := state.New()
+	app := &fsmApplier{f: f}
+	ctx := context.Background()
+	items := make([]state.Item, n)
+	for i := range items {
+		items[i].Data = "x"
+	}
+	state.FillDefaults(&spec)
+	if _, err := app.Apply(ctx, state.Command{Type: state.CmdSubmit, Time: 1, Last: true,
+		Work: &state.Work{Kind: state.KindJob, User: "u", Job: &state.Job{Spec: spec, Items: items}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"1.1", "1.2"} {
+		app.Apply(ctx, state.Command{Type: state.CmdAssign, Time: 2, WorkID: 1, Assign: &state.Assignment{Node: "n1", Shares: 1}})
+		app.Apply(ctx, state.Command{Type: state.CmdProc, Time: 3, Proc: &wire.ProcStatus{ID: id, WorkID: 1, State: wire.ProcRunning, PID: 9, StartedAt: 3}})
+	}
+	return f, app, &clock{t: time.Unix(1_800_000_000, 0)}
+}
+
+func ex(t *testing.T, d *Driver, proc string, want int, held []int, outs ...wire.ItemOutcome) wire.ExchangeReply {
+	t.Helper()
+	rep, err := d.Exchange(context.Background(), wire.ExchangeRequest{JobID: 1, ProcID: proc, Ready: true, Want: want, Held: held, Outcomes: outs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func indices(items []wire.WorkItem) []int {
+	var out []int
+	for _, it := range items {
+		out = append(out, it.Index)
+	}
+	return out
+}
+
+func TestDispatchOutcomesAndRelease(t *testing.T) {
+	f, app, c := setup(t, 5, wire.JobSpec{})
+	d := New(f, app, c.now, slog.Default())
+	a := ex(t, d, "1.1", 3, nil)
+	b := ex(t, d, "1.2", 3, nil)
+	if got := indices(a.Items); len(got) != 3 || got[0] != 0 {
+		t.Fatalf("1.1 got %v", got)
+	}
+	if got := indices(b.Items); len(got) != 2 || got[0] != 3 {
+		t.Fatalf("1.2 got %v (items must not be handed out twice)", got)
+	}
+	ex(t, d, "1.1", 0, nil, wire.ItemOutcome{Index: 0, OK: true}, wire.ItemOutcome{Index: 1, OK: true}, wire.ItemOutcome{Index: 2, OK: true})
+	// 1.1 holds nothing and nothing is queued: it is released.
+	if rep := ex(t, d, "1.1", 3, nil); !rep.Release {
+		t.Errorf("idle process not released: %+v", rep)
+	}
+	ex(t, d, "1.2", 0, nil, wire.ItemOutcome{Index: 3, OK: true}, wire.ItemOutcome{Index: 4, OK: true})
+	f.View(func(v *state.View) {
+		if w := v.Work(1); w.Completion != state.CompletionEndOfJob {
+			t.Errorf("job %s %s", w.State, w.Completion)
+		}
+	})
+}
+
+func TestRetryGoesFirstAndDeadProcessRequeues(t *testing.T) {
+	f, app, c := setup(t, 6, wire.JobSpec{MaxItemRetries: 1})
+	d := New(f, app, c.now, slog.Default())
+	ex(t, d, "1.1", 2, nil)                                                 // items 0, 1
+	ex(t, d, "1.2", 2, nil)                                                 // items 2, 3
+	ex(t, d, "1.1", 0, []int{1}, wire.ItemOutcome{Index: 0, Error: "boom"}) // 0 failed once: retried
+	rep := ex(t, d, "1.1", 1, []int{1})
+	if got := indices(rep.Items); len(got) != 1 || got[0] != 0 {
+		t.Fatalf("retry not first: %v", got)
+	}
+	// 1.2 dies: its items come back only once its end is recorded.
+	if rep := ex(t, d, "1.1", 5, []int{0, 1}); len(rep.Items) != 2 || rep.Items[0].Index != 4 {
+		t.Fatalf("items of a live process were handed out again: %v", indices(rep.Items))
+	}
+	app.Apply(context.Background(), state.Command{Type: state.CmdProc, Time: 9, Proc: &wire.ProcStatus{ID: "1.2", WorkID: 1, State: wire.ProcExited, ExitCode: -1}})
+	d.ProcGone(context.Background(), 1, "1.2")
+	rep = ex(t, d, "1.1", 5, []int{0, 1, 4, 5})
+	if got := indices(rep.Items); len(got) != 2 || got[0] != 2 || got[1] != 3 {
+		t.Fatalf("re-queued items %v, want [2 3]", got)
+	}
+	f.View(func(v *state.View) {
+		if j := v.Work(1).Job; j.Preempted != 2 || j.Retried != 1 {
+			t.Errorf("stats %+v", j.Stats())
+		}
+	})
+}
+
+func TestNewDriverWaitsForHolders(t *testing.T) {
+	f, app, c := setup(t, 4, wire.JobSpec{})
+	d := New(f, app, c.now, slog.Default())
+	ex(t, d, "1.1", 2, nil) // 0, 1
+	ex(t, d, "1.2", 1, nil) // 2: both ready now
+
+	// A failover: a new driver knows nothing of what is in flight.
+	d2 := New(f, app, c.now, slog.Default())
+	if rep := ex(t, d2, "1.1", 4, []int{0, 1}); len(rep.Items) != 0 {
+		t.Fatalf("new driver handed out %v before 1.2 reported", indices(rep.Items))
+	}
+	if rep := ex(t, d2, "1.2", 4, []int{2}); indices(rep.Items)[0] != 3 || len(rep.Items) != 1 {
+		t.Fatalf("after every holder reported: %v, want [3]", indices(rep.Items))
+	}
+}
+
+func TestItemTimeoutKillsAndBlamesOne(t *testing.T) {
+	f, app, c := setup(t, 3, wire.JobSpec{PerItemTimeMaxMS: 1000})
+	d := New(f, app, c.now, slog.Default())
+	ex(t, d, "1.1", 3, nil)
+	c.t = c.t.Add(2 * time.Second)
+	d.Tick(context.Background(), c.t)
+	var stop bool
+	f.View(func(v *state.View) {
+		for _, p := range v.Work(1).Procs {
+			if p.ID == "1.1" {
+				stop = p.Stop && p.StopCounts
+			}
+		}
+	})
+	if !stop {
+		t.Fatal("process holding a timed-out item was not stopped")
+	}
+	app.Apply(context.Background(), state.Command{Type: state.CmdProc, Time: 9, Proc: &wire.ProcStatus{ID: "1.1", WorkID: 1, State: wire.ProcExited, ExitCode: -1}})
+	d.ProcGone(context.Background(), 1, "1.1")
+	f.View(func(v *state.View) {
+		j := v.Work(1).Job
+		if j.Failed != 1 || j.Items[0].State != state.ItemFailed || j.Preempted != 2 {
+			t.Errorf("after timeout: failed %d, item 0 %d, re-queued %d", j.Failed, j.Items[0].State, j.Preempted)
+		}
+	})
+}
