@@ -14,7 +14,7 @@ import (
 
 // classes lists the classes with the last cycle's demand and allocation.
 func (h *Head) classes() wire.ClassList {
-	sc := h.cfg.Scheduler
+	sc := h.sched()
 	usage := map[string]rm.ClassUsage{}
 	for _, u := range h.policy.lastClasses() {
 		usage[u.Name] = u
@@ -34,7 +34,7 @@ func (h *Head) classes() wire.ClassList {
 // reserve admits a reservation: a whole machine of exactly the requested
 // size (SPEC §1, §4 RESERVE).
 func (h *Head) reserve(ctx context.Context, c wire.Caller, r wire.ReserveRequest) (wire.SubmitReply, error) {
-	sc := h.cfg.Scheduler
+	sc := h.sched()
 	var class *rm.Class
 	var err error
 	if r.Class == "" {
@@ -95,7 +95,7 @@ func (h *Head) checkSubmit(c wire.Caller, class string, memory int64) error {
 			}
 		}
 	})
-	if err := h.cfg.Scheduler.CheckSubmit(c.User, groups, class, memory, usage); err != nil {
+	if err := h.sched().CheckSubmit(c.User, groups, class, memory, usage); err != nil {
 		return wire.Errorf(codeUsage, "%v", err)
 	}
 	return nil

@@ -89,6 +89,18 @@ func (h *Head) Handle(ctx context.Context, from peer.ID, req *wire.Request) (any
 			return nil, err
 		}
 		return h.reserve(ctx, req.Caller, r)
+	case wire.MethodReconfigure:
+		var r wire.ReconfigureRequest
+		if err := decode(req, &r); err != nil {
+			return nil, err
+		}
+		return h.reconfigure(ctx, req.Caller, r)
+	case wire.MethodNodeAdmin:
+		var r wire.NodeAdminRequest
+		if err := decode(req, &r); err != nil {
+			return nil, err
+		}
+		return h.nodeAdmin(ctx, req.Caller, r)
 	case wire.MethodReport:
 		var r wire.Report
 		if err := decode(req, &r); err != nil {
@@ -113,7 +125,7 @@ func decode(req *wire.Request, v any) error {
 
 // run admits a managed reservation (SPEC §1): one process, FIXED_SHARE.
 func (h *Head) run(ctx context.Context, c wire.Caller, r wire.RunRequest) (wire.SubmitReply, error) {
-	sc := h.cfg.Scheduler
+	sc := h.sched()
 	if r.Path == "" {
 		return wire.SubmitReply{}, wire.Errorf(codeUsage, "no command given; usage: ducc run [flags] -- CMD ARGS...")
 	}
@@ -358,10 +370,12 @@ func cancelText(w *state.Work) string {
 
 func (h *Head) nodes() wire.NodeList {
 	var out wire.NodeList
-	quantum := h.cfg.Scheduler.Quantum("")
+	quantum := h.sched().Quantum("")
 	used := map[string]int{}
 	procs := map[string]int{}
+	var admin map[string]string
 	h.cfg.FSM.View(func(v *state.View) {
+		admin = v.NodeAdmin()
 		for _, w := range v.Active() {
 			for _, p := range w.Live() {
 				used[p.Node] += p.Shares
@@ -371,7 +385,7 @@ func (h *Head) nodes() wire.NodeList {
 	})
 	for _, n := range h.orch.Nodes() {
 		out.Nodes = append(out.Nodes, wire.NodeInfo{
-			Name: n.Name, State: n.State, PeerID: n.Peer,
+			Name: n.Name, State: nodeState(n.State, admin[n.Name]), PeerID: n.Peer,
 			MemTotal: n.HB.MemTotal, MemSchedulable: n.HB.MemSchedulable, MemUsed: n.HB.MemUsed,
 			Shares: int(n.HB.MemSchedulable / quantum), SharesUsed: used[n.Name], Procs: procs[n.Name],
 			LastHeartbeat: n.LastSeen.UnixMilli(), CPUs: n.HB.CPUs, Load1: n.HB.Load1,
@@ -381,7 +395,7 @@ func (h *Head) nodes() wire.NodeList {
 }
 
 func (h *Head) status() wire.StatusInfo {
-	st := wire.StatusInfo{Head: h.cfg.Node, HeadPeer: h.cfg.Peer, Version: h.cfg.Version, Quantum: h.cfg.Scheduler.Quantum("")}
+	st := wire.StatusInfo{Head: h.cfg.Node, HeadPeer: h.cfg.Peer, Version: h.cfg.Version, Quantum: h.sched().Quantum("")}
 	if r := h.cfg.Raft; r != nil {
 		st.RaftState = r.State().String()
 		st.RaftTerm = r.CurrentTerm()
@@ -397,6 +411,14 @@ func (h *Head) status() wire.StatusInfo {
 		if n.State == "Up" {
 			st.NodesUp++
 		}
+	}
+	return st
+}
+
+// nodeState shows an admin state (VariedOff, Quiescing) of an up node.
+func nodeState(st, admin string) string {
+	if admin != "" && st == "Up" {
+		return admin
 	}
 	return st
 }

@@ -3,6 +3,7 @@ package head
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -37,12 +38,13 @@ type Config struct {
 // Head is the cluster's brain for one leadership term: it answers the
 // RPCs agents forward, folds heartbeats in, and runs the orchestrator.
 type Head struct {
-	cfg    Config
-	log    *slog.Logger
-	orch   *orch.Orchestrator
-	jd     *jd.Driver
-	policy *policy
-	rates  rates
+	schedMu sync.RWMutex // guards cfg.Scheduler
+	cfg     Config
+	log     *slog.Logger
+	orch    *orch.Orchestrator
+	jd      *jd.Driver
+	policy  *policy
+	rates   rates
 }
 
 // New returns a head; Run starts it.
@@ -55,6 +57,17 @@ func New(cfg Config) *Head {
 	}
 	if cfg.Scheduler == nil {
 		cfg.Scheduler = rm.DefaultConfig()
+	}
+	// A configuration applied with `ducc admin reconfigure` wins over the
+	// file this agent started with.
+	var applied []byte
+	cfg.FSM.View(func(v *state.View) { applied = v.SchedulerConfig() })
+	if applied != nil {
+		if sc, err := rm.ParseConfig(applied); err == nil {
+			cfg.Scheduler = sc
+		} else {
+			cfg.Logger.Error("the reconfigured scheduler config in the Raft log does not parse; using the config file", "err", err)
+		}
 	}
 	h := &Head{cfg: cfg, log: cfg.Logger.With("component", "head")}
 	h.jd = jd.New(cfg.FSM, cfg.Apply, cfg.Now, cfg.Logger)
@@ -87,4 +100,11 @@ func (h *Head) Run(ctx context.Context) {
 // Heartbeat folds one agent heartbeat in.
 func (h *Head) Heartbeat(ctx context.Context, hb wire.Heartbeat, peer string) {
 	h.orch.Heartbeat(ctx, hb, peer)
+}
+
+// sched returns the scheduler configuration in force.
+func (h *Head) sched() *rm.Config {
+	h.schedMu.RLock()
+	defer h.schedMu.RUnlock()
+	return h.cfg.Scheduler
 }

@@ -16,7 +16,7 @@ const maxItemSize = 1 << 20
 
 // submitJob admits a job (SPEC §5) with its first chunk of items.
 func (h *Head) submitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobRequest) (wire.SubmitReply, error) {
-	sc := h.cfg.Scheduler
+	sc := h.sched()
 	s := r.Spec
 	if s.Executable == "" {
 		return wire.SubmitReply{}, wire.Errorf(codeUsage, "process_executable is required: the worker command that processes the items")
@@ -191,7 +191,11 @@ func (h *Head) jobInfo(w *state.Work, info *wire.WorkInfo) {
 	st := w.Job.Stats()
 	st.Dispatched = h.jd.InFlight(w.ID)
 	st.Processes = len(w.Live())
-	st.Rate = h.rate(w.ID, w.Job.Done+w.Job.Failed)
+	if w.Ended() {
+		h.rates.forget(w.ID)
+	} else {
+		st.Rate = h.rate(w.ID, w.Job.Done+w.Job.Failed)
+	}
 	info.Job = &st
 	info.Command = append([]string{w.Path}, w.Args...)
 	for i := range info.Procs {

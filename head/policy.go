@@ -16,7 +16,7 @@ import (
 // stops and pending reasons. It keeps the scheduler's Carry between cycles
 // (a new head starts with a fresh one, which rm treats as a restart).
 type policy struct {
-	mu    sync.Mutex // guards last
+	mu    sync.Mutex // guards last and cfg
 	cfg   *rm.Config
 	jd    *jd.Driver
 	carry rm.Carry
@@ -28,11 +28,19 @@ func newPolicy(cfg *rm.Config, d *jd.Driver) *policy { return &policy{cfg: cfg, 
 // Schedule implements orch.Policy. The orchestrator calls it from one
 // goroutine.
 func (p *policy) Schedule(now time.Time, nodes []orch.Node, active []*state.Work) orch.Plan {
-	in := rm.Input{Now: now, Config: p.cfg, Carry: p.carry, NoTrace: true}
+	p.mu.Lock()
+	cfg := p.cfg
+	p.mu.Unlock()
+	in := rm.Input{Now: now, Config: cfg, Carry: p.carry, NoTrace: true}
 	for _, n := range nodes {
 		st := rm.NodeUp
-		if n.State != orch.NodeUp {
+		switch {
+		case n.State != orch.NodeUp:
 			st = rm.NodeDown
+		case n.Admin == state.NodeVariedOff:
+			st = rm.NodeVariedOff
+		case n.Admin == state.NodeQuiescing:
+			st = rm.NodeQuiescing
 		}
 		in.Nodes = append(in.Nodes, rm.Node{Name: n.Name, MemSchedulable: n.HB.MemSchedulable, State: st})
 	}
@@ -132,4 +140,11 @@ func (p *policy) lastClasses() []rm.ClassUsage {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.last
+}
+
+// setConfig switches the scheduler configuration for the next cycles.
+func (p *policy) setConfig(c *rm.Config) {
+	p.mu.Lock()
+	p.cfg = c
+	p.mu.Unlock()
 }

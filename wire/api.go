@@ -213,3 +213,21 @@ type ReserveRequest struct {
 	Description string   `cbor:"3,keyasint,omitempty" json:"description,omitempty"`
 	MachineList []string `cbor:"4,keyasint,omitempty" json:"machine_list,omitempty"`
 }
+
+// Admin methods.
+const (
+	MethodReconfigure = "admin.reconfigure" // ReconfigureRequest → ClassList
+	MethodNodeAdmin   = "admin.node"        // NodeAdminRequest → NodeList
+)
+
+// ReconfigureRequest carries a new `scheduler:` section (YAML).
+type ReconfigureRequest struct {
+	Scheduler []byte `cbor:"1,keyasint" json:"scheduler"`
+}
+
+// NodeAdminRequest varies a node off, quiesces it, or varies it on
+// (State "").
+type NodeAdminRequest struct {
+	Node  string `cbor:"1,keyasint" json:"node"`
+	State string `cbor:"2,keyasint,omitempty" json:"state,omitempty"`
+}

@@ -107,6 +107,7 @@ Start a one-node dev cluster with 'ducc agent --dev', then try 'ducc run -- echo
 		newClassesCmd(g),
 		newReserveCmd(g),
 		newUnreserveCmd(g),
+		newAdminCmd(g),
 		&cobra.Command{Use: "shim", Hidden: true, Short: "process shim (internal)", Run: func(*cobra.Command, []string) {}},
 		&cobra.Command{Use: "exec-worker", Hidden: true, Short: "exec-protocol job worker (internal)", Run: func(*cobra.Command, []string) {}},
 	)
@@ -121,7 +122,6 @@ func notBuilt() []*cobra.Command {
 	var out []*cobra.Command
 	for _, c := range []nb{
 		{"services", "register and manage services", "Service Manager"},
-		{"admin", "administer nodes and configuration (vary-off, vary-on, quiesce, reconfigure)", "Resource Manager"},
 	} {
 		c := c
 		out = append(out, &cobra.Command{

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -61,5 +63,46 @@ func TestReserveAndClasses(t *testing.T) {
 	}
 	if _, errs, code := c.ducc("reserve", "--memory", "8G", "--class", "fixed"); code != 2 || !strings.Contains(errs, "RESERVE class") {
 		t.Errorf("reserve in a fixed class: %d %q", code, errs)
+	}
+}
+
+func TestAdminVaryAndReconfigure(t *testing.T) {
+	c := startCluster(t)
+	if out, errs, code := c.ducc("admin", "vary-off", "n1"); code != 0 || !strings.Contains(out, "n1 is VariedOff") {
+		t.Fatalf("vary-off: %d %q %q", code, out, errs)
+	}
+	run, _, _ := c.ducc("run", "--detach", "--", "true")
+	id := strings.TrimSpace(run)
+	if w := c.show(id); w.State != "WaitingForResources" {
+		t.Errorf("work placed on a varied-off node: %s", w.State)
+	}
+	if _, _, code := c.ducc("admin", "vary-on", "n1"); code != 0 {
+		t.Fatal("vary-on failed")
+	}
+	if _, errs, code := c.ducc("wait", id); code != 0 {
+		t.Errorf("run after vary-on: %d %s", code, errs)
+	}
+	if _, errs, code := c.ducc("admin", "quiesce", "nosuch"); code != 2 || !strings.Contains(errs, `no node "nosuch"`) {
+		t.Errorf("quiesce of an unknown node: %d %q", code, errs)
+	}
+
+	// Reconfigure adds a class, through Raft: it survives a restart.
+	cfg := filepath.Join(c.dir, "ducc.yaml")
+	os.WriteFile(cfg, []byte(fairConfig+"    - {name: gold, policy: FIXED_SHARE, priority: 4, nodepool: default}\n"), 0o644)
+	if out, errs, code := c.ducc("admin", "reconfigure", cfg); code != 0 {
+		t.Fatalf("reconfigure: %d %q %q", code, out, errs)
+	}
+	bad := filepath.Join(c.dir, "bad.yaml")
+	os.WriteFile(bad, []byte("scheduler:\n  classes:\n    - {name: x, policy: FAIR_SHARE, weight: 1, priority: 1}\n    - {name: x, policy: FAIR_SHARE, weight: 1, priority: 1}\n"), 0o644)
+	if _, errs, code := c.ducc("admin", "reconfigure", bad); code != 2 || !strings.Contains(errs, "defined twice") {
+		t.Errorf("bad reconfigure: %d %q", code, errs)
+	}
+	c.stop()
+	c.start()
+	if _, errs, code := c.ducc("run", "--class", "gold", "--", "true"); code != 0 {
+		t.Errorf("run in the reconfigured class after a restart: %d %s", code, errs)
+	}
+	if _, errs, code := c.ducc("run", "--class", "urgent", "--", "true"); code != 2 || !strings.Contains(errs, "unknown class") {
+		t.Errorf("a class removed by reconfigure still accepted: %d %s", code, errs)
 	}
 }

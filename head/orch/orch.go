@@ -53,6 +53,7 @@ type Node struct {
 	Name     string
 	Peer     string
 	State    string // Up, Down
+	Admin    string // "", state.NodeVariedOff, state.NodeQuiescing
 	LastSeen time.Time
 	HB       wire.Heartbeat
 }
@@ -172,6 +173,11 @@ func (o *Orchestrator) cycle(ctx context.Context) error {
 		}
 	})
 	nodes := o.nodeSnapshot()
+	var admin map[string]string
+	o.cfg.FSM.View(func(v *state.View) { admin = v.NodeAdmin() })
+	for i := range nodes {
+		nodes[i].Admin = admin[nodes[i].Name]
+	}
 	t0 := time.Now()
 	plan := o.cfg.Policy.Schedule(now, nodes, active)
 	o.observeCycle(time.Since(t0), plan, active, now)

@@ -24,11 +24,16 @@ type FSM struct {
 	work    map[uint64]*Work
 	changed chan struct{}
 	index   uint64
+	// sched is the scheduler configuration applied by `ducc admin
+	// reconfigure` (YAML), nil until then; nodeAdmin holds vary-off and
+	// quiesce states.
+	sched     []byte
+	nodeAdmin map[string]string
 }
 
 // New returns an empty state. Ids start at 1.
 func New() *FSM {
-	return &FSM{nextID: 1, work: make(map[uint64]*Work), changed: make(chan struct{})}
+	return &FSM{nextID: 1, work: make(map[uint64]*Work), changed: make(chan struct{}), nodeAdmin: map[string]string{}}
 }
 
 // Encode encodes a batch of commands as one log entry.
@@ -77,6 +82,18 @@ type View struct{ f *FSM }
 // Work returns one piece of work or nil.
 func (v *View) Work(id uint64) *Work { return v.f.work[id] }
 
+// SchedulerConfig is the YAML applied by `ducc admin reconfigure`, or nil.
+func (v *View) SchedulerConfig() []byte { return v.f.sched }
+
+// NodeAdmin returns the admin state of every node that has one.
+func (v *View) NodeAdmin() map[string]string {
+	out := make(map[string]string, len(v.f.nodeAdmin))
+	for k, s := range v.f.nodeAdmin {
+		out[k] = s
+	}
+	return out
+}
+
 // NextID is the id the next submission will get.
 func (v *View) NextID() uint64 { return v.f.nextID }
 
@@ -122,6 +139,16 @@ func (f *FSM) apply(c *Command) Result {
 		}
 		f.finish(w, c.Time, c.Completion, c.Reason, w.ExitCode)
 		return Result{ID: w.ID}
+	case CmdConfig:
+		f.sched = append([]byte(nil), c.Config...)
+		return Result{}
+	case CmdNodeAdmin:
+		if c.Reason == "" {
+			delete(f.nodeAdmin, c.Node)
+		} else {
+			f.nodeAdmin[c.Node] = c.Reason
+		}
+		return Result{}
 	case CmdItems:
 		return f.items(c)
 	case CmdOutcomes:
@@ -358,9 +385,11 @@ func (f *FSM) finish(w *Work, now int64, completion, reason string, exit int) {
 // snapHeader starts a snapshot. Then come Count frames of Work, each job
 // followed by its items in frames of at most snapChunk.
 type snapHeader struct {
-	Version int    `cbor:"1,keyasint"`
-	NextID  uint64 `cbor:"2,keyasint"`
-	Count   int    `cbor:"3,keyasint"`
+	Version   int               `cbor:"1,keyasint"`
+	NextID    uint64            `cbor:"2,keyasint"`
+	Count     int               `cbor:"3,keyasint"`
+	Scheduler []byte            `cbor:"4,keyasint,omitempty"`
+	NodeAdmin map[string]string `cbor:"5,keyasint,omitempty"`
 }
 
 const snapChunk = 50_000
@@ -376,7 +405,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	if err := wire.WriteMsg(&buf, snapHeader{Version: 1, NextID: f.nextID, Count: len(ids)}); err != nil {
+	if err := wire.WriteMsg(&buf, snapHeader{Version: 1, NextID: f.nextID, Count: len(ids), Scheduler: f.sched, NodeAdmin: f.nodeAdmin}); err != nil {
 		return nil, fmt.Errorf("encode snapshot: %w", err)
 	}
 	for _, id := range ids {
@@ -438,6 +467,11 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer f.mu.Unlock()
 	f.nextID = h.NextID
 	f.work = work
+	f.sched = h.Scheduler
+	f.nodeAdmin = h.NodeAdmin
+	if f.nodeAdmin == nil {
+		f.nodeAdmin = map[string]string{}
+	}
 	close(f.changed)
 	f.changed = make(chan struct{})
 	return nil

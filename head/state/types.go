@@ -122,16 +122,18 @@ func (p *Proc) Ended() bool {
 
 // Command types.
 const (
-	CmdSubmit   = 1
-	CmdAssign   = 2
-	CmdProc     = 3
-	CmdCancel   = 4
-	CmdFinish   = 5
-	CmdStopProc = 6
-	CmdItems    = 7  // more items of a job (Items, Last)
-	CmdOutcomes = 8  // item outcomes of one job process (Outcomes)
-	CmdReady    = 9  // a job process became ready (ProcID, Count = init ms)
-	CmdRequeued = 10 // items re-queued after their process went away (Count)
+	CmdSubmit    = 1
+	CmdAssign    = 2
+	CmdProc      = 3
+	CmdCancel    = 4
+	CmdFinish    = 5
+	CmdStopProc  = 6
+	CmdItems     = 7  // more items of a job (Items, Last)
+	CmdOutcomes  = 8  // item outcomes of one job process (Outcomes)
+	CmdReady     = 9  // a job process became ready (ProcID, Count = init ms)
+	CmdRequeued  = 10 // items re-queued after their process went away (Count)
+	CmdConfig    = 11 // the scheduler configuration (Config, YAML)
+	CmdNodeAdmin = 12 // an admin state of a node (Node, Reason = state)
 )
 
 // Command is one durable change. Exactly the fields its Type needs are set.
@@ -155,7 +157,15 @@ type Command struct {
 	Outcomes []wire.ItemOutcome `cbor:"13,keyasint,omitempty"`
 	Count    int64              `cbor:"14,keyasint,omitempty"`
 	Counts   bool               `cbor:"15,keyasint,omitempty"` // CmdStopProc: the stop counts as a failure
+	Config   []byte             `cbor:"16,keyasint,omitempty"`
+	Node     string             `cbor:"17,keyasint,omitempty"`
 }
+
+// Node admin states (SPEC §7); "" means normal.
+const (
+	NodeVariedOff = "VariedOff"
+	NodeQuiescing = "Quiescing"
+)
 
 // Assignment places a new process of a piece of work on a node.
 type Assignment struct {

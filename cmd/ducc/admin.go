@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ducc-project/ducc/agent"
+	"github.com/ducc-project/ducc/wire"
+)
+
+func newAdminCmd(g *globals) *cobra.Command {
+	admin := &cobra.Command{Use: "admin", Short: "administer nodes and the scheduler (root or administrators)"}
+	node := func(use, short, st string) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " NODE", Short: short, Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				var list wire.NodeList
+				if err := newClient(g).call(cmd.Context(), wire.MethodNodeAdmin, wire.NodeAdminRequest{Node: args[0], State: st}, &list); err != nil {
+					return err
+				}
+				for _, n := range list.Nodes {
+					if n.Name == args[0] {
+						fmt.Fprintf(cmd.OutOrStdout(), "%s is %s\n", n.Name, n.State)
+					}
+				}
+				return nil
+			},
+		}
+	}
+	reconf := &cobra.Command{
+		Use:   "reconfigure [FILE]",
+		Short: "reload the scheduler's classes and pools from a config file, through Raft",
+		Long: `Read the scheduler section of FILE (default /etc/ducc/ducc.yaml), validate it, and
+apply it to the cluster through Raft: running work stays, the next scheduling cycle
+uses the new classes and pools, and later heads keep using it.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := "/etc/ducc/ducc.yaml"
+			if len(args) == 1 {
+				path = args[0]
+			}
+			cfg, err := agent.LoadConfig(path)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			raw, err := yaml.Marshal(cfg.Scheduler)
+			if err != nil {
+				return usageErr("encode scheduler config: %v", err)
+			}
+			var list wire.ClassList
+			if err := newClient(g).call(cmd.Context(), wire.MethodReconfigure, wire.ReconfigureRequest{Scheduler: raw}, &list); err != nil {
+				return err
+			}
+			if g.json {
+				return printJSON(cmd.OutOrStdout(), list)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Scheduler reconfigured: %d classes; see 'ducc classes'\n", len(list.Classes))
+			return nil
+		},
+	}
+	admin.AddCommand(
+		node("vary-off", "drain a node of fair-share work and give it no new work", "VariedOff"),
+		node("quiesce", "give a node no new work; running work stays", "Quiescing"),
+		node("vary-on", "undo vary-off and quiesce", ""),
+		reconf,
+	)
+	return admin
+}
