@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -43,10 +45,9 @@ type feedEvent struct {
 }
 
 type exchangeResult struct {
-	rep      wire.ExchangeReply
-	err      error
-	want     int
-	outcomes []wire.ItemOutcome // sent with the call, kept if it failed
+	rep  wire.ExchangeReply
+	err  error
+	want int
 }
 
 // feed runs until ctx ends (the process ended or the agent stops).
@@ -89,8 +90,34 @@ func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time,
 		outcomes                                    []wire.ItemOutcome
 		replies                                     = make(chan exchangeResult, 1)
 		backoff                                     time.Duration
+		sending                                     []wire.ItemOutcome // outcomes in the exchange under way
 	)
-	write := func() {
+	jr, err := openJournal(filepath.Join(filepath.Dir(inPath), "feed.json"))
+	if err != nil {
+		log.Error("cannot open the feed journal; its items will not be fed", "err", err)
+		return
+	}
+	defer jr.close()
+	// A re-adopted worker: it may still be working on items the previous
+	// agent gave it, and answers it gave may not have reached the driver.
+	if prev := jr.state; prev.Ready {
+		ready, initMS = true, prev.InitMS
+		for _, i := range prev.Held {
+			outstanding[i] = time.Now()
+		}
+		outcomes = prev.Outcomes
+		log.Info("resuming a re-adopted worker", "holding", len(prev.Held), "undelivered", len(prev.Outcomes))
+	}
+	save := func() {
+		st := feedState{Ready: ready, InitMS: initMS, Outcomes: append(append([]wire.ItemOutcome(nil), sending...), outcomes...)}
+		for i := range outstanding {
+			st.Held = append(st.Held, i)
+		}
+		if err := jr.save(st); err != nil && ctx.Err() == nil {
+			log.Warn("cannot write the feed journal", "err", err)
+		}
+	}
+	write := func() bool {
 		var b bytes.Buffer
 		for len(buffer) > 0 && len(outstanding) < pipelines {
 			it := buffer[0]
@@ -104,17 +131,20 @@ func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time,
 			outstanding[it.Index] = time.Now()
 		}
 		if b.Len() > 0 {
+			save() // the journal knows an item before the worker does
 			if _, err := in.Write(b.Bytes()); err != nil && ctx.Err() == nil {
 				log.Warn("cannot write items to the worker", "err", err)
 			}
+			return true
 		}
+		return false
 	}
 	call := func(req wire.ExchangeRequest) {
 		calling = true
 		go func() {
 			var rep wire.ExchangeReply
 			err := a.callHead(ctx, wire.MethodExchange, wire.Caller{Node: a.cfg.Node}, req, &rep)
-			replies <- exchangeResult{rep: rep, err: err, want: req.Want, outcomes: req.Outcomes}
+			replies <- exchangeResult{rep: rep, err: err, want: req.Want}
 		}()
 	}
 	var retry <-chan time.Time
@@ -135,7 +165,7 @@ func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time,
 				if starved && len(outcomes) == 0 && len(outstanding) == 0 {
 					req.WaitMS = longPollWait.Milliseconds()
 				}
-				outcomes = nil
+				sending, outcomes = outcomes, nil
 				readySent = true
 				call(req)
 			}
@@ -149,24 +179,34 @@ func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time,
 			if !ok {
 				return // the worker's stdout is gone: the process is ending
 			}
-			switch {
-			case ev.ready && !ready:
-				ready = true
-				initMS = time.Since(started).Milliseconds()
-				log.Info("worker ready", "init", time.Since(started).Round(time.Millisecond))
-			case ev.outcome != nil:
-				o := *ev.outcome
-				if t, ok := outstanding[o.Index]; ok {
-					d := time.Since(t)
-					o.Millis = d.Milliseconds()
-					itemTime = (itemTime*7 + d) / 8
-					delete(outstanding, o.Index)
+			// Take every event that is already there, then journal once.
+			for more := true; more; {
+				switch {
+				case ev.ready && !ready:
+					ready = true
+					initMS = time.Since(started).Milliseconds()
+					log.Info("worker ready", "init", time.Since(started).Round(time.Millisecond))
+				case ev.outcome != nil:
+					o := *ev.outcome
+					if t, ok := outstanding[o.Index]; ok {
+						d := time.Since(t)
+						o.Millis = d.Milliseconds()
+						itemTime = (itemTime*7 + d) / 8
+						delete(outstanding, o.Index)
+					}
+					outcomes = append(outcomes, o)
 				}
-				outcomes = append(outcomes, o)
-				write()
-				if len(buffer) == 0 && emptySince.IsZero() {
-					emptySince = time.Now()
+				select {
+				case ev, more = <-events:
+				default:
+					more = false
 				}
+			}
+			if !write() { // write journals when it hands out items
+				save()
+			}
+			if len(buffer) == 0 && emptySince.IsZero() {
+				emptySince = time.Now()
 			}
 		case r := <-replies:
 			calling = false
@@ -175,7 +215,8 @@ func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time,
 					return
 				}
 				// Keep the outcomes we could not deliver.
-				outcomes = append(r.outcomes, outcomes...)
+				outcomes = append(sending, outcomes...)
+				sending = nil
 				backoff = min(max(2*backoff, 50*time.Millisecond), 2*time.Second)
 				log.Debug("exchange with the job driver failed; retrying", "err", r.err, "in", backoff)
 				readySent = false
@@ -183,6 +224,10 @@ func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time,
 				continue
 			}
 			backoff = 0
+			if len(sending) > 0 {
+				sending = nil
+				save()
+			}
 			release = r.rep.Release
 			starved = len(r.rep.Items) == 0
 			if len(r.rep.Items) > 0 && !emptySince.IsZero() {
@@ -242,3 +287,49 @@ func (a *Agent) readWorker(ctx context.Context, out *os.File, logPath string, ev
 		}
 	}
 }
+
+// feedState is what a feeder journals so that a restarted agent can resume
+// feeding a re-adopted worker: whether it is ready, which items are in the
+// worker, and which answers have not reached the job driver yet.
+type feedState struct {
+	Ready    bool               `json:"ready,omitempty"`
+	InitMS   int64              `json:"init_ms,omitempty"`
+	Held     []int              `json:"held,omitempty"`
+	Outcomes []wire.ItemOutcome `json:"outcomes,omitempty"`
+}
+
+// journal is the feed state on local disk, rewritten in place (no fsync:
+// it protects against the agent dying, not the machine, and the machine's
+// death takes the worker with it).
+type journal struct {
+	f     *os.File
+	state feedState
+}
+
+func openJournal(path string) (*journal, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	j := &journal{f: f}
+	if b, err := io.ReadAll(io.LimitReader(f, maxLine)); err == nil && len(b) > 0 {
+		// Decode the first value only: a torn rewrite leaves old bytes after it.
+		if err := json.NewDecoder(bytes.NewReader(b)).Decode(&j.state); err != nil {
+			j.state = feedState{} // torn or foreign: start afresh
+		}
+	}
+	return j, nil
+}
+
+func (j *journal) save(st feedState) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	if _, err := j.f.WriteAt(b, 0); err != nil {
+		return err
+	}
+	return j.f.Truncate(int64(len(b)))
+}
+
+func (j *journal) close() { j.f.Close() }

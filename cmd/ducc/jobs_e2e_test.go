@@ -362,3 +362,70 @@ const fairConfig = `scheduler:
     - {name: fixed,  policy: FIXED_SHARE, priority: 5, nodepool: default, default: true}
     - {name: reserve, policy: RESERVE, priority: 1, nodepool: default, default: true}
 `
+
+// seenWorker records every item it starts in a file next to it, so the test
+// can tell whether any item was processed twice.
+const seenWorker = `import json, os, sys, time
+seen = open(os.path.join(os.path.dirname(sys.argv[0]), "seen"), "a")
+print(json.dumps({"ready": True}), flush=True)
+for line in sys.stdin:
+    m = json.loads(line)
+    seen.write(m["item"] + "\n"); seen.flush()
+    time.sleep(0.02)
+    print(json.dumps({"id": m["id"], "ok": True, "result": m["item"]}), flush=True)
+`
+
+func TestJobSurvivesAgentKill9(t *testing.T) {
+	f := newJobFixture(t)
+	w := filepath.Join(f.dir, "seen.py")
+	if err := os.WriteFile(w, []byte(seenWorker), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := f.ducc("submit", "--process-executable", f.py, "--process-executable-args", w,
+		"--process-memory-size", "2G", "--input-file", f.items(t, "items", seqItems(400)), "--process-pipeline-count", "2")
+	if code != 0 {
+		t.Fatalf("submit: %s", errs)
+	}
+	id := strings.Fields(out)[1]
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if j := f.show(id).Job; j != nil && j.Done > 50 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	before := f.show(id)
+	f.kill9()
+	time.Sleep(500 * time.Millisecond) // workers keep going and answer into their FIFOs
+	f.start()
+	end := f.waitEnd(t, id, 2*time.Minute)
+	if end.Completion != "EndOfJob" || end.Job.Done != 400 {
+		t.Fatalf("job ended %s %q: %+v", end.Completion, end.Reason, end.Job)
+	}
+	// No process was restarted: the same processes finished the job.
+	pids := map[int]bool{}
+	for _, p := range before.Procs {
+		pids[p.PID] = true
+	}
+	for _, p := range end.Procs {
+		if p.Done > 0 && !pids[p.PID] && p.StartedAt < before.SubmittedAt {
+			t.Errorf("unexpected process %+v", p)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(f.dir, "seen"))
+	count := map[string]int{}
+	for _, l := range strings.Fields(string(b)) {
+		count[l]++
+	}
+	for item, n := range count {
+		if n > 1 {
+			t.Errorf("item %s was processed %d times", item, n)
+		}
+	}
+	if len(count) != 400 {
+		t.Errorf("%d distinct items processed, want 400", len(count))
+	}
+	if !strings.Contains(f.agentLog(), "resuming a re-adopted worker") {
+		t.Errorf("the restarted agent did not resume feeding its workers")
+	}
+}
