@@ -252,31 +252,13 @@ func (h *Head) show(id uint64) (wire.WorkInfo, error) {
 	var w *state.Work
 	h.cfg.FSM.View(func(v *state.View) {
 		if x := v.Work(id); x != nil {
-			w = copyWork(x)
+			w = x.Copy() // render without the state's lock: the driver locks before the state, never after
 		}
 	})
 	if w == nil {
 		return wire.WorkInfo{}, wire.Errorf(codeUsage, "no work with id %d", id)
 	}
 	return h.info(w), nil
-}
-
-// copyWork copies what rendering needs, so that rendering (which asks the
-// job driver) runs without the state's lock: the driver takes its own lock
-// before the state's, never after.
-func copyWork(w *state.Work) *state.Work {
-	c := *w
-	c.Procs = make([]*state.Proc, len(w.Procs))
-	for i, p := range w.Procs {
-		pc := *p
-		c.Procs[i] = &pc
-	}
-	if w.Job != nil {
-		j := *w.Job
-		j.NItems, j.Items = len(w.Job.Items), nil
-		c.Job = &j
-	}
-	return &c
 }
 
 // wait blocks until the work ends (or leaves r.State), ctx ends, or the
@@ -313,7 +295,7 @@ func (h *Head) list(r wire.ListRequest) wire.WorkList {
 		}
 		for _, w := range all {
 			if r.User == "" || w.User == r.User {
-				ws = append(ws, copyWork(w))
+				ws = append(ws, w.Copy())
 			}
 		}
 	})
@@ -325,7 +307,7 @@ func (h *Head) list(r wire.ListRequest) wire.WorkList {
 }
 
 // info renders a piece of work for users; pending work says why. w must
-// be a copy (copyWork): info runs without the state's lock.
+// be a copy (Work.Copy): info runs without the state's lock.
 func (h *Head) info(w *state.Work) wire.WorkInfo {
 	info := wire.WorkInfo{
 		ID: w.ID, Kind: w.Kind, User: w.User, Class: w.Class, State: w.State, Reason: w.Reason,

@@ -3,42 +3,22 @@ package jd
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/head/state/statetest"
 	"github.com/ducc-project/ducc/wire"
 )
-
-type fsmApplier struct {
-	mu  sync.Mutex
-	f   *state.FSM
-	idx uint64
-}
-
-func (a *fsmApplier) Apply(_ context.Context, cmds ...state.Command) ([]state.Result, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	data, err := state.Encode(cmds...)
-	if err != nil {
-		return nil, err
-	}
-	a.idx++
-	res, _ := a.f.Apply(&raft.Log{Index: a.idx, Type: raft.LogCommand, Data: data}).([]state.Result)
-	return res, nil
-}
 
 type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
 
 // setup makes a job of n items with two running processes, 1.1 and 1.2.
-func setup(t *testing.T, n int, spec wire.JobSpec) (*state.FSM, *fsmApplier, *clock) {
+func setup(t *testing.T, n int, spec wire.JobSpec) (*state.FSM, *statetest.Applier, *clock) {
 	f := state.New()
-	app := &fsmApplier{f: f}
+	app := &statetest.Applier{FSM: f}
 	ctx := context.Background()
 	items := make([]state.Item, n)
 	for i := range items {

@@ -157,19 +157,7 @@ func (o *Orchestrator) cycle(ctx context.Context) error {
 	var active []*state.Work
 	o.cfg.FSM.View(func(v *state.View) {
 		for _, w := range v.Active() {
-			c := *w
-			c.Procs = make([]*state.Proc, len(w.Procs))
-			for i, p := range w.Procs {
-				pc := *p
-				c.Procs[i] = &pc
-			}
-			if w.Job != nil {
-				// The policy sees the job's counters, not its items.
-				jc := *w.Job
-				jc.NItems, jc.Items = len(w.Job.Items), nil
-				c.Job = &jc
-			}
-			active = append(active, &c)
+			active = append(active, w.Copy()) // the policy sees a job's counters, not its items
 		}
 	})
 	nodes := o.nodeSnapshot()

@@ -6,30 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/head/state/statetest"
 	"github.com/ducc-project/ducc/wire"
 )
-
-// fsmApplier applies straight to an FSM, as a one-node Raft would.
-type fsmApplier struct {
-	mu  sync.Mutex
-	f   *state.FSM
-	idx uint64
-}
-
-func (a *fsmApplier) Apply(_ context.Context, cmds ...state.Command) ([]state.Result, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	data, err := state.Encode(cmds...)
-	if err != nil {
-		return nil, err
-	}
-	a.idx++
-	res, _ := a.f.Apply(&raft.Log{Index: a.idx, Type: raft.LogCommand, Data: data}).([]state.Result)
-	return res, nil
-}
 
 type recPusher struct {
 	mu   sync.Mutex
@@ -98,7 +78,7 @@ type fixture struct {
 	ctx   context.Context
 	o     *Orchestrator
 	fsm   *state.FSM
-	app   *fsmApplier
+	app   *statetest.Applier
 	push  *recPusher
 	clock *fakeClock
 }
@@ -106,7 +86,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	f := &fixture{fsm: state.New(), push: &recPusher{got: map[string][]wire.DesiredState{}, cond: make(chan struct{}, 1)},
 		clock: &fakeClock{t: time.Unix(1_800_000_000, 0)}}
-	f.app = &fsmApplier{f: f.fsm}
+	f.app = &statetest.Applier{FSM: f.fsm}
 	f.o = New(Config{FSM: f.fsm, Apply: f.app, Push: f.push, Policy: firstFit{}, Now: f.clock.Now,
 		Cycle: time.Hour, NodeTimeout: 10 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -197,12 +177,12 @@ func TestReportIsIdempotent(t *testing.T) {
 	if err := f.o.cycle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	before := f.app.idx
+	before := f.app.Applied()
 	st := wire.ProcStatus{ID: "1.1", WorkID: id, State: wire.ProcRunning, PID: 7}
 	for range 5 {
 		f.o.Report(ctx, "n1", []wire.ProcStatus{st})
 	}
-	if n := f.app.idx - before; n != 1 {
+	if n := f.app.Applied() - before; n != 1 {
 		t.Errorf("5 identical reports made %d Raft applies, want 1", n)
 	}
 }

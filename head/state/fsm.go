@@ -301,12 +301,7 @@ func (f *FSM) workAfterProc(w *Work, p *Proc, now int64) {
 		}
 		switch {
 		case w.Canceling:
-			comp := CompletionCanceledByUser
-			if w.CancelBy != "" && w.CancelBy != w.User {
-				comp = CompletionCanceledByAdmin
-			}
-			w.ExitCode = p.ExitCode
-			f.finish(w, now, comp, cancelReason(w), p.ExitCode)
+			f.finish(w, now, cancelCompletion(w), cancelReason(w), p.ExitCode)
 		case p.State == wire.ProcLaunchFailed:
 			f.finish(w, now, CompletionLaunchFailure, p.Reason, p.ExitCode)
 		case p.State == wire.ProcLost:
@@ -323,6 +318,15 @@ func (f *FSM) workAfterProc(w *Work, p *Proc, now int64) {
 			}
 		}
 	}
+}
+
+// cancelCompletion says who canceled: the owner, or someone else (an
+// administrator).
+func cancelCompletion(w *Work) string {
+	if w.CancelBy != "" && w.CancelBy != w.User {
+		return CompletionCanceledByAdmin
+	}
+	return CompletionCanceledByUser
 }
 
 func cancelReason(w *Work) string {
@@ -354,11 +358,7 @@ func (f *FSM) cancel(c *Command) Result {
 		}
 	}
 	if len(live) == 0 {
-		comp := CompletionCanceledByUser
-		if c.By != "" && c.By != w.User {
-			comp = CompletionCanceledByAdmin
-		}
-		f.finish(w, c.Time, comp, cancelReason(w), w.ExitCode)
+		f.finish(w, c.Time, cancelCompletion(w), cancelReason(w), w.ExitCode)
 	}
 	return Result{ID: w.ID}
 }

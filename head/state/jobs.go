@@ -243,11 +243,7 @@ func (f *FSM) jobAfterProc(w *Work, p *Proc, now int64) {
 		}
 	}
 	if p.Ended() && w.Canceling && len(w.Live()) == 0 {
-		comp := CompletionCanceledByUser
-		if w.CancelBy != "" && w.CancelBy != w.User {
-			comp = CompletionCanceledByAdmin
-		}
-		f.finish(w, now, comp, cancelReason(w), 0)
+		f.finish(w, now, cancelCompletion(w), cancelReason(w), 0)
 		return
 	}
 	f.jobRules(w, now)

@@ -76,6 +76,24 @@ type Work struct {
 // Ended reports whether the work has completed.
 func (w *Work) Ended() bool { return w.State == StateCompleted }
 
+// Copy returns a copy that shares nothing mutable with w, except that a
+// job's items are left out (Job.NItems says how many there are): callers
+// that need items read them under FSM.View.
+func (w *Work) Copy() *Work {
+	c := *w
+	c.Procs = make([]*Proc, len(w.Procs))
+	for i, p := range w.Procs {
+		pc := *p
+		c.Procs[i] = &pc
+	}
+	if w.Job != nil {
+		j := *w.Job
+		j.NItems, j.Items = len(w.Job.Items), nil
+		c.Job = &j
+	}
+	return &c
+}
+
 // Live returns the processes that have not ended.
 func (w *Work) Live() []*Proc {
 	var out []*Proc
