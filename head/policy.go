@@ -104,6 +104,9 @@ func (p *policy) Schedule(now time.Time, nodes []orch.Node, active []*state.Work
 	for _, pd := range plan.Pending {
 		out.Pending[pd.WorkID] = pd.Reason
 	}
+	for _, sh := range plan.Shrinking {
+		out.Pending[sh.WorkID] = sh.Reason // shown by `ducc jobs` and `ducc show`
+	}
 	return out
 }
 
