@@ -178,6 +178,8 @@ func (c *cluster) waitRunning(id string) wire.WorkInfo {
 	return wire.WorkInfo{}
 }
 
+// killLeftovers kills what the tests left running (work outlives agents by
+// design), shims included, and removes the data dir once they are gone.
 func killLeftovers(dataDir string) {
 	ents, _ := os.ReadDir(filepath.Join(dataDir, "procs"))
 	for _, e := range ents {
@@ -186,12 +188,23 @@ func killLeftovers(dataDir string) {
 			continue
 		}
 		var st struct {
-			PID int `json:"pid"`
+			PID     int `json:"pid"`
+			ShimPID int `json:"shim_pid"`
 		}
 		if json.Unmarshal(b, &st) == nil && st.PID > 0 {
 			_ = syscall.Kill(-st.PID, syscall.SIGKILL)
 			_ = syscall.Kill(st.PID, syscall.SIGKILL)
+			if st.ShimPID > 0 {
+				_ = syscall.Kill(st.ShimPID, syscall.SIGKILL)
+			}
 		}
+	}
+	// A shim that was just starting may still write for a moment.
+	for range 50 {
+		if os.RemoveAll(dataDir) == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
