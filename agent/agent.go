@@ -58,6 +58,9 @@ func New(cfg *Config, version string, logger *slog.Logger) (*Agent, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
+	if err := cfg.CheckBuilt(); err != nil {
+		return nil, err
+	}
 	lock, err := lockDataDir(cfg.DataDir)
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ func TestParseConfig(t *testing.T) {
 		wantErr string
 		check   func(t *testing.T, c *Config)
 	}{
-		{name: "empty gets defaults", yaml: "", check: func(t *testing.T, c *Config) {
+		{name: "empty gets defaults", yaml: "head: true\n", check: func(t *testing.T, c *Config) {
 			if c.DataDir != "/var/lib/ducc" || c.Socket != "/run/ducc/ducc.sock" || c.Heartbeat.D() != time.Second || c.Scheduler == nil {
 				t.Errorf("defaults: %+v", c)
 			}
@@ -23,9 +23,9 @@ func TestParseConfig(t *testing.T) {
 				t.Errorf("parsed %+v", c)
 			}
 		}},
-		{name: "unknown key", yaml: "nodee: n1\n", wantErr: "field nodee not found"},
-		{name: "bad size", yaml: "memory: 12X\n", wantErr: "12X"},
-		{name: "scheduler section validated", yaml: "scheduler:\n  classes:\n    - {name: a, policy: FAIR_SHARE, weight: 1, priority: 1}\n    - {name: a, policy: FAIR_SHARE, weight: 1, priority: 1}\n", wantErr: "scheduler"},
+		{name: "unknown key", yaml: "head: true\nnodee: n1\n", wantErr: "field nodee not found"},
+		{name: "bad size", yaml: "head: true\nmemory: 12X\n", wantErr: "12X"},
+		{name: "scheduler section validated", yaml: "head: true\nscheduler:\n  classes:\n    - {name: a, policy: FAIR_SHARE, weight: 1, priority: 1}\n    - {name: a, policy: FAIR_SHARE, weight: 1, priority: 1}\n", wantErr: "scheduler"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,5 +73,21 @@ func TestDevConfig(t *testing.T) {
 	c := DevConfig("/tmp/x")
 	if !c.Dev || !c.Head || c.Socket != "/tmp/x/ducc.sock" || c.Listen[0] != "/ip4/127.0.0.1/tcp/0" {
 		t.Errorf("dev config %+v", c)
+	}
+}
+
+func TestCheckBuilt(t *testing.T) {
+	for _, y := range []string{"head: true\nbootstrap_expect: 3\n", "head: false\n", "head: true\npeers: [/ip4/127.0.0.1/tcp/1]\n"} {
+		c, err := ParseConfig([]byte(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.CheckBuilt(); err == nil || !strings.Contains(err.Error(), "not built yet") {
+			t.Errorf("%q: %v", y, err)
+		}
+	}
+	c, _ := ParseConfig([]byte("head: true\n"))
+	if err := c.CheckBuilt(); err != nil {
+		t.Errorf("one-node config refused: %v", err)
 	}
 }

@@ -93,6 +93,21 @@ func ParseConfig(data []byte) (*Config, error) {
 	return &c, nil
 }
 
+// checkBuilt refuses the multi-node settings this version cannot honour
+// yet, rather than starting an agent that would never find a head.
+func (c *Config) CheckBuilt() error {
+	const why = "multi-node clusters (head election among several agents, joining through peers) are not built yet"
+	switch {
+	case !c.Head:
+		return fmt.Errorf("head: false: %s; set head: true and bootstrap_expect: 1 for a one-node cluster", why)
+	case c.BootstrapExpect > 1:
+		return fmt.Errorf("bootstrap_expect: %d: %s; use 1", c.BootstrapExpect, why)
+	case len(c.Peers) > 0:
+		return fmt.Errorf("peers: %s; remove peers", why)
+	}
+	return nil
+}
+
 // DevConfig is the configuration of `ducc agent --dev`: one node that is
 // head and worker, on loopback.
 func DevConfig(dataDir string) *Config {
