@@ -95,3 +95,12 @@ func parseID(s string) (uint64, error) {
 	}
 	return id, nil
 }
+
+func (s *server) apiClasses(w http.ResponseWriter, r *http.Request) {
+	var out wire.ClassList
+	if err := s.data.call(r.Context(), wire.MethodClasses, wire.Empty{}, &out); err != nil {
+		s.apiFail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}

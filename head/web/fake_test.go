@@ -53,6 +53,11 @@ func (f *fakeSource) Call(_ context.Context, method string, req, resp any) error
 		resp.(*wire.NodeList).Nodes = append([]wire.NodeInfo(nil), f.nodes...)
 	case wire.MethodStatus:
 		*resp.(*wire.StatusInfo) = f.status
+	case wire.MethodClasses:
+		resp.(*wire.ClassList).Classes = []wire.ClassInfo{
+			{Name: "normal", Policy: "FAIR_SHARE", Priority: 10, Weight: 100, Pool: "default", Quantum: 1 << 30, Default: true, Works: 2, Demand: 8 << 30, FairShare: 6 << 30, Allocated: 6 << 30},
+			{Name: "reserve", Policy: "RESERVE", Priority: 1, Pool: "default", Quantum: 1 << 30},
+		}
 	default:
 		return fmt.Errorf("fake: unknown method %s", method)
 	}

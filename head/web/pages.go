@@ -74,8 +74,8 @@ func parsePages() (*pageSet, error) {
 		{"/machines", "machines", "/machines", fillMachines},
 		{"/cluster", "cluster", "/cluster", fillCluster},
 		notBuilt("/services", "Services", "registered services, their instances and pinger state", "ducc services"),
-		notBuilt("/reservations", "Reservations", "whole-machine reservations (ducc reserve)", "ducc reserve"),
-		notBuilt("/classes", "Classes", "scheduling classes with their demand and allocation", "ducc classes"),
+		{"/reservations", "reservations", "/reservations", fillReservations},
+		{"/classes", "classes", "/classes", fillClasses},
 	}
 	base, err := template.New("layout").Funcs(funcs()).ParseFS(assets, "assets/layout.html")
 	if err != nil {
@@ -258,4 +258,32 @@ func notBuilt(path, title, what, command string) route {
 		d.Body = notBuiltBody{What: what, Command: command}
 		return nil
 	}}
+}
+
+// fillReservations lists whole-machine reservations, held and pending.
+func fillReservations(s *server, r *http.Request, d *pageData) error {
+	d.Title, d.API = "Reservations", "/api/v1/jobs?all=1"
+	list, err := s.data.jobs(r.Context(), wire.ListRequest{All: listRequest(r).All})
+	if err != nil {
+		return err
+	}
+	var rows []wire.WorkInfo
+	for _, w := range list.Work {
+		if w.Kind == "reservation" {
+			rows = append(rows, w)
+		}
+	}
+	d.Body = rows
+	return nil
+}
+
+// fillClasses lists the scheduling classes with demand and allocation.
+func fillClasses(s *server, r *http.Request, d *pageData) error {
+	d.Title, d.API = "Classes", "/api/v1/classes"
+	var list wire.ClassList
+	if err := s.data.call(r.Context(), wire.MethodClasses, wire.Empty{}, &list); err != nil {
+		return err
+	}
+	d.Body = list.Classes
+	return nil
 }
