@@ -39,6 +39,7 @@ type entry struct {
 	pidfd     *os.File      // shim pidfd, registered with the netpoller; nil if none
 	done      chan struct{} // closed once st is final
 	escalated bool          // Stop had to kill after the grace period
+	stopped   bool          // Stop was called (the shim may not have seen the signal before the cgroup kill)
 }
 
 // NewManager prepares DataDir/procs. It starts no goroutine; call Adopt to
@@ -279,6 +280,9 @@ func (m *Manager) finish(id string, e *entry) {
 		st = m.lost(id, e, err)
 	}
 	m.mu.Lock()
+	if e.stopped {
+		st.Stopped = true
+	}
 	if e.escalated && st.Signal == "SIGKILL" && !st.OOMKilled {
 		st.Reason = "killed by SIGKILL: did not stop within the grace period after SIGTERM"
 	}
@@ -480,6 +484,9 @@ func (m *Manager) Stop(ctx context.Context, id string, grace time.Duration) erro
 		return nil
 	default:
 	}
+	m.mu.Lock()
+	e.stopped = true
+	m.mu.Unlock()
 	if grace > 0 {
 		m.signalShim(e, unix.SIGTERM)
 		t := time.NewTimer(grace)
@@ -494,6 +501,7 @@ func (m *Manager) Stop(ctx context.Context, id string, grace time.Duration) erro
 	}
 	m.mu.Lock()
 	e.escalated = grace > 0
+	e.stopped = true
 	m.mu.Unlock()
 	m.log.Info("killing process", "id", id, "grace", grace)
 	m.signalShim(e, unix.SIGUSR1)
