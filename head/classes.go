@@ -75,7 +75,13 @@ func (h *Head) reserve(ctx context.Context, c wire.Caller, r wire.ReserveRequest
 // checkSubmit applies the class's submit_acl and per-user/group limits
 // (SPEC §3) against what the caller already has in the class.
 func (h *Head) checkSubmit(c wire.Caller, class string, memory int64) error {
+	// Limits apply to the caller and the caller's groups only, so the
+	// group database is read for the caller's groups, once.
 	groups := groupNames(c.Groups)
+	nameOf := make(map[uint32]string, len(c.Groups))
+	for i, g := range c.Groups {
+		nameOf[g] = groups[i]
+	}
 	usage := rm.Usage{Groups: map[string]rm.Tally{}}
 	h.cfg.FSM.View(func(v *state.View) {
 		for _, w := range v.Active() {
@@ -87,11 +93,13 @@ func (h *Head) checkSubmit(c wire.Caller, class string, memory int64) error {
 				usage.User.Jobs++
 				usage.User.Memory += mem
 			}
-			for _, g := range groupNames(w.Groups) {
-				t := usage.Groups[g]
-				t.Jobs++
-				t.Memory += mem
-				usage.Groups[g] = t
+			for _, g := range w.Groups {
+				if name, ok := nameOf[g]; ok {
+					t := usage.Groups[name]
+					t.Jobs++
+					t.Memory += mem
+					usage.Groups[name] = t
+				}
 			}
 		}
 	})

@@ -167,33 +167,26 @@ func (h *Head) run(ctx context.Context, c wire.Caller, r wire.RunRequest) (wire.
 
 // fixedClass resolves the class of a managed reservation.
 func fixedClass(sc *rm.Config, name string) (*rm.Class, error) {
-	var names []string
-	for i := range sc.Classes {
-		names = append(names, sc.Classes[i].Name)
-	}
 	if name == "" {
-		for i := range sc.Classes {
-			if sc.Classes[i].Policy == rm.FixedShare && sc.Classes[i].Default {
-				return &sc.Classes[i], nil
-			}
+		if c, err := sc.DefaultClass(rm.FixedShare); err == nil {
+			return c, nil
 		}
-		for i := range sc.Classes {
-			if sc.Classes[i].Policy == rm.FixedShare {
-				return &sc.Classes[i], nil
-			}
+		// No default: the first FIXED_SHARE class will do.
+		fixed := classesOf(sc, rm.FixedShare)
+		if len(fixed) == 0 {
+			return nil, wire.Errorf(codeUsage, "no FIXED_SHARE class is configured; add one under scheduler.classes with policy: FIXED_SHARE")
 		}
-		return nil, wire.Errorf(codeUsage, "no FIXED_SHARE class is configured; classes are: %s", strings.Join(names, ", "))
+		name = fixed[0]
 	}
-	for i := range sc.Classes {
-		if sc.Classes[i].Name == name {
-			if sc.Classes[i].Policy != rm.FixedShare {
-				return nil, wire.Errorf(codeUsage, "class %q is %s; `ducc run` needs a FIXED_SHARE class (%s)",
-					name, sc.Classes[i].Policy, strings.Join(classesOf(sc, rm.FixedShare), ", "))
-			}
-			return &sc.Classes[i], nil
-		}
+	c, err := sc.Class(name)
+	if err != nil {
+		return nil, wire.Errorf(codeUsage, "%v", err)
 	}
-	return nil, wire.Errorf(codeUsage, "unknown class %q; classes are: %s", name, strings.Join(names, ", "))
+	if c.Policy != rm.FixedShare {
+		return nil, wire.Errorf(codeUsage, "class %q is %s; `ducc run` needs a FIXED_SHARE class (%s)",
+			name, c.Policy, strings.Join(classesOf(sc, rm.FixedShare), ", "))
+	}
+	return c, nil
 }
 
 func classesOf(sc *rm.Config, policy string) []string {

@@ -19,7 +19,7 @@ import (
 // Config configures the head of one leadership term.
 type Config struct {
 	FSM   *state.FSM
-	Apply orch.Applier
+	Apply state.Applier
 	Raft  *raft.Raft
 
 	Node    string // node name of this agent

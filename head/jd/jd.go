@@ -22,11 +22,6 @@ import (
 	"github.com/ducc-project/ducc/wire"
 )
 
-// Applier commits commands through Raft.
-type Applier interface {
-	Apply(ctx context.Context, cmds ...state.Command) ([]state.Result, error)
-}
-
 // reportGrace is how long a new driver waits for ready processes it has
 // not heard from before it hands their unclaimed items to others.
 const reportGrace = 60 * time.Second
@@ -37,7 +32,7 @@ const maxWait = time.Second
 // Driver drives every job for one leadership term.
 type Driver struct {
 	fsm   *state.FSM
-	apply Applier
+	apply state.Applier
 	now   func() time.Time
 	log   *slog.Logger
 	start time.Time
@@ -72,7 +67,7 @@ type jproc struct {
 }
 
 // New returns a driver for one leadership term.
-func New(fsm *state.FSM, apply Applier, now func() time.Time, logger *slog.Logger) *Driver {
+func New(fsm *state.FSM, apply state.Applier, now func() time.Time, logger *slog.Logger) *Driver {
 	if now == nil {
 		now = time.Now
 	}
@@ -200,7 +195,7 @@ func (d *Driver) exchangeOnce(ctx context.Context, j *job, req *wire.ExchangeReq
 		if wk := v.Work(w.ID); wk != nil && wk.Job != nil {
 			items = d.take(j, wk.Job.Items, p.ID, req.Want, now)
 			if len(items) == 0 {
-				queued = d.queued(j, wk.Job.Items)
+				queued = d.queued(j, wk.Job)
 			}
 		}
 	})
@@ -317,20 +312,17 @@ func (d *Driver) take(j *job, items []state.Item, proc string, n int, now time.T
 	return out
 }
 
-// queued counts items waiting to be handed out.
-func (d *Driver) queued(j *job, items []state.Item) int {
-	n := 0
-	for _, i := range j.retry {
-		if _, busy := j.inflight[i]; !busy && items[i].State == state.ItemPending {
-			n++
+// queued counts items waiting to be handed out: the job's pending items
+// less those in flight. It is derived from the counters, not scanned, since
+// it runs on every idle exchange and every scheduling cycle.
+func (d *Driver) queued(j *job, jb *state.Job) int {
+	busy := 0
+	for i := range j.inflight {
+		if i < len(jb.Items) && jb.Items[i].State == state.ItemPending {
+			busy++
 		}
 	}
-	for i := j.next; i < len(items); i++ {
-		if _, busy := j.inflight[i]; !busy && items[i].State == state.ItemPending {
-			n++
-		}
-	}
-	return n
+	return jb.Remaining() - busy
 }
 
 func copyProcs(ps []*state.Proc) []*state.Proc {
@@ -455,7 +447,7 @@ func (d *Driver) Demand(id uint64) (queued, holding int, ok bool) {
 	}
 	d.fsm.View(func(v *state.View) {
 		if w := v.Work(id); w != nil && w.Job != nil {
-			queued = d.queued(j, w.Job.Items)
+			queued = d.queued(j, w.Job)
 		}
 	})
 	return queued, len(procs), true

@@ -12,11 +12,6 @@ import (
 	"github.com/ducc-project/ducc/wire"
 )
 
-// Applier commits commands through Raft and returns their results.
-type Applier interface {
-	Apply(ctx context.Context, cmds ...state.Command) ([]state.Result, error)
-}
-
 // Pusher delivers a desired state to a node. It may block for a network
 // round trip; the orchestrator calls it from one goroutine per node.
 type Pusher interface {
@@ -26,7 +21,7 @@ type Pusher interface {
 // Config configures an Orchestrator.
 type Config struct {
 	FSM    *state.FSM
-	Apply  Applier
+	Apply  state.Applier
 	Push   Pusher
 	Policy Policy
 	Now    func() time.Time
@@ -155,14 +150,14 @@ func (o *Orchestrator) cycle(ctx context.Context) error {
 		o.cfg.Tick(ctx, now)
 	}
 	var active []*state.Work
+	var admin map[string]string
 	o.cfg.FSM.View(func(v *state.View) {
 		for _, w := range v.Active() {
 			active = append(active, w.Copy()) // the policy sees a job's counters, not its items
 		}
+		admin = v.NodeAdmin()
 	})
-	nodes := o.nodeSnapshot()
-	var admin map[string]string
-	o.cfg.FSM.View(func(v *state.View) { admin = v.NodeAdmin() })
+	nodes := o.Nodes()
 	for i := range nodes {
 		nodes[i].Admin = admin[nodes[i].Name]
 	}
@@ -372,8 +367,6 @@ func (o *Orchestrator) Live(procID string) (wire.ProcStatus, bool) {
 	st, ok := o.live[procID]
 	return st, ok
 }
-
-func (o *Orchestrator) nodeSnapshot() []Node { return o.Nodes() }
 
 // Metrics is what the orchestrator reports; *web.HeadMetrics implements it
 // and its methods accept a nil receiver.

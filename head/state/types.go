@@ -1,6 +1,10 @@
 package state
 
-import "github.com/ducc-project/ducc/wire"
+import (
+	"context"
+
+	"github.com/ducc-project/ducc/wire"
+)
 
 // Kinds of work (SPEC §1).
 const (
@@ -136,6 +140,12 @@ type Proc struct {
 // Ended reports whether the process has finished for good.
 func (p *Proc) Ended() bool {
 	return p.State == wire.ProcExited || p.State == wire.ProcLaunchFailed || p.State == wire.ProcLost
+}
+
+// Applier commits commands through Raft and returns their results; the
+// head's Candidate implements it, statetest.Applier fakes it.
+type Applier interface {
+	Apply(ctx context.Context, cmds ...Command) ([]Result, error)
 }
 
 // Command types.
