@@ -9,12 +9,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multiaddr"
 
 	"github.com/ducc-project/ducc/cgroup"
 	"github.com/ducc-project/ducc/head"
@@ -49,6 +51,8 @@ type Agent struct {
 	stopping map[string]bool
 	feeders  map[string]context.CancelFunc // job processes being fed
 	obs      *agentObs                     // metrics
+	joiner   *joiner                       // keeps us connected to the join peers
+	former   *former                       // forms or joins the head group
 	bg       sync.WaitGroup                // background stops and reports
 }
 
@@ -57,9 +61,6 @@ type Agent struct {
 func New(cfg *Config, version string, logger *slog.Logger) (*Agent, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
-	}
-	if err := cfg.CheckBuilt(); err != nil {
-		return nil, err
 	}
 	lock, err := lockDataDir(cfg.DataDir)
 	if err != nil {
@@ -98,6 +99,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer a.host.Close()
+	if a.joiner, err = newJoiner(a); err != nil {
+		return err
+	}
 
 	if a.ps, err = wire.NewPubSub(ctx, a.host, a.base); err != nil {
 		return err
@@ -122,7 +126,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer wg.Wait()
 	if a.cfg.Head {
 		a.cands, err = head.NewCandidate(head.CandidateConfig{
-			DataDir: a.cfg.DataDir, Host: a.host, BootstrapExpect: a.cfg.BootstrapExpect, Logger: a.base,
+			DataDir: a.cfg.DataDir, Host: a.host, BootstrapExpect: a.cfg.BootstrapExpect, Logger: a.base, Elect: a.cfg.Elect,
 			HeadConfig: head.Config{
 				Node: a.cfg.Node, Peer: a.host.ID().String(), Version: a.version, Push: a,
 				Scheduler: a.cfg.Scheduler, Administrators: a.cfg.Administrators,
@@ -140,8 +144,17 @@ func (a *Agent) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); a.cands.Run(ctx) }()
 	}
+	wg.Add(1)
+	go func() { defer wg.Done(); a.joiner.run(ctx) }()
+	if a.cands != nil {
+		a.former = &former{a: a, peers: map[peer.ID]eligiblePeer{}}
+		wg.Add(1)
+		go func() { defer wg.Done(); a.former.run(ctx) }()
+	}
 	wire.Serve(a.host, a.handleRPC, wire.WithServeLogger(a.base))
 	defer wire.StopServing(a.host)
+	a.host.SetStreamHandler(wire.ProtoLogs, a.serveLogStream)
+	defer a.host.RemoveStreamHandler(wire.ProtoLogs)
 
 	srv, err := a.serveAPI(ctx)
 	if err != nil {
@@ -231,8 +244,60 @@ func (a *Agent) report(ctx context.Context, ps []wire.ProcStatus) {
 // errNoHead is returned when no head is known.
 var errNoHead = wire.Errorf(3, "no head elected yet; the cluster may be starting (retry in a few seconds)")
 
-// callHead calls the head, in process when this agent is the head.
+// How long callHead waits for a head across a failover.
+const (
+	failoverWait = 8 * time.Second
+	noHeadWait   = 3 * time.Second
+)
+
+// callHead calls the head. When the head is gone or unknown it waits for
+// the next one and retries, but only while the request cannot have run:
+// nobody is the head, the old head could not be reached, or the peer
+// answered that it is not the head.
 func (a *Agent) callHead(ctx context.Context, method string, c wire.Caller, req, resp any) error {
+	start := time.Now()
+	for {
+		a.mu.Lock()
+		before := a.leader
+		a.mu.Unlock()
+		err := a.callHeadOnce(ctx, method, c, req, resp)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		limit := failoverWait
+		switch {
+		case errors.Is(err, errNoHead):
+			limit = noHeadWait
+		case errors.Is(err, wire.ErrNotDelivered), strings.Contains(err.Error(), notHeadText):
+		default:
+			return err
+		}
+		if time.Since(start) > limit {
+			return err
+		}
+		// Wait until a different head is announced (or a short while).
+		for i := 0; i < 20; i++ {
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(50 * time.Millisecond):
+			}
+			a.mu.Lock()
+			changed := a.leader != before
+			a.mu.Unlock()
+			if changed {
+				break
+			}
+		}
+	}
+}
+
+// notHeadText is in the answer of an agent that is asked to act as head
+// but is not (any more).
+const notHeadText = "is not the head"
+
+// callHeadOnce calls the head once, in process when this agent is the head.
+func (a *Agent) callHeadOnce(ctx context.Context, method string, c wire.Caller, req, resp any) error {
 	if a.cands != nil {
 		if h := a.cands.Head(); h != nil {
 			return localCall(ctx, h, a.host.ID(), method, c, req, resp)
@@ -242,6 +307,11 @@ func (a *Agent) callHead(ctx context.Context, method string, c wire.Caller, req,
 	leader := a.leader
 	a.mu.Unlock()
 	if leader == "" || leader == a.host.ID() {
+		if a.joiner != nil {
+			if err := a.joiner.err(); err != nil {
+				return wire.Errorf(3, "%v: %v", errNoHead, err)
+			}
+		}
 		return errNoHead
 	}
 	return wire.Call(ctx, a.host, leader, method, c, req, resp)
@@ -276,12 +346,18 @@ func (a *Agent) handleRPC(ctx context.Context, from peer.ID, req *wire.Request) 
 		a.acceptDesired(ds)
 		return wire.Empty{}, nil
 	}
+	if req.Method == wire.MethodRaftJoin {
+		if a.cands == nil || a.cands.Head() == nil {
+			return nil, wire.Errorf(3, "%s %s", a.cfg.Node, notHeadText)
+		}
+		return wire.Empty{}, a.cands.AddVoter(from.String())
+	}
 	if a.cands != nil {
 		if h := a.cands.Head(); h != nil {
 			return h.Handle(ctx, from, req)
 		}
 	}
-	return nil, wire.Errorf(3, "%s is not the head", a.cfg.Node)
+	return nil, wire.Errorf(3, "%s %s", a.cfg.Node, notHeadText)
 }
 
 // PushDesired implements orch.Pusher for the head running in this agent.
@@ -313,11 +389,32 @@ func (a *Agent) headHeartbeats(ctx context.Context) {
 			}
 			return
 		}
+		if hb.PeerID != from.String() {
+			a.log.Warn("ignoring a heartbeat whose peer id is not its sender's", "node", hb.Node, "claims", hb.PeerID, "from", from)
+			continue
+		}
+		a.learnAddrs(from, hb.Addrs)
+		if a.former != nil {
+			a.former.saw(from, hb)
+		}
 		if a.cands == nil {
 			continue
 		}
 		if h := a.cands.Head(); h != nil {
 			h.Heartbeat(ctx, hb, from.String())
+		}
+	}
+}
+
+// learnAddrs remembers the listen addresses another agent published, so
+// that the head can push to it and agents can reach a new head.
+func (a *Agent) learnAddrs(p peer.ID, addrs []string) {
+	if p == a.host.ID() {
+		return
+	}
+	for _, s := range addrs {
+		if ma, err := multiaddr.NewMultiaddr(s); err == nil {
+			a.host.Peerstore().AddAddr(p, ma, 10*time.Minute)
 		}
 	}
 }

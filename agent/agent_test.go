@@ -13,19 +13,37 @@ func TestParseConfig(t *testing.T) {
 		wantErr string
 		check   func(t *testing.T, c *Config)
 	}{
-		{name: "empty gets defaults", yaml: "head: true\n", check: func(t *testing.T, c *Config) {
-			if c.DataDir != "/var/lib/ducc" || c.Socket != "/run/ducc/ducc.sock" || c.Heartbeat.D() != time.Second || c.Scheduler == nil {
+		{name: "empty gets defaults", yaml: "head: {eligible: true}\n", check: func(t *testing.T, c *Config) {
+			if c.DataDir != "/var/lib/ducc" || c.Socket != "/run/ducc/ducc.sock" || c.Heartbeat.D() != time.Second ||
+				c.Scheduler == nil || c.BootstrapExpect != 1 || c.Elect != 500*time.Millisecond || c.Cluster != "ducc" {
 				t.Errorf("defaults: %+v", c)
 			}
 		}},
-		{name: "values", yaml: "node: n7\nhead: true\nmemory: 16G\nmemory_reserved: 2G\nheartbeat: 2s\n", check: func(t *testing.T, c *Config) {
-			if c.Node != "n7" || !c.Head || c.BootstrapExpect != 1 || c.Memory.Bytes() != 16<<30 || c.MemoryReserved.Bytes() != 2<<30 || c.Heartbeat.D() != 2*time.Second {
+		{name: "values", yaml: `
+cluster: {name: prod, key_file: /etc/ducc/k}
+node: {name: n7, memory: 16G, memory_reserved: 2G, heartbeat: 2s, listen: [/ip4/10.1.0.7/tcp/42134]}
+join: [/ip4/10.1.0.1/tcp/42134, /ip4/10.1.0.2/tcp/42134/p2p/12D3KooWQYhTNQdmr3ArTeUHRYzFg94BKyTkoWBDWez9kSCVe2Xo]
+head: {eligible: true, bootstrap_expect: 3, node_timeout: 20s}
+`, check: func(t *testing.T, c *Config) {
+			if c.Node != "n7" || !c.Head || c.BootstrapExpect != 3 || c.Memory.Bytes() != 16<<30 || c.MemoryReserved.Bytes() != 2<<30 ||
+				c.Heartbeat.D() != 2*time.Second || c.Cluster != "prod" || c.ClusterKeyFile != "/etc/ducc/k" || len(c.Join) != 2 ||
+				c.NodeTimeout.D() != 20*time.Second || c.Listen[0] != "/ip4/10.1.0.7/tcp/42134" {
 				t.Errorf("parsed %+v", c)
 			}
 		}},
-		{name: "unknown key", yaml: "head: true\nnodee: n1\n", wantErr: "field nodee not found"},
-		{name: "bad size", yaml: "head: true\nmemory: 12X\n", wantErr: "12X"},
-		{name: "scheduler section validated", yaml: "head: true\nscheduler:\n  classes:\n    - {name: a, policy: FAIR_SHARE, weight: 1, priority: 1}\n    - {name: a, policy: FAIR_SHARE, weight: 1, priority: 1}\n", wantErr: "scheduler"},
+		{name: "worker", yaml: "join: [/ip4/10.1.0.1/tcp/42134]\n", check: func(t *testing.T, c *Config) {
+			if c.Head || c.BootstrapExpect != 0 {
+				t.Errorf("parsed %+v", c)
+			}
+		}},
+		{name: "unknown key", yaml: "head: {eligible: true}\nnodee: n1\n", wantErr: "field nodee not found"},
+		{name: "old flat layout", yaml: "head: true\n", wantErr: "cannot unmarshal"},
+		{name: "bad size", yaml: "head: {eligible: true}\nnode: {memory: 12X}\n", wantErr: "12X"},
+		{name: "bad join", yaml: "head: {eligible: true}\njoin: [10.0.0.1:42134]\n", wantErr: "join \"10.0.0.1:42134\""},
+		{name: "worker without join", yaml: "node: {name: w1}\n", wantErr: "needs the address of at least one other agent"},
+		{name: "bootstrap without eligible", yaml: "head: {bootstrap_expect: 3}\njoin: [/ip4/10.0.0.1/tcp/1]\n", wantErr: "head.eligible is false"},
+		{name: "node timeout too short", yaml: "head: {eligible: true, node_timeout: 1s}\n", wantErr: "at least two heartbeats"},
+		{name: "scheduler section validated", yaml: "head: {eligible: true}\nscheduler:\n  classes:\n    - {name: a, policy: FAIR_SHARE, weight: 1, priority: 1}\n    - {name: a, policy: FAIR_SHARE, weight: 1, priority: 1}\n", wantErr: "scheduler"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,21 +91,5 @@ func TestDevConfig(t *testing.T) {
 	c := DevConfig("/tmp/x")
 	if !c.Dev || !c.Head || c.Socket != "/tmp/x/ducc.sock" || c.Listen[0] != "/ip4/127.0.0.1/tcp/0" {
 		t.Errorf("dev config %+v", c)
-	}
-}
-
-func TestCheckBuilt(t *testing.T) {
-	for _, y := range []string{"head: true\nbootstrap_expect: 3\n", "head: false\n", "head: true\npeers: [/ip4/127.0.0.1/tcp/1]\n"} {
-		c, err := ParseConfig([]byte(y))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.CheckBuilt(); err == nil || !strings.Contains(err.Error(), "not built yet") {
-			t.Errorf("%q: %v", y, err)
-		}
-	}
-	c, _ := ParseConfig([]byte("head: true\n"))
-	if err := c.CheckBuilt(); err != nil {
-		t.Errorf("one-node config refused: %v", err)
 	}
 }

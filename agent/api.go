@@ -46,6 +46,7 @@ func (a *Agent) serveAPI(ctx context.Context) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/run/attach", a.apiAttach)
 	mux.HandleFunc("GET /v1/logs", a.apiLogs)
+	mux.HandleFunc("GET /v1/id", a.apiID)
 	mux.HandleFunc("POST /v1/{method}", a.apiCall)
 	srv := &http.Server{
 		Handler:           mux,
@@ -160,6 +161,7 @@ func (a *Agent) apiCall(w http.ResponseWriter, r *http.Request) {
 	}
 	if method == wire.MethodStatus {
 		resp.(*wire.StatusInfo).Agent = a.cfg.Node
+		resp.(*wire.StatusInfo).Cluster = a.cfg.Cluster
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
@@ -198,4 +200,38 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// IDInfo is this agent's identity, as `ducc id` prints it.
+type IDInfo struct {
+	Cluster      string   `json:"cluster"`
+	Node         string   `json:"node"`
+	PeerID       string   `json:"peer_id"`
+	Addrs        []string `json:"addrs"` // full multiaddrs ending in /p2p/<peer id>
+	HeadEligible bool     `json:"head_eligible"`
+	Raft         string   `json:"raft,omitempty"`
+	Head         string   `json:"head,omitempty"` // peer id of the head this agent follows
+	JoinError    string   `json:"join_error,omitempty"`
+}
+
+func (a *Agent) apiID(w http.ResponseWriter, _ *http.Request) {
+	info := IDInfo{Cluster: a.cfg.Cluster, Node: a.cfg.Node, PeerID: a.host.ID().String(), HeadEligible: a.cfg.Head}
+	for _, ma := range a.host.Addrs() {
+		info.Addrs = append(info.Addrs, ma.String()+"/p2p/"+info.PeerID)
+	}
+	if a.cands != nil {
+		info.Raft = wire.RaftWaiting
+		if a.cands.Member() {
+			info.Raft = a.cands.Raft().State().String()
+		}
+	}
+	a.mu.Lock()
+	if a.leader != "" {
+		info.Head = a.leader.String()
+	}
+	a.mu.Unlock()
+	if err := a.joiner.err(); err != nil {
+		info.JoinError = err.Error()
+	}
+	writeJSON(w, http.StatusOK, info)
 }

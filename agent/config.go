@@ -7,52 +7,93 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/multiformats/go-multiaddr"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ducc-project/ducc/head/rm"
 )
 
-// Config is /etc/ducc/ducc.yaml. Unknown keys are errors.
+// Config is the agent's configuration, flattened from the sections of
+// /etc/ducc/ducc.yaml (see fileConfig and docs/configuration.md).
 type Config struct {
+	// Cluster is the cluster's name, shown by `ducc status`.
+	Cluster string
 	// Node is this node's name; default: the host name.
-	Node string `yaml:"node"`
-	// DataDir holds identity, cluster key, Raft log and process records.
-	DataDir string `yaml:"data_dir"`
+	Node string
+	// DataDir holds identity, cluster key (dev), Raft log and process records.
+	DataDir string
 	// ClusterKeyFile is the pre-shared key; default: <data_dir>/cluster.key.
-	ClusterKeyFile string `yaml:"cluster_key_file"`
+	ClusterKeyFile string
 	// Listen are libp2p listen multiaddrs.
-	Listen []string `yaml:"listen"`
-	// Peers are multiaddrs (with /p2p/<id>) of agents to join through.
-	Peers []string `yaml:"peers"`
+	Listen []string
+	// Join are multiaddrs of agents to join through, with or without
+	// /p2p/<peer id>.
+	Join []string
 	// Head makes this agent head-eligible (a Raft voter).
-	Head bool `yaml:"head"`
+	Head bool
 	// BootstrapExpect is how many head-eligible agents form the first Raft
 	// group.
-	BootstrapExpect int `yaml:"bootstrap_expect"`
+	BootstrapExpect int
+	// Elect is the Raft heartbeat and election timeout.
+	Elect time.Duration
 	// Socket is the local API socket path.
-	Socket string `yaml:"socket"`
+	Socket string
 	// Memory overrides the measured schedulable memory.
-	Memory rm.Size `yaml:"memory"`
+	Memory rm.Size
 	// MemoryReserved is kept back from scheduling for the system.
-	MemoryReserved rm.Size `yaml:"memory_reserved"`
+	MemoryReserved rm.Size
 	// Heartbeat is the heartbeat period (1s).
-	Heartbeat rm.Duration `yaml:"heartbeat"`
+	Heartbeat rm.Duration
 	// NodeTimeout declares a node down after this long without heartbeats.
-	NodeTimeout rm.Duration `yaml:"node_timeout"`
+	NodeTimeout rm.Duration
 	// Administrators may act on anyone's work.
-	Administrators []string `yaml:"administrators"`
+	Administrators []string
 	// Scheduler is the Resource Manager's configuration.
-	Scheduler *rm.Config `yaml:"scheduler"`
-	// Web configures the dashboard (not built yet).
-	Web struct {
-		Listen  string `yaml:"listen"`
-		Private bool   `yaml:"private"`
-	} `yaml:"web"`
+	Scheduler *rm.Config
+	// Web configures the dashboard.
+	Web WebConfig
 
 	// Dev is set by `ducc agent --dev`; it is not read from files.
-	Dev bool `yaml:"-"`
+	Dev bool
+}
+
+// WebConfig is the web section.
+type WebConfig struct {
+	// Listen is the dashboard's TCP address (default :42133; dev: a free
+	// loopback port).
+	Listen string `yaml:"listen"`
+	// Private serves pages and API to loopback clients only.
+	Private bool `yaml:"private"`
+}
+
+// fileConfig is the layout of the config file. Unknown keys are errors.
+type fileConfig struct {
+	Cluster struct {
+		Name    string `yaml:"name"`
+		KeyFile string `yaml:"key_file"`
+	} `yaml:"cluster"`
+	Node struct {
+		Name           string      `yaml:"name"`
+		Listen         []string    `yaml:"listen"`
+		DataDir        string      `yaml:"data_dir"`
+		Socket         string      `yaml:"socket"`
+		Memory         rm.Size     `yaml:"memory"`
+		MemoryReserved rm.Size     `yaml:"memory_reserved"`
+		Heartbeat      rm.Duration `yaml:"heartbeat"`
+	} `yaml:"node"`
+	Join []string `yaml:"join"`
+	Head struct {
+		Eligible        bool        `yaml:"eligible"`
+		BootstrapExpect int         `yaml:"bootstrap_expect"`
+		ElectionTimeout rm.Duration `yaml:"election_timeout"`
+		NodeTimeout     rm.Duration `yaml:"node_timeout"`
+	} `yaml:"head"`
+	Administrators []string   `yaml:"administrators"`
+	Web            WebConfig  `yaml:"web"`
+	Scheduler      *rm.Config `yaml:"scheduler"`
 }
 
 // LoadConfig reads a config file strictly.
@@ -68,13 +109,21 @@ func LoadConfig(path string) (*Config, error) {
 	return c, nil
 }
 
-// ParseConfig decodes a config strictly and fills defaults.
+// ParseConfig decodes a config strictly, validates it and fills defaults.
 func ParseConfig(data []byte) (*Config, error) {
-	var c Config
+	var f fileConfig
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
+	}
+	c := &Config{
+		Cluster: f.Cluster.Name, ClusterKeyFile: f.Cluster.KeyFile,
+		Node: f.Node.Name, Listen: f.Node.Listen, DataDir: f.Node.DataDir, Socket: f.Node.Socket,
+		Memory: f.Node.Memory, MemoryReserved: f.Node.MemoryReserved, Heartbeat: f.Node.Heartbeat,
+		Join: f.Join, Head: f.Head.Eligible, BootstrapExpect: f.Head.BootstrapExpect,
+		Elect: f.Head.ElectionTimeout.D(), NodeTimeout: f.Head.NodeTimeout,
+		Administrators: f.Administrators, Web: f.Web, Scheduler: f.Scheduler,
 	}
 	if c.Scheduler != nil {
 		// Re-parse the scheduler section through rm for its defaults and
@@ -90,20 +139,44 @@ func ParseConfig(data []byte) (*Config, error) {
 		c.Scheduler = sc
 	}
 	c.fill()
-	return &c, nil
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
-// checkBuilt refuses the multi-node settings this version cannot honour
-// yet, rather than starting an agent that would never find a head.
-func (c *Config) CheckBuilt() error {
-	const why = "multi-node clusters (head election among several agents, joining through peers) are not built yet"
-	switch {
-	case !c.Head:
-		return fmt.Errorf("head: false: %s; set head: true and bootstrap_expect: 1 for a one-node cluster", why)
-	case c.BootstrapExpect > 1:
-		return fmt.Errorf("bootstrap_expect: %d: %s; use 1", c.BootstrapExpect, why)
-	case len(c.Peers) > 0:
-		return fmt.Errorf("peers: %s; remove peers", why)
+// validate checks what the YAML types cannot.
+func (c *Config) validate() error {
+	if c.BootstrapExpect < 0 {
+		return fmt.Errorf("head.bootstrap_expect: %d: must be 1 or more", c.BootstrapExpect)
+	}
+	if !c.Head && c.BootstrapExpect > 0 {
+		return fmt.Errorf("head.bootstrap_expect is set but head.eligible is false; only head-eligible agents bootstrap the head")
+	}
+	if !c.Head && len(c.Join) == 0 {
+		return fmt.Errorf("join: an agent that is not head-eligible needs the address of at least one other agent to join through")
+	}
+	for _, a := range c.Listen {
+		if _, err := multiaddr.NewMultiaddr(a); err != nil {
+			return fmt.Errorf("node.listen %q: %v (write e.g. /ip4/0.0.0.0/tcp/42134)", a, err)
+		}
+	}
+	for _, a := range c.Join {
+		if _, err := multiaddr.NewMultiaddr(a); err != nil {
+			return fmt.Errorf("join %q: %v (write e.g. /ip4/10.0.0.1/tcp/42134 or /dns4/head1/tcp/42134, optionally followed by /p2p/<peer id> from 'ducc id')", a, err)
+		}
+	}
+	if c.Heartbeat.D() < 50*time.Millisecond {
+		return fmt.Errorf("node.heartbeat %v: must be at least 50ms", c.Heartbeat.D())
+	}
+	if c.NodeTimeout.D() < 2*c.Heartbeat.D() {
+		return fmt.Errorf("head.node_timeout %v: must be at least two heartbeats (%v)", c.NodeTimeout.D(), 2*c.Heartbeat.D())
+	}
+	if c.Elect < 50*time.Millisecond {
+		return fmt.Errorf("head.election_timeout %v: must be at least 50ms", c.Elect)
+	}
+	if strings.ContainsAny(c.Node, " /\t\n") {
+		return fmt.Errorf("node.name %q: must not contain spaces or slashes", c.Node)
 	}
 	return nil
 }
@@ -111,7 +184,7 @@ func (c *Config) CheckBuilt() error {
 // DevConfig is the configuration of `ducc agent --dev`: one node that is
 // head and worker, on loopback.
 func DevConfig(dataDir string) *Config {
-	c := &Config{Dev: true, DataDir: dataDir, Head: true, BootstrapExpect: 1}
+	c := &Config{Dev: true, DataDir: dataDir, Head: true, BootstrapExpect: 1, Cluster: "dev"}
 	c.fill()
 	return c
 }
@@ -129,6 +202,9 @@ func DefaultDevDataDir() string {
 }
 
 func (c *Config) fill() {
+	if c.Cluster == "" {
+		c.Cluster = "ducc"
+	}
 	if c.Node == "" {
 		c.Node, _ = os.Hostname()
 	}
@@ -154,6 +230,9 @@ func (c *Config) fill() {
 	}
 	if c.BootstrapExpect == 0 && c.Head {
 		c.BootstrapExpect = 1
+	}
+	if c.Elect == 0 {
+		c.Elect = 500 * time.Millisecond
 	}
 	if c.Heartbeat == 0 {
 		c.Heartbeat = rm.Duration(time.Second)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/ducc-project/ducc/head"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -28,6 +29,7 @@ func (a *Agent) followLeader(ctx context.Context) {
 			continue
 		}
 		term = ann.Term
+		a.learnAddrs(p, ann.Addrs)
 		a.mu.Lock()
 		changed := a.leader != p
 		a.leader = p
@@ -38,15 +40,20 @@ func (a *Agent) followLeader(ctx context.Context) {
 	}
 }
 
-// announceLoop announces this agent as head while it is the leader.
+// announceLoop announces this agent as head while it is the leader: at
+// once when it becomes head, then every heartbeat period.
 func (a *Agent) announceLoop(ctx context.Context) {
 	if a.cands == nil {
 		return
 	}
-	t := time.NewTicker(a.cfg.Heartbeat.D())
+	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
+	var last time.Time
+	var was *head.Head
 	for {
-		if a.cands.Head() != nil {
+		h := a.cands.Head()
+		if h != nil && (h != was || time.Since(last) >= a.cfg.Heartbeat.D()) {
+			last = time.Now()
 			ann := wire.LeaderAnnounce{PeerID: a.host.ID().String(), Node: a.cfg.Node,
 				Term: a.cands.Raft().CurrentTerm(), Time: time.Now().UnixMilli()}
 			for _, addr := range a.host.Addrs() {
@@ -56,6 +63,7 @@ func (a *Agent) announceLoop(ctx context.Context) {
 				a.log.Warn("cannot announce head", "err", err)
 			}
 		}
+		was = h
 		select {
 		case <-ctx.Done():
 			return

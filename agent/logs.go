@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -120,7 +119,9 @@ func (a *Agent) followProc(ctx context.Context, ev *eventWriter, c wire.Caller, 
 	case p == nil || p.LogPath == "":
 		// Nothing ran (launch failure, canceled while pending): no log.
 	case p.Node != a.cfg.Node:
-		_ = ev.send(AttachEvent{Notice: fmt.Sprintf("the output of %s is on node %s (%s); streaming logs from other nodes is not built yet", p.ID, p.Node, p.LogPath)})
+		if err := a.tailRemote(ctx, ev, c, p, tail && !info.Ended); err != nil {
+			_ = ev.send(AttachEvent{Notice: "log: " + err.Error()})
+		}
 	default:
 		if err := a.tailFile(ctx, ev, c, id, p.LogPath, tail && !info.Ended); err != nil {
 			_ = ev.send(AttachEvent{Notice: "log: " + err.Error()})

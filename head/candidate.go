@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -38,6 +39,8 @@ type Candidate struct {
 	fsm   *state.FSM
 	store *raftboltdb.BoltStore
 	trans *raft.NetworkTransport
+
+	member atomic.Bool
 
 	mu   sync.Mutex
 	head *Head
@@ -84,6 +87,9 @@ func NewCandidate(cfg CandidateConfig) (*Candidate, error) {
 		store.Close()
 		return nil, fmt.Errorf("inspect raft state: %w", err)
 	}
+	// A lone head bootstraps at once; a group of bootstrap_expect waits
+	// for its members to find each other (Bootstrap), and an agent that
+	// comes later is added as a voter by the leader (AddVoter).
 	if !has && cfg.BootstrapExpect <= 1 {
 		conf := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: raft.ServerAddress(rc.LocalID)}}}
 		if err := raft.BootstrapCluster(rc, store, store, snaps, trans, conf); err != nil {
@@ -96,7 +102,59 @@ func NewCandidate(cfg CandidateConfig) (*Candidate, error) {
 		store.Close()
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
-	return &Candidate{cfg: cfg, log: log, raft: r, fsm: fsm, store: store, trans: trans}, nil
+	c := &Candidate{cfg: cfg, log: log, raft: r, fsm: fsm, store: store, trans: trans}
+	c.member.Store(has || cfg.BootstrapExpect <= 1)
+	return c, nil
+}
+
+// Member reports whether this candidate belongs to a Raft group: it had
+// Raft state on disk, bootstrapped one, or sees itself in the group's
+// configuration (after a leader added it).
+func (c *Candidate) Member() bool {
+	if c.member.Load() {
+		return true
+	}
+	f := c.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.ID == raft.ServerID(c.cfg.Host.ID().String()) {
+			c.member.Store(true)
+			return true
+		}
+	}
+	return false
+}
+
+// Bootstrap forms the first Raft group from the given head-eligible peers
+// (this one among them). Every member bootstraps with the same list, so
+// they agree; a member that already has state refuses.
+func (c *Candidate) Bootstrap(peers []string) error {
+	conf := raft.Configuration{}
+	for _, p := range peers {
+		conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(p), Address: raft.ServerAddress(p)})
+	}
+	if err := c.raft.BootstrapCluster(conf).Error(); err != nil {
+		return fmt.Errorf("bootstrap raft with %d members: %w", len(peers), err)
+	}
+	c.member.Store(true)
+	c.log.Info("bootstrapped the head group", "members", peers)
+	return nil
+}
+
+// AddVoter adds a head-eligible peer to the Raft group; it must be called
+// on the leader. Adding a member twice is harmless.
+func (c *Candidate) AddVoter(peerID string) error {
+	if c.raft.State() != raft.Leader {
+		return wire.Errorf(3, "this node is no longer the head; retry")
+	}
+	f := c.raft.AddVoter(raft.ServerID(peerID), raft.ServerAddress(peerID), 0, 10*time.Second)
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("add %s to the head group: %w", peerID, err)
+	}
+	c.log.Info("added a head-eligible agent to the head group", "peer", peerID)
+	return nil
 }
 
 // FSM returns the replicated state.

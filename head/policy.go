@@ -35,6 +35,8 @@ func (p *policy) Schedule(now time.Time, nodes []orch.Node, active []*state.Work
 	for _, n := range nodes {
 		st := rm.NodeUp
 		switch {
+		case n.State == orch.NodeUnknown:
+			st = rm.NodeQuiescing // its processes stand; nothing new until it reports
 		case n.State != orch.NodeUp:
 			st = rm.NodeDown
 		case n.Admin == state.NodeVariedOff:

@@ -24,16 +24,18 @@ func TestShippedConfigParses(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"data_dir", c.DataDir, "/var/lib/ducc"},
-		{"cluster_key_file", c.ClusterKeyFile, "/etc/ducc/cluster.key"},
-		{"socket", c.Socket, "/run/ducc/ducc.sock"},
+		{"node.data_dir", c.DataDir, "/var/lib/ducc"},
+		{"cluster.key_file", c.ClusterKeyFile, "/etc/ducc/cluster.key"},
+		{"node.socket", c.Socket, "/run/ducc/ducc.sock"},
 		{"web.listen", c.Web.Listen, ":42133"},
 		{"web.private", c.Web.Private, false},
-		{"head", c.Head, true},
-		{"bootstrap_expect", c.BootstrapExpect, 1},
-		{"heartbeat", c.Heartbeat.D(), time.Second},
-		{"node_timeout", c.NodeTimeout.D(), 10 * time.Second},
-		{"memory_reserved", c.MemoryReserved.Bytes(), int64(2 << 30)},
+		{"head.eligible", c.Head, true},
+		{"head.bootstrap_expect", c.BootstrapExpect, 1},
+		{"node.heartbeat", c.Heartbeat.D(), time.Second},
+		{"head.node_timeout", c.NodeTimeout.D(), 10 * time.Second},
+		{"node.memory_reserved", c.MemoryReserved.Bytes(), int64(2 << 30)},
+		{"cluster.name", c.Cluster, "ducc"},
+		{"join", len(c.Join), 0},
 		{"scheduler defaults", c.Scheduler != nil, true},
 	}
 	for _, tc := range tests {

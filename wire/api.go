@@ -14,6 +14,9 @@ const (
 	MethodStatus  = "status"  // Empty → StatusInfo
 	MethodReport  = "report"  // Report → Empty (agent → head)
 	MethodDesired = "desired" // DesiredState → Empty (head → agent)
+	// MethodRaftJoin asks the head to add the calling head-eligible agent
+	// to the Raft group as a voter: Empty → Empty (agent → head).
+	MethodRaftJoin = "raft.join"
 )
 
 // Caller identifies who asked, as the local agent learned it from the
@@ -169,6 +172,7 @@ type StatusInfo struct {
 	Version   string   `cbor:"9,keyasint,omitempty" json:"version,omitempty"`
 	Agent     string   `cbor:"10,keyasint,omitempty" json:"agent,omitempty"`
 	Quantum   int64    `cbor:"11,keyasint,omitempty" json:"quantum,omitempty"`
+	Cluster   string   `cbor:"12,keyasint,omitempty" json:"cluster,omitempty"`
 }
 
 // Report carries process state changes from an agent to the head right

@@ -8,6 +8,9 @@ const (
 	ProtoRPC = "/ducc/rpc/1"
 	// ProtoRaft carries the Raft transport between head-eligible agents.
 	ProtoRaft = "/ducc/raft/1"
+	// ProtoLogs streams a process's log from the agent of its node to
+	// another agent (LogRequest, then LogChunks).
+	ProtoLogs = "/ducc/logs/1"
 	// TopicHeartbeat is the gossipsub topic every agent publishes its
 	// Heartbeat on.
 	TopicHeartbeat = "ducc/heartbeat/1"
@@ -68,7 +71,14 @@ type Heartbeat struct {
 	HeadEligible   bool         `cbor:"15,keyasint,omitempty" json:"head_eligible,omitempty"`
 	Version        string       `cbor:"16,keyasint,omitempty" json:"version,omitempty"`
 	Aliens         int          `cbor:"17,keyasint,omitempty" json:"aliens,omitempty"`
+	// Raft is a head-eligible agent's standing: RaftWaiting before it
+	// belongs to a Raft group, else the Raft state (Leader, Follower...).
+	Raft string `cbor:"18,keyasint,omitempty" json:"raft,omitempty"`
 }
+
+// RaftWaiting is Heartbeat.Raft of a head-eligible agent that is not yet in
+// a Raft group (waiting for bootstrap_expect peers or for a leader).
+const RaftWaiting = "Waiting"
 
 // ProcSpec is one process the head wants a node to run.
 type ProcSpec struct {
@@ -113,3 +123,26 @@ type LeaderAnnounce struct {
 	Term   uint64   `cbor:"4,keyasint" json:"term"`
 	Time   int64    `cbor:"5,keyasint" json:"time"`
 }
+
+// LogRequest asks an agent for the log of one of its processes. The agent
+// serves only the log file it recorded for that process.
+type LogRequest struct {
+	ProcID string `cbor:"1,keyasint" json:"proc_id"`
+	// Path is the log path the head recorded for the process; the agent
+	// serves it only if it is that process's log on this node.
+	Path   string `cbor:"4,keyasint" json:"path"`
+	Offset int64  `cbor:"2,keyasint,omitempty" json:"offset,omitempty"`
+	// Follow keeps streaming until the process has ended and its log is
+	// drained.
+	Follow bool `cbor:"3,keyasint,omitempty" json:"follow,omitempty"`
+}
+
+// LogChunk is one piece of a log stream; the last one has EOF or Err set.
+type LogChunk struct {
+	Data []byte `cbor:"1,keyasint,omitempty" json:"data,omitempty"`
+	EOF  bool   `cbor:"2,keyasint,omitempty" json:"eof,omitempty"`
+	Err  string `cbor:"3,keyasint,omitempty" json:"err,omitempty"`
+}
+
+// MaxLogChunk bounds the data of one LogChunk.
+const MaxLogChunk = 64 << 10

@@ -62,6 +62,11 @@ func (e *CodedError) Error() string {
 
 func (e *CodedError) Unwrap() error { return e.Err }
 
+// ErrNotDelivered is in the chain of a Call error when the request never
+// left this host (no stream could be opened), so retrying it elsewhere
+// cannot run it twice.
+var ErrNotDelivered = errors.New("request not delivered")
+
 // ErrorCode returns the code of the first CodedError in err's chain,
 // CodeError for any other non-nil error, and 0 for nil.
 func ErrorCode(err error) int {
@@ -271,7 +276,7 @@ func Call(ctx context.Context, h host.Host, to peer.ID, method string, caller Ca
 	s, err := h.NewStream(ctx, to, ProtoRPC)
 	if err != nil {
 		err = ExplainDialError(err)
-		return &CodedError{Code: CodeUnreachable, Msg: fmt.Sprintf("%s: cannot reach %s: %v", method, shortID(to), err), Err: err}
+		return &CodedError{Code: CodeUnreachable, Msg: fmt.Sprintf("%s: cannot reach %s: %v", method, shortID(to), err), Err: errors.Join(ErrNotDelivered, err)}
 	}
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()

@@ -54,6 +54,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), st)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "Cluster:\t%s\n", st.Cluster)
 			fmt.Fprintf(tw, "Head:\t%s (%s)\n", st.Head, st.HeadPeer)
 			fmt.Fprintf(tw, "Raft:\t%s, term %d, applied index %d\n", st.RaftState, st.RaftTerm, st.RaftIndex)
 			fmt.Fprintf(tw, "Raft peers:\t%s\n", strings.Join(st.Peers, ", "))

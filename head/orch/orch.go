@@ -47,7 +47,7 @@ type Config struct {
 type Node struct {
 	Name     string
 	Peer     string
-	State    string // Up, Down
+	State    string // Up, Down, Unknown
 	Admin    string // "", state.NodeVariedOff, state.NodeQuiescing
 	LastSeen time.Time
 	HB       wire.Heartbeat
@@ -57,6 +57,11 @@ type Node struct {
 const (
 	NodeUp   = "Up"
 	NodeDown = "Down"
+	// NodeUnknown is a node that runs processes according to the durable
+	// state but has not yet sent this head a heartbeat (the head just took
+	// over). Its processes stand and it gets no new work; without a
+	// heartbeat within node_timeout it is declared down like any other.
+	NodeUnknown = "Unknown"
 )
 
 // Orchestrator runs scheduling and desired state for one leadership term.
@@ -118,6 +123,7 @@ func (o *Orchestrator) Trigger() {
 // Run schedules until ctx ends, then waits for its pushers.
 func (o *Orchestrator) Run(ctx context.Context) {
 	defer o.wg.Wait()
+	o.seedNodes()
 	tick := time.NewTicker(o.cfg.Cycle)
 	defer tick.Stop()
 	var last time.Time
@@ -298,13 +304,35 @@ func (o *Orchestrator) Report(ctx context.Context, node string, procs []wire.Pro
 	o.pushNode(ctx, node, false)
 }
 
+// seedNodes records the nodes that run processes according to the durable
+// state as Unknown until they send a heartbeat, so that a new head neither
+// places their work again nor forgets to write it off if they never return.
+func (o *Orchestrator) seedNodes() {
+	now := o.cfg.Now()
+	var names []string
+	o.cfg.FSM.View(func(v *state.View) {
+		for _, w := range v.Active() {
+			for _, p := range w.Live() {
+				names = append(names, p.Node)
+			}
+		}
+	})
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, name := range names {
+		if name != "" && o.nodes[name] == nil {
+			o.nodes[name] = &Node{Name: name, State: NodeUnknown, LastSeen: now}
+		}
+	}
+}
+
 // checkNodes declares nodes without heartbeats down and writes off their
 // processes.
 func (o *Orchestrator) checkNodes(ctx context.Context, now time.Time) {
 	var dead []string
 	o.mu.Lock()
 	for name, n := range o.nodes {
-		if n.State == NodeUp && now.Sub(n.LastSeen) > o.cfg.NodeTimeout {
+		if (n.State == NodeUp || n.State == NodeUnknown) && now.Sub(n.LastSeen) > o.cfg.NodeTimeout {
 			n.State = NodeDown
 			dead = append(dead, name)
 		}

@@ -8,11 +8,11 @@ data=/var/lib/ducc
 mkdir -p "$data"
 chmod 0700 "$data"
 
-# The key the agent will load: cluster_key_file from the config, else
-# <data_dir>/cluster.key.
-key=$(sed -n 's/^cluster_key_file:[[:space:]]*"\{0,1\}\([^"#[:space:]]*\).*/\1/p' "$conf" 2>/dev/null | head -n 1)
+# The key the agent will load: cluster.key_file from the config, else
+# <node.data_dir>/cluster.key.
+key=$(sed -n 's/^[[:space:]]*key_file:[[:space:]]*"\{0,1\}\([^"#[:space:]]*\).*/\1/p' "$conf" 2>/dev/null | head -n 1)
 if [ -z "$key" ]; then
-	dir=$(sed -n 's/^data_dir:[[:space:]]*"\{0,1\}\([^"#[:space:]]*\).*/\1/p' "$conf" 2>/dev/null | head -n 1)
+	dir=$(sed -n 's/^[[:space:]]*data_dir:[[:space:]]*"\{0,1\}\([^"#[:space:]]*\).*/\1/p' "$conf" 2>/dev/null | head -n 1)
 	key="${dir:-$data}/cluster.key"
 fi
 
@@ -35,8 +35,7 @@ else
 	cat <<MSG
 ducc: installed, but the agent is NOT started: there is no cluster key at $key.
   On the first machine of a new cluster, create one:
-    umask 077; printf '/key/swarm/psk/1.0.0/\n/base16/\n%s\n' \\
-      "\$(od -vN32 -An -tx1 /dev/urandom | tr -d ' \n')" > $key
+    ducc keygen $key
   On every other machine, copy that same file to $key (mode 0600).
   Then review $conf and run: systemctl enable --now ducc-agent
   Dashboard: http://<this host>:42133/   Docs: /usr/share/doc/ducc/operations.md

@@ -1,0 +1,270 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
+	"github.com/libp2p/go-libp2p/core/sec"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
+	"github.com/multiformats/go-multiaddr"
+
+	"github.com/ducc-project/ducc/wire"
+)
+
+// joinTarget is one configured join address and what we learned of it.
+type joinTarget struct {
+	addr multiaddr.Multiaddr // transport part, without /p2p
+	id   peer.ID             // from the address, or learned on first contact
+}
+
+// joiner keeps this agent connected to the agents listed under join.
+type joiner struct {
+	a       *Agent
+	targets []*joinTarget
+	probe   peer.ID // a peer id nobody has, used to learn a peer's real id
+
+	mu      sync.Mutex
+	lastErr error // the last failure when no join peer is connected
+}
+
+func newJoiner(a *Agent) (*joiner, error) {
+	j := &joiner{a: a}
+	for _, s := range a.cfg.Join {
+		ma, err := multiaddr.NewMultiaddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("join %q: %w", s, err)
+		}
+		t := &joinTarget{addr: ma}
+		if info, err := peer.AddrInfoFromP2pAddr(ma); err == nil {
+			t.addr, t.id = info.Addrs[0], info.ID
+		}
+		if t.id == a.host.ID() {
+			continue // our own address in a shared config
+		}
+		j.targets = append(j.targets, t)
+	}
+	_, pub, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("join: probe identity: %w", err)
+	}
+	if j.probe, err = peer.IDFromPublicKey(pub); err != nil {
+		return nil, fmt.Errorf("join: probe identity: %w", err)
+	}
+	return j, nil
+}
+
+// err is the reason this agent is cut off from the cluster, or nil.
+func (j *joiner) err() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.lastErr
+}
+
+// run dials every join target that is not connected: quickly until one
+// answers, then every few seconds, so that a node that was down, or a
+// cluster that started after this agent, is found again.
+func (j *joiner) run(ctx context.Context) {
+	if len(j.targets) == 0 {
+		return
+	}
+	for {
+		connected := j.round(ctx)
+		wait := 5 * time.Second
+		if connected == 0 {
+			wait = 500 * time.Millisecond
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// round dials the unconnected targets in parallel and returns how many
+// targets are connected.
+func (j *joiner) round(ctx context.Context) int {
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		connected int
+		errs      []error
+	)
+	for _, t := range j.targets {
+		if t.id != "" && j.a.host.Network().Connectedness(t.id) == network.Connected {
+			connected++
+			continue
+		}
+		wg.Add(1)
+		go func(t *joinTarget) {
+			defer wg.Done()
+			err := j.dial(ctx, t)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			connected++
+		}(t)
+	}
+	wg.Wait()
+	j.mu.Lock()
+	prev := j.lastErr
+	if connected == 0 && len(errs) > 0 {
+		j.lastErr = errs[0]
+		if prev == nil || prev.Error() != errs[0].Error() {
+			j.a.log.Error("cannot reach any agent to join through; retrying", "join", j.a.cfg.Join, "err", errs[0])
+		}
+	} else {
+		j.lastErr = nil
+		if prev != nil {
+			j.a.log.Info("joined the cluster", "connected", connected)
+		}
+	}
+	j.mu.Unlock()
+	return connected
+}
+
+// dial connects to one target, learning its peer id first if the address
+// did not name one.
+func (j *joiner) dial(ctx context.Context, t *joinTarget) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if t.id == "" {
+		id, err := j.learnID(ctx, t.addr)
+		if err != nil {
+			return err
+		}
+		if id == j.a.host.ID() {
+			return nil
+		}
+		t.id = id
+	}
+	if sw, ok := j.a.host.Network().(*swarm.Swarm); ok {
+		sw.Backoff().Clear(t.id) // the agent may just have come back
+	}
+	err := j.a.host.Connect(ctx, peer.AddrInfo{ID: t.id, Addrs: []multiaddr.Multiaddr{t.addr}})
+	if err != nil {
+		return fmt.Errorf("join %s: %w", t.addr, wire.ExplainDialError(err))
+	}
+	j.a.host.Peerstore().AddAddr(t.id, t.addr, peerstore.PermanentAddrTTL)
+	return nil
+}
+
+// learnID finds the peer id of the agent at addr: a dial that names a peer
+// id nobody has fails the Noise handshake with the real id in the error.
+func (j *joiner) learnID(ctx context.Context, addr multiaddr.Multiaddr) (peer.ID, error) {
+	if sw, ok := j.a.host.Network().(*swarm.Swarm); ok {
+		sw.Backoff().Clear(j.probe)
+	}
+	j.a.host.Peerstore().ClearAddrs(j.probe)
+	err := j.a.host.Connect(ctx, peer.AddrInfo{ID: j.probe, Addrs: []multiaddr.Multiaddr{addr}})
+	var mismatch sec.ErrPeerIDMismatch
+	if errors.As(err, &mismatch) {
+		return mismatch.Actual, nil
+	}
+	if err == nil {
+		return "", fmt.Errorf("join %s: the probe dial unexpectedly succeeded", addr)
+	}
+	return "", fmt.Errorf("join %s: %w", addr, wire.ExplainDialError(err))
+}
+
+// eligiblePeer is a head-eligible agent seen in a heartbeat.
+type eligiblePeer struct {
+	waiting bool
+	seen    time.Time
+}
+
+// former forms or joins the head group for a head-eligible agent without
+// Raft state: it bootstraps when bootstrap_expect eligible agents, none
+// in a group yet, see each other, and otherwise asks a leader to add it.
+type former struct {
+	a *Agent
+
+	mu    sync.Mutex
+	peers map[peer.ID]eligiblePeer
+}
+
+// saw records a heartbeat of a head-eligible agent.
+func (f *former) saw(from peer.ID, hb wire.Heartbeat) {
+	if !hb.HeadEligible {
+		return
+	}
+	f.mu.Lock()
+	f.peers[from] = eligiblePeer{waiting: hb.Raft == wire.RaftWaiting, seen: time.Now()}
+	f.mu.Unlock()
+}
+
+// run returns once this agent is a member of the head group.
+func (f *former) run(ctx context.Context) {
+	c := f.a.cands
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	logged := time.Time{}
+	for !c.Member() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		f.a.mu.Lock()
+		leader := f.a.leader
+		f.a.mu.Unlock()
+		if leader != "" && leader != f.a.host.ID() {
+			cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			err := wire.Call(cctx, f.a.host, leader, wire.MethodRaftJoin, wire.Caller{Node: f.a.cfg.Node}, wire.Empty{}, &wire.Empty{})
+			cancel()
+			if err != nil {
+				f.a.log.Warn("asking the head to add this agent to the head group failed; retrying", "head", leader, "err", err)
+				continue
+			}
+			f.a.log.Info("the head added this agent to the head group", "head", leader)
+			continue // Member() turns true once the leader's configuration arrives
+		}
+		group, ok := f.group()
+		if !ok {
+			if time.Since(logged) > 10*time.Second {
+				f.a.log.Info("waiting for head-eligible agents to bootstrap the head group",
+					"seen", len(group), "bootstrap_expect", f.a.cfg.BootstrapExpect)
+				logged = time.Now()
+			}
+			continue
+		}
+		if !slices.Contains(group, f.a.host.ID().String()) {
+			continue // the group forms without us; we join through its leader
+		}
+		if err := c.Bootstrap(group); err != nil {
+			f.a.log.Error("cannot bootstrap the head group", "err", err)
+		}
+	}
+}
+
+// group returns the first Raft group: the bootstrap_expect smallest peer
+// ids among the waiting eligible agents seen recently (this one included),
+// and whether there are enough of them.
+func (f *former) group() ([]string, bool) {
+	fresh := 3*f.a.cfg.Heartbeat.D() + time.Second
+	ids := []string{f.a.host.ID().String()}
+	f.mu.Lock()
+	for p, e := range f.peers {
+		if e.waiting && time.Since(e.seen) < fresh && p != f.a.host.ID() {
+			ids = append(ids, p.String())
+		}
+	}
+	f.mu.Unlock()
+	slices.Sort(ids)
+	if len(ids) < f.a.cfg.BootstrapExpect {
+		return ids, false
+	}
+	return ids[:f.a.cfg.BootstrapExpect], true
+}
