@@ -8,7 +8,7 @@ RACE_PKGS := ./wire/... ./head/... ./agent/... ./proc/... ./cgroup/...
 
 include Makefile.ops
 
-.PHONY: build test test-short vet staticcheck bench fuzz dev demo clean
+.PHONY: build test test-short e2e vet staticcheck bench fuzz dev demo clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ducc
@@ -18,6 +18,11 @@ build:
 test: build vet
 	$(GO) test -count=1 -timeout 12m ./...
 	$(GO) test -count=1 -race -timeout 12m $(RACE_PKGS)
+
+# The multi-node harness alone: five agents in network namespaces (root;
+# also part of make test).
+e2e: build
+	$(GO) test -count=1 -v -run 'TestMultiNode' ./cmd/ducc/
 
 test-short:
 	$(GO) test -short -count=1 ./...

@@ -1,0 +1,342 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ducc-project/ducc/wire"
+)
+
+// fiveNodes is the harness's cluster: three head-eligible agents and two
+// workers.
+var fiveNodes = []netNodeSpec{{"h1", true}, {"h2", true}, {"h3", true}, {"w1", false}, {"w2", false}}
+
+// netWorker is seenWorker with a per-item time of argv[1] seconds.
+const netWorker = `import json, os, sys, time
+per = float(sys.argv[1])
+seen = open(os.path.join(os.path.dirname(sys.argv[0]), "seen"), "a")
+print(json.dumps({"ready": True}), flush=True)
+for line in sys.stdin:
+    m = json.loads(line)
+    seen.write(m["item"] + "\n"); seen.flush()
+    time.sleep(per)
+    print(json.dumps({"id": m["id"], "ok": True, "result": m["item"]}), flush=True)
+`
+
+// netJob submits a job of netWorker through node via.
+func netJob(t *testing.T, c *netCluster, via *nsNode, items, procs int) string {
+	t.Helper()
+	py := needPython(t)
+	w := filepath.Join(c.dir, "seen.py")
+	if err := os.WriteFile(w, []byte(netWorker), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Remove(filepath.Join(c.dir, "seen"))
+	input := filepath.Join(c.dir, "items")
+	if err := os.WriteFile(input, []byte(strings.Join(seqItems(items), "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := via.ducc("submit", "--process-executable", py, "--process-executable-args", w+" 0.05",
+		"--process-memory-size", "1G", "--input-file", input, "--process-deployments-max", fmt.Sprint(procs),
+		"--log-directory", filepath.Join(c.dir, "logs"))
+	if code != 0 {
+		t.Fatalf("submit: exit %d: %s %s", code, out, errs)
+	}
+	return strings.Fields(out)[1]
+}
+
+func netShow(t *testing.T, via *nsNode, id string) wire.WorkInfo {
+	t.Helper()
+	var w wire.WorkInfo
+	for range 50 { // the head may be changing hands
+		out, _, code := via.ducc("show", id, "--json")
+		if code == 0 && jsonInto(out, &w) == nil {
+			return w
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("ducc show %s via %s keeps failing", id, via.name)
+	return w
+}
+
+// waitJob waits until cond holds for the job.
+func waitNetJob(t *testing.T, via *nsNode, id string, d time.Duration, what string, cond func(wire.WorkInfo) bool) wire.WorkInfo {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		w := netShow(t, via, id)
+		if cond(w) {
+			return w
+		}
+		if w.Ended {
+			t.Fatalf("job %s ended (%s %q) while waiting for %s: %+v", id, w.Completion, w.Reason, what, w.Job)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	w := netShow(t, via, id)
+	t.Fatalf("job %s: no %s within %s: %s %q %+v", id, what, d, w.State, w.Reason, w.Job)
+	return w
+}
+
+func runningProcs(w wire.WorkInfo) []wire.ProcInfo {
+	var out []wire.ProcInfo
+	for _, p := range w.Procs {
+		if p.State == wire.ProcRunning && p.PID > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// checkResults checks that results report every item once, done.
+func checkResults(t *testing.T, via *nsNode, id string, items int) {
+	t.Helper()
+	out, errs, code := via.ducc("results", id)
+	if code != 0 {
+		t.Fatalf("results: exit %d: %s", code, errs)
+	}
+	seen := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r wire.ItemResult
+		if err := jsonInto(line, &r); err != nil {
+			t.Fatalf("results line %q: %v", line, err)
+		}
+		if !r.OK {
+			t.Errorf("item %s failed: %s", r.Item, r.Error)
+		}
+		seen[r.Item]++
+	}
+	if len(seen) != items {
+		t.Errorf("results name %d distinct items, want %d", len(seen), items)
+	}
+	for item, n := range seen {
+		if n != 1 {
+			t.Errorf("results report item %s %d times", item, n)
+		}
+	}
+}
+
+// processedOnce checks the workers' own record: no item was started twice.
+func processedOnce(t *testing.T, c *netCluster, items int) {
+	t.Helper()
+	b, _ := os.ReadFile(filepath.Join(c.dir, "seen"))
+	count := map[string]int{}
+	for _, l := range strings.Fields(string(b)) {
+		count[l]++
+	}
+	for item, n := range count {
+		if n > 1 {
+			t.Errorf("item %s was processed %d times", item, n)
+		}
+	}
+	if len(count) != items {
+		t.Errorf("%d distinct items processed, want %d", len(count), items)
+	}
+}
+
+// TestMultiNodeCluster is the harness of issue 6: five agents in network
+// namespaces (three head-eligible, two workers) elect a head, run a job
+// across nodes, survive kill -9 of the head and of a worker, re-adopt
+// processes after an agent restart, and refuse a node with the wrong key.
+func TestMultiNodeCluster(t *testing.T) {
+	// Without prediction the jobs expand to their process cap at once
+	// (short jobs would otherwise stay on one process).
+	c := startNetCluster(t, fairConfig, fiveNodes...)
+	h1, w1, w2 := c.nodes["h1"], c.nodes["w1"], c.nodes["w2"]
+
+	t.Run("head elected and followed", func(t *testing.T) {
+		head := c.headNode(w1)
+		if !head.head {
+			t.Fatalf("head %s is not head-eligible", head.name)
+		}
+		st, _ := w2.status()
+		if st.Head != head.name || len(st.Peers) != 3 || st.Cluster != "e2e" {
+			t.Errorf("w2 sees %+v; want head %s with 3 Raft peers", st, head.name)
+		}
+		info, ok := w1.idInfo()
+		if !ok || info.HeadEligible || info.JoinError != "" || !strings.HasSuffix(info.Addrs[0], "/p2p/"+info.PeerID) {
+			t.Errorf("ducc id on w1: %+v", info)
+		}
+	})
+
+	t.Run("wrong cluster key refused", func(t *testing.T) {
+		x := c.addNode("x1", 30, false)
+		badKey := filepath.Join(c.dir, "other.key")
+		if out, code := runKeygen(badKey); code != 0 {
+			t.Fatal(out)
+		}
+		x.writeConfig(badKey, []string{"/ip4/" + h1.ip + "/tcp/42134"}, 0, "")
+		x.start()
+		defer x.kill9()
+		var info string
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) && !strings.Contains(info, "cannot join cluster: cluster key mismatch?") {
+			if i, ok := x.idInfo(); ok {
+				info = i.JoinError
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if !strings.Contains(info, "cannot join cluster: cluster key mismatch?") {
+			t.Fatalf("a node with the wrong key reports %q", info)
+		}
+		_, errs, code := x.ducc("status")
+		if code != exitUnreachable || !strings.Contains(errs, "cluster key mismatch?") {
+			t.Errorf("status on the wrong-key node: exit %d: %s", code, errs)
+		}
+		if st, _ := w1.status(); st.NodesAll != 5 {
+			t.Errorf("the wrong-key node got into the cluster: %+v", st)
+		}
+	})
+
+	t.Run("job spans nodes and streams remote output", func(t *testing.T) {
+		id := netJob(t, c, w1, 200, 6)
+		end := waitNetJob(t, w1, id, 90*time.Second, "end", func(w wire.WorkInfo) bool { return w.Ended })
+		if end.Completion != "EndOfJob" || end.Job.Done != 200 {
+			t.Fatalf("job ended %s %q: %+v", end.Completion, end.Reason, end.Job)
+		}
+		nodes := map[string]bool{}
+		for _, p := range end.Procs {
+			if p.Done > 0 {
+				nodes[p.Node] = true
+			}
+		}
+		if len(nodes) < 2 {
+			t.Errorf("items were processed on %d node(s), want several: %+v", len(nodes), end.Procs)
+		}
+		checkResults(t, w1, id, 200)
+		// The output of a managed reservation on another node reaches
+		// the caller, and so does its exit code.
+		for _, tc := range []struct{ via, on string }{{"w1", "w2"}, {"w2", "h3"}} {
+			out, errs, code := c.nodes[tc.via].ducc("run", "--machine", tc.on, "--memory", "1G", "--", "sh", "-c", "echo line-1; sleep 0.3; echo line-2; exit 7")
+			if code != 7 || !strings.Contains(out, "line-1\nline-2") {
+				t.Errorf("ducc run via %s on %s: exit %d: %q %q", tc.via, tc.on, code, out, errs)
+			}
+		}
+	})
+
+	t.Run("kill -9 of the head during a job", func(t *testing.T) {
+		id := netJob(t, c, w1, 600, 4)
+		before := waitNetJob(t, w1, id, 60*time.Second, "4 running processes and progress", func(w wire.WorkInfo) bool {
+			return len(runningProcs(w)) == 4 && w.Job != nil && w.Job.Done > 20
+		})
+		head := c.headNode(w1)
+		t0 := time.Now()
+		head.kill9()
+		var newHead string
+		for time.Since(t0) < 15*time.Second {
+			if st, ok := w2.status(); ok && st.Head != "" && st.Head != head.name {
+				newHead = st.Head
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if newHead == "" {
+			t.Fatalf("no new head within 15s of killing %s", head.name)
+		}
+		t.Logf("killed head %s; %s took over after %v", head.name, newHead, time.Since(t0).Round(time.Millisecond))
+		head.start() // the restarted agent re-adopts its processes
+		end := waitNetJob(t, w1, id, 2*time.Minute, "end", func(w wire.WorkInfo) bool { return w.Ended })
+		if end.Completion != "EndOfJob" || end.Job.Done != 600 {
+			t.Fatalf("job ended %s %q: %+v", end.Completion, end.Reason, end.Job)
+		}
+		// No process was restarted: the processes running before the kill
+		// finished the job, and no other process started.
+		pids := map[string]int{}
+		for _, p := range runningProcs(before) {
+			pids[p.ID] = p.PID
+		}
+		for _, p := range end.Procs {
+			if pid, ok := pids[p.ID]; !ok || pid != p.PID {
+				t.Errorf("process %s (pid %d on %s) was not running before the failover (%v)", p.ID, p.PID, p.Node, pids)
+			}
+			if p.State == wire.ProcLost {
+				t.Errorf("process %s was written off: %s", p.ID, p.Reason)
+			}
+		}
+		checkResults(t, w1, id, 600)
+		processedOnce(t, c, 600)
+		if !strings.Contains(head.agentLog(), "re-adopted process") && hasProcsOn(before, head.name) {
+			t.Errorf("the restarted agent %s did not re-adopt its processes", head.name)
+		}
+		c.waitUp(5, 30*time.Second)
+	})
+
+	t.Run("kill -9 of a worker", func(t *testing.T) {
+		id := netJob(t, c, w1, 400, 6)
+		head := c.headNode(w1)
+		// The victim: a node other than the head that runs some of the
+		// job's processes, a worker if possible.
+		var victim *nsNode
+		before := waitNetJob(t, head, id, 60*time.Second, "processes off the head and progress", func(w wire.WorkInfo) bool {
+			if len(runningProcs(w)) < 3 || w.Job == nil || w.Job.Done < 20 {
+				return false
+			}
+			for _, name := range []string{"w2", "w1", "h1", "h2", "h3"} {
+				if name != head.name && hasProcsOn(w, name) {
+					victim = c.nodes[name]
+					return true
+				}
+			}
+			return false
+		})
+		var oldPIDs []int
+		for _, p := range runningProcs(before) {
+			if p.Node == victim.name {
+				oldPIDs = append(oldPIDs, p.PID)
+			}
+		}
+		t0 := time.Now()
+		victim.kill9() // the agent dies; its workers are cut off from the head
+		for c.nodeState(head, victim.name) != "Down" {
+			if time.Since(t0) > 20*time.Second {
+				t.Fatalf("%s not declared down within 20s (node_timeout 3s)", victim.name)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Logf("%s declared down %v after its agent was killed (node_timeout 3s)", victim.name, time.Since(t0).Round(time.Millisecond))
+		end := waitNetJob(t, head, id, 2*time.Minute, "end", func(w wire.WorkInfo) bool { return w.Ended })
+		if end.Completion != "EndOfJob" || end.Job.Done != 400 {
+			t.Fatalf("job ended %s %q: %+v", end.Completion, end.Reason, end.Job)
+		}
+		lost := 0
+		for _, p := range end.Procs {
+			if p.Node == victim.name && p.State == wire.ProcLost {
+				lost++
+			}
+		}
+		if lost == 0 {
+			t.Errorf("no process of %s was written off: %+v", victim.name, end.Procs)
+		}
+		checkResults(t, head, id, 400)
+		// The node rejoins: the processes it still runs are no longer
+		// wanted and are stopped.
+		victim.start()
+		c.waitUp(5, 30*time.Second)
+		deadline := time.Now().Add(30 * time.Second)
+		for _, pid := range oldPIDs {
+			for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+				time.Sleep(100 * time.Millisecond)
+			}
+			if syscall.Kill(pid, 0) == nil {
+				t.Errorf("process %d of the written-off work still runs on %s after it rejoined", pid, victim.name)
+			}
+		}
+	})
+}
+
+func hasProcsOn(w wire.WorkInfo, node string) bool {
+	for _, p := range runningProcs(w) {
+		if p.Node == node {
+			return true
+		}
+	}
+	return false
+}
+
+func jsonInto(s string, v any) error { return json.Unmarshal([]byte(s), v) }

@@ -1,0 +1,344 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ducc-project/ducc/agent"
+	"github.com/ducc-project/ducc/wire"
+)
+
+// The multi-node harness: every node is a network namespace joined to a
+// bridge that lives in a namespace of its own, so the cluster's addresses
+// (10.213.0.0/24) exist only inside the namespaces and no traffic leaves
+// them. Each node runs the real agent binary with its own config, data dir
+// and socket; the CLI talks to an agent through its socket (Unix sockets
+// are files, reachable from any namespace).
+
+// nsPrefix names every namespace the harness creates, so that leftovers of
+// a killed run can be found and removed.
+const nsPrefix = "ducce2e-"
+
+// netCluster is a cluster of agents in network namespaces.
+type netCluster struct {
+	t     testing.TB
+	dir   string
+	key   string
+	sw    string // the namespace holding the bridge
+	nodes map[string]*nsNode
+	order []string
+}
+
+// nsNode is one agent in its namespace.
+type nsNode struct {
+	c        *netCluster
+	name, ns string
+	ip       string
+	head     bool
+	cfg      string
+	dataDir  string
+	sock     string
+	logPath  string
+	cmd      *exec.Cmd
+	logFile  *os.File
+}
+
+// needNetns skips unless the harness can run: root, iproute2, not -short.
+func needNetns(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("multi-node harness skipped in -short mode")
+	}
+	if !isRoot() {
+		t.Skip("network namespaces need root")
+	}
+	for _, tool := range []string{"ip", "nsenter"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed (iproute2, util-linux)", tool)
+		}
+	}
+}
+
+// ipCmd runs ip with args and fails the test on error.
+func ipCmd(t testing.TB, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
+// removeNamespaces kills every process in the harness's namespaces and
+// deletes them: leftovers of an earlier, killed run included.
+func removeNamespaces() {
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], nsPrefix) {
+			continue
+		}
+		killNamespace(f[0])
+		_ = exec.Command("ip", "netns", "del", f[0]).Run()
+	}
+}
+
+// killNamespace kills every process in a namespace: a machine that dies.
+func killNamespace(ns string) {
+	for range 20 {
+		out, _ := exec.Command("ip", "netns", "pids", ns).Output()
+		pids := strings.Fields(string(out))
+		if len(pids) == 0 {
+			return
+		}
+		for _, p := range pids {
+			if n, err := strconv.Atoi(p); err == nil {
+				_ = syscall.Kill(n, syscall.SIGKILL)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// netNodeSpec describes one node to start.
+type netNodeSpec struct {
+	name string
+	head bool
+}
+
+// startNetCluster builds the namespaces and starts one agent per node. The
+// namespaces are removed when the test ends, whether it passed or not.
+func startNetCluster(t testing.TB, extraYAML string, specs ...netNodeSpec) *netCluster {
+	t.Helper()
+	needNetns(t)
+	removeNamespaces()
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &netCluster{t: t, dir: dir, key: filepath.Join(dir, "cluster.key"), sw: nsPrefix + "sw", nodes: map[string]*nsNode{}}
+	t.Cleanup(c.destroy)
+	if out, code := runKeygen(c.key); code != 0 {
+		t.Fatalf("ducc keygen: %s", out)
+	}
+	ipCmd(t, "netns", "add", c.sw)
+	ipCmd(t, "-n", c.sw, "link", "add", "br0", "type", "bridge")
+	ipCmd(t, "-n", c.sw, "link", "set", "br0", "up")
+	heads := 0
+	for _, s := range specs {
+		if s.head {
+			heads++
+		}
+	}
+	var join []string
+	for i, s := range specs {
+		n := c.addNode(s.name, i+11, s.head)
+		if s.head {
+			join = append(join, fmt.Sprintf("/ip4/%s/tcp/42134", n.ip))
+		}
+	}
+	for _, name := range c.order {
+		n := c.nodes[name]
+		n.writeConfig(c.key, join, heads, extraYAML)
+		n.start()
+	}
+	c.waitUp(len(specs), 30*time.Second)
+	return c
+}
+
+// addNode creates a node's namespace, cabled to the bridge.
+func (c *netCluster) addNode(name string, host int, head bool) *nsNode {
+	t := c.t
+	n := &nsNode{c: c, name: name, ns: nsPrefix + name, ip: fmt.Sprintf("10.213.0.%d", host), head: head}
+	n.dataDir = filepath.Join(c.dir, name, "data")
+	n.sock = filepath.Join(c.dir, name, "ducc.sock")
+	n.cfg = filepath.Join(c.dir, name, "ducc.yaml")
+	n.logPath = filepath.Join(c.dir, name, "agent.log")
+	if err := os.MkdirAll(filepath.Dir(n.cfg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ipCmd(t, "netns", "add", n.ns)
+	port := "p" + name // the bridge side, named in the switch namespace
+	ipCmd(t, "-n", c.sw, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", n.ns)
+	ipCmd(t, "-n", c.sw, "link", "set", port, "master", "br0", "up")
+	ipCmd(t, "-n", n.ns, "addr", "add", n.ip+"/24", "dev", "eth0")
+	ipCmd(t, "-n", n.ns, "link", "set", "eth0", "up")
+	ipCmd(t, "-n", n.ns, "link", "set", "lo", "up")
+	c.nodes[name] = n
+	c.order = append(c.order, name)
+	return n
+}
+
+func (n *nsNode) writeConfig(key string, join []string, heads int, extra string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cluster: {name: e2e, key_file: %s}\n", key)
+	fmt.Fprintf(&b, "node: {name: %s, listen: [/ip4/%s/tcp/42134], data_dir: %s, socket: %s, memory: 2G, heartbeat: 250ms}\n",
+		n.name, n.ip, n.dataDir, n.sock)
+	fmt.Fprintf(&b, "join: [%s]\n", strings.Join(join, ", "))
+	if n.head {
+		fmt.Fprintf(&b, "head: {eligible: true, bootstrap_expect: %d, node_timeout: 3s}\n", heads)
+	} else {
+		b.WriteString("head: {eligible: false, node_timeout: 3s}\n")
+	}
+	b.WriteString("web: {listen: \"127.0.0.1:0\"}\n")
+	b.WriteString(extra)
+	if err := os.WriteFile(n.cfg, []byte(b.String()), 0o644); err != nil {
+		n.c.t.Fatal(err)
+	}
+}
+
+// start runs the node's agent inside its namespace.
+func (n *nsNode) start() {
+	lf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		n.c.t.Fatal(err)
+	}
+	n.logFile = lf
+	// nsenter enters only the network namespace; "ip netns exec" would
+	// also remount /sys and hide the cgroup hierarchy from the agent.
+	n.cmd = exec.Command("nsenter", "--net=/run/netns/"+n.ns, "--", duccBin, "agent", "--config", n.cfg)
+	n.cmd.Stdout, n.cmd.Stderr = lf, lf
+	if err := n.cmd.Start(); err != nil {
+		n.c.t.Fatalf("start agent %s: %v", n.name, err)
+	}
+}
+
+// kill9 kills the node's agent; its processes keep running.
+func (n *nsNode) kill9() {
+	if n.cmd == nil || n.cmd.ProcessState != nil {
+		return
+	}
+	_ = n.cmd.Process.Kill() // nsenter execs the agent: same pid
+	_ = n.cmd.Wait()
+	n.logFile.Close()
+}
+
+// stop sends SIGTERM to the agent and waits.
+func (n *nsNode) stop() {
+	if n.cmd == nil || n.cmd.ProcessState != nil {
+		return
+	}
+	_ = n.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = n.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = n.cmd.Process.Kill()
+		<-done
+	}
+	n.logFile.Close()
+}
+
+func (n *nsNode) ducc(args ...string) (string, string, int) { return runDucc(n.sock, args...) }
+
+func (n *nsNode) agentLog() string {
+	b, _ := os.ReadFile(n.logPath)
+	return string(b)
+}
+
+// destroy stops every agent, kills every process in the namespaces and
+// removes them.
+func (c *netCluster) destroy() {
+	for _, name := range c.order {
+		c.nodes[name].kill9()
+	}
+	if c.t.Failed() {
+		for _, name := range c.order {
+			log := c.nodes[name].agentLog()
+			if len(log) > 6000 {
+				log = log[len(log)-6000:]
+			}
+			c.t.Logf("---- agent log of %s (tail) ----\n%s", name, log)
+		}
+	}
+	removeNamespaces()
+	for _, name := range c.order {
+		killLeftovers(c.nodes[name].dataDir)
+	}
+}
+
+// status asks a node's agent for the cluster status.
+func (n *nsNode) status() (wire.StatusInfo, bool) {
+	out, _, code := n.ducc("status", "--json")
+	var st wire.StatusInfo
+	return st, code == 0 && json.Unmarshal([]byte(out), &st) == nil
+}
+
+// waitUp waits until every node's agent sees a head that sees want nodes up.
+func (c *netCluster) waitUp(want int, d time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		ok := true
+		for _, name := range c.order {
+			if n := c.nodes[name]; n.cmd == nil || n.cmd.ProcessState != nil {
+				continue // not running
+			}
+			st, good := c.nodes[name].status()
+			if !good || st.Head == "" || st.NodesUp != want {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.t.Fatalf("the cluster did not come up with %d nodes in %s", want, d)
+}
+
+// headNode returns the node currently acting as head, as node via sees it.
+func (c *netCluster) headNode(via *nsNode) *nsNode {
+	c.t.Helper()
+	st, ok := via.status()
+	if !ok || c.nodes[st.Head] == nil {
+		c.t.Fatalf("no head known to %s: %+v", via.name, st)
+	}
+	return c.nodes[st.Head]
+}
+
+// nodeState returns a node's state as the head sees it.
+func (c *netCluster) nodeState(via *nsNode, name string) string {
+	out, _, code := via.ducc("nodes", "--json")
+	if code != 0 {
+		return ""
+	}
+	var nl wire.NodeList
+	if json.Unmarshal([]byte(out), &nl) != nil {
+		return ""
+	}
+	for _, n := range nl.Nodes {
+		if n.Name == name {
+			return n.State
+		}
+	}
+	return ""
+}
+
+// idInfo asks a node's agent for its identity and join state.
+func (n *nsNode) idInfo() (agent.IDInfo, bool) {
+	out, _, code := n.ducc("id", "--json")
+	var info agent.IDInfo
+	return info, code == 0 && json.Unmarshal([]byte(out), &info) == nil
+}
+
+func runKeygen(path string) (string, int) {
+	cmd := exec.Command(duccBin, "keygen", path)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), 1
+	}
+	return out.String(), 0
+}
