@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -340,3 +341,53 @@ func hasProcsOn(w wire.WorkInfo, node string) bool {
 }
 
 func jsonInto(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// BenchmarkFailover measures, on the namespace harness with the default
+// timings (heartbeat 1s, node_timeout 10s, Raft timeouts 500ms), how long
+// the cluster is without a head after kill -9 of the head's agent (until
+// another agent announces itself), and how long a dead node takes to be
+// declared down. Run with -benchtime 10x for the median of ten.
+func BenchmarkFailover(b *testing.B) {
+	c := startNetClusterTimed(b, "1s", "10s", "", netNodeSpec{"h1", true}, netNodeSpec{"h2", true}, netNodeSpec{"h3", true}, netNodeSpec{"w1", false})
+	w1 := c.nodes["w1"]
+	var failovers []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		st, ok := w1.status()
+		if !ok || c.nodes[st.Head] == nil {
+			b.Fatalf("no head: %+v", st)
+		}
+		old := c.nodes[st.Head]
+		t0 := time.Now()
+		old.kill9()
+		for {
+			if st, ok := w1.status(); ok && st.Head != "" && st.Head != old.name {
+				break
+			}
+			if time.Since(t0) > 30*time.Second {
+				b.Fatalf("no new head within 30s")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		failovers = append(failovers, time.Since(t0))
+		b.StopTimer()
+		old.start()
+		c.waitUp(4, 60*time.Second)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	sort.Slice(failovers, func(i, j int) bool { return failovers[i] < failovers[j] })
+	b.ReportMetric(float64(failovers[len(failovers)/2].Milliseconds()), "ms-median-failover")
+	b.ReportMetric(float64(failovers[len(failovers)-1].Milliseconds()), "ms-max-failover")
+	// Node death: kill a worker's agent and its processes.
+	head := c.headNode(w1)
+	t0 := time.Now()
+	w1.kill9()
+	for c.nodeState(head, "w1") != "Down" {
+		if time.Since(t0) > 60*time.Second {
+			b.Fatalf("w1 not declared down within 60s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.ReportMetric(float64(time.Since(t0).Milliseconds()), "ms-node-death-detection")
+}

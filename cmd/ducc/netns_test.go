@@ -36,6 +36,8 @@ type netCluster struct {
 	sw    string // the namespace holding the bridge
 	nodes map[string]*nsNode
 	order []string
+	// heartbeat and nodeTimeout go into every node's config.
+	heartbeat, nodeTimeout string
 }
 
 // nsNode is one agent in its namespace.
@@ -117,6 +119,13 @@ type netNodeSpec struct {
 // namespaces are removed when the test ends, whether it passed or not.
 func startNetCluster(t testing.TB, extraYAML string, specs ...netNodeSpec) *netCluster {
 	t.Helper()
+	return startNetClusterTimed(t, "250ms", "3s", extraYAML, specs...)
+}
+
+// startNetClusterTimed is startNetCluster with the heartbeat period and
+// node timeout given.
+func startNetClusterTimed(t testing.TB, heartbeat, nodeTimeout, extraYAML string, specs ...netNodeSpec) *netCluster {
+	t.Helper()
 	needNetns(t)
 	removeNamespaces()
 	dir := t.TempDir()
@@ -125,7 +134,8 @@ func startNetCluster(t testing.TB, extraYAML string, specs ...netNodeSpec) *netC
 			t.Fatal(err)
 		}
 	}
-	c := &netCluster{t: t, dir: dir, key: filepath.Join(dir, "cluster.key"), sw: nsPrefix + "sw", nodes: map[string]*nsNode{}}
+	c := &netCluster{t: t, dir: dir, key: filepath.Join(dir, "cluster.key"), sw: nsPrefix + "sw", nodes: map[string]*nsNode{},
+		heartbeat: heartbeat, nodeTimeout: nodeTimeout}
 	t.Cleanup(c.destroy)
 	if out, code := runKeygen(c.key); code != 0 {
 		t.Fatalf("ducc keygen: %s", out)
@@ -181,13 +191,13 @@ func (c *netCluster) addNode(name string, host int, head bool) *nsNode {
 func (n *nsNode) writeConfig(key string, join []string, heads int, extra string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cluster: {name: e2e, key_file: %s}\n", key)
-	fmt.Fprintf(&b, "node: {name: %s, listen: [/ip4/%s/tcp/42134], data_dir: %s, socket: %s, memory: 2G, heartbeat: 250ms}\n",
-		n.name, n.ip, n.dataDir, n.sock)
+	fmt.Fprintf(&b, "node: {name: %s, listen: [/ip4/%s/tcp/42134], data_dir: %s, socket: %s, memory: 2G, heartbeat: %s}\n",
+		n.name, n.ip, n.dataDir, n.sock, n.c.heartbeat)
 	fmt.Fprintf(&b, "join: [%s]\n", strings.Join(join, ", "))
 	if n.head {
-		fmt.Fprintf(&b, "head: {eligible: true, bootstrap_expect: %d, node_timeout: 3s}\n", heads)
+		fmt.Fprintf(&b, "head: {eligible: true, bootstrap_expect: %d, node_timeout: %s}\n", heads, n.c.nodeTimeout)
 	} else {
-		b.WriteString("head: {eligible: false, node_timeout: 3s}\n")
+		fmt.Fprintf(&b, "head: {eligible: false, node_timeout: %s}\n", n.c.nodeTimeout)
 	}
 	b.WriteString("web: {listen: \"127.0.0.1:0\"}\n")
 	b.WriteString(extra)
