@@ -43,6 +43,7 @@ type Agent struct {
 
 	mu       sync.Mutex
 	leader   peer.ID
+	newHead  chan struct{} // closed (and replaced) when the leader changes
 	applied  uint64                     // version of the desired state applied
 	want     map[string]wire.ProcSpec   // processes the head wants here
 	unacked  map[string]wire.ProcStatus // ended processes the head has not acknowledged
@@ -70,6 +71,7 @@ func New(cfg *Config, version string, logger *slog.Logger) (*Agent, error) {
 		cfg: cfg, version: version, log: logger.With("component", "agent", "node", cfg.Node), lock: lock,
 		base: logger.With("node", cfg.Node), obs: newAgentObs(version),
 		desire: make(chan wire.DesiredState, 1), want: map[string]wire.ProcSpec{},
+		newHead: make(chan struct{}),
 		unacked: map[string]wire.ProcStatus{}, starting: map[string]bool{}, stopping: map[string]bool{}, feeders: map[string]context.CancelFunc{},
 	}, nil
 }
@@ -254,15 +256,36 @@ const (
 // the next one and retries, but only while the request cannot have run:
 // nobody is the head, the old head could not be reached, or the peer
 // answered that it is not the head.
+//
+// A call in flight when another head is announced is abandoned: the old
+// head may be cut off and never answer. Reads are then retried on the new
+// head; a change may or may not have been applied, and the caller is told
+// so.
 func (a *Agent) callHead(ctx context.Context, method string, c wire.Caller, req, resp any) error {
 	start := time.Now()
 	for {
 		a.mu.Lock()
-		before := a.leader
+		before, changedCh := a.leader, a.newHead
 		a.mu.Unlock()
-		err := a.callHeadOnce(ctx, method, c, req, resp)
+		cctx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-changedCh:
+				cancel()
+			case <-cctx.Done():
+			}
+		}()
+		err := a.callHeadOnce(cctx, method, c, req, resp)
+		headChanged := cctx.Err() != nil && ctx.Err() == nil
+		cancel()
 		if err == nil || ctx.Err() != nil {
 			return err
+		}
+		if headChanged {
+			if !readOnly[method] {
+				return wire.Errorf(3, "the head changed while it handled this %s request; it may or may not have been applied: check (e.g. 'ducc jobs') before retrying", method)
+			}
+			continue
 		}
 		limit := failoverWait
 		switch {
@@ -290,6 +313,12 @@ func (a *Agent) callHead(ctx context.Context, method string, c wire.Caller, req,
 			}
 		}
 	}
+}
+
+// readOnly are the methods callHead may send again to a new head.
+var readOnly = map[string]bool{
+	wire.MethodStatus: true, wire.MethodShow: true, wire.MethodJobs: true, wire.MethodNodes: true,
+	wire.MethodWait: true, wire.MethodClasses: true, wire.MethodResults: true, wire.MethodReport: true,
 }
 
 // notHeadText is in the answer of an agent that is asked to act as head

@@ -33,6 +33,10 @@ func (a *Agent) followLeader(ctx context.Context) {
 		a.mu.Lock()
 		changed := a.leader != p
 		a.leader = p
+		if changed {
+			close(a.newHead) // abandons calls in flight to the old head
+			a.newHead = make(chan struct{})
+		}
 		a.mu.Unlock()
 		if changed {
 			a.log.Info("following head", "head", ann.Node, "peer", ann.PeerID, "term", ann.Term)

@@ -181,12 +181,14 @@ func (c *Candidate) Run(ctx context.Context) {
 		if cancel == nil {
 			return
 		}
-		cancel()
-		<-done
-		cancel = nil
+		// Stop answering as head at once; the head's goroutines may take
+		// a while to wind down (pushes to unreachable nodes).
 		c.mu.Lock()
 		c.head = nil
 		c.mu.Unlock()
+		cancel()
+		<-done
+		cancel = nil
 	}
 	defer stop()
 	obs := make(chan raft.Observation, 16)

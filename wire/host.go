@@ -87,7 +87,11 @@ func NewHost(ctx context.Context, cfg HostConfig) (host.Host, error) {
 	}
 	opts := []libp2p.Option{
 		libp2p.PrivateNetwork(cfg.ClusterKey),
-		libp2p.Transport(tcp.NewTCPTransport),
+		// No SO_REUSEPORT: with it every outbound connection leaves from
+		// the listen port, and two agents dialing each other at once
+		// collide on one 4-tuple (TCP simultaneous open), which libp2p
+		// does not untangle; seen as Raft RPCs hanging between heads.
+		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()),
 		libp2p.Security(noise.ID, noise.New),
 		libp2p.DefaultMuxers,
 		libp2p.ResourceManager(rm),

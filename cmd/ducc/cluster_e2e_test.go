@@ -329,6 +329,8 @@ func TestMultiNodeCluster(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("partitioned head steps down and its node keeps its work", func(t *testing.T) { partitionHead(t, c, w1) })
 }
 
 func hasProcsOn(w wire.WorkInfo, node string) bool {
@@ -390,4 +392,68 @@ func BenchmarkFailover(b *testing.B) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	b.ReportMetric(float64(time.Since(t0).Milliseconds()), "ms-node-death-detection")
+}
+
+// partitionHead cuts the head off the network: it must step down, place
+// nothing, and keep its processes until it returns.
+func partitionHead(t *testing.T, c *netCluster, w1 *nsNode) {
+	head := c.headNode(w1)
+	out, errs, code := w1.ducc("run", "--detach", "--machine", head.name, "--memory", "1G", "--", "sleep", "600")
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s %s", code, out, errs)
+	}
+	id := strings.TrimSpace(out)
+	w := waitNetJob(t, w1, id, 30*time.Second, "a running process", func(w wire.WorkInfo) bool { return len(runningProcs(w)) == 1 })
+	pid := w.Procs[0].PID
+	ipCmd(t, "-n", c.sw, "link", "set", "p"+head.name, "down")
+	healed := false
+	heal := func() {
+		if !healed {
+			ipCmd(t, "-n", c.sw, "link", "set", "p"+head.name, "up")
+			healed = true
+		}
+	}
+	defer heal()
+	t0 := time.Now()
+	for {
+		if st, ok := w1.status(); ok && st.Head != "" && st.Head != head.name {
+			t.Logf("%s cut off; %s became head after %v", head.name, st.Head, time.Since(t0).Round(time.Millisecond))
+			break
+		}
+		if time.Since(t0) > 15*time.Second {
+			t.Fatalf("the majority elected no new head within 15s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The cut-off head has lost its quorum: it stepped down and places
+	// nothing.
+	for {
+		_, _, code := head.ducc("status")
+		if code == exitUnreachable {
+			break
+		}
+		if time.Since(t0) > 15*time.Second {
+			t.Fatalf("the cut-off node still answers as head")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out, errs, code := head.ducc("run", "--detach", "--memory", "1G", "--", "true"); code != exitUnreachable {
+		t.Errorf("a submission on the cut-off node: exit %d, want %d: %s %s", code, exitUnreachable, out, errs)
+	}
+	// Its agent keeps its process running past node_timeout.
+	time.Sleep(4 * time.Second)
+	if syscall.Kill(pid, 0) != nil {
+		t.Errorf("process %d on the cut-off node died during the partition", pid)
+	}
+	heal()
+	c.waitUp(5, 30*time.Second)
+	// Written off while cut off, the process is stopped on return.
+	deadline := time.Now().Add(30 * time.Second)
+	for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Errorf("process %d still runs after its node rejoined; it was written off", pid)
+	}
+	_, _, _ = w1.ducc("cancel", id)
 }

@@ -151,5 +151,3 @@ unless --force is given.`,
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing key file")
 	return cmd
 }
-
-

@@ -263,6 +263,14 @@ func (c *netCluster) destroy() {
 		c.nodes[name].kill9()
 	}
 	if c.t.Failed() {
+		keep, err := os.MkdirTemp("", "ducc-e2e-logs-")
+		if err == nil {
+			for _, name := range c.order {
+				b, _ := os.ReadFile(c.nodes[name].logPath)
+				_ = os.WriteFile(filepath.Join(keep, name+".log"), b, 0o644)
+			}
+			c.t.Logf("full agent logs kept in %s", keep)
+		}
 		for _, name := range c.order {
 			log := c.nodes[name].agentLog()
 			if len(log) > 6000 {
