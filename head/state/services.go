@@ -144,6 +144,7 @@ func (f *FSM) svcRegister(c *Command) Result {
 	s.IDs = nil
 	s.addIDs(s.Spec.Instances)
 	s.Autostart = s.Spec.Autostart
+	s.Started = s.Autostart // autostart: kept running from registration and every cluster start
 	w.Service = s
 	w.Deps = slices.Clone(s.Spec.Dependency)
 	f.work[w.ID] = &w
@@ -197,6 +198,9 @@ func (f *FSM) svcChange(c *Command) Result {
 		s.Disabled, s.Why = true, ch.Reason
 	case SvcOpEnable:
 		s.Disabled, s.Why, s.Failures, s.InitFailures = false, "", nil, 0
+		if s.Autostart {
+			s.Started, s.ByRefs = true, false
+		}
 	case SvcOpDisable:
 		s.Disabled, s.Why = true, ch.Reason
 	case SvcOpModify:
@@ -230,6 +234,9 @@ func (f *FSM) svcChange(c *Command) Result {
 		s.IDs = slices.DeleteFunc(s.IDs, func(id int) bool { return slices.Contains(ch.IDs, id) })
 	case SvcOpAutostart:
 		s.Autostart = ch.Bool
+		if s.Autostart && !s.Disabled {
+			s.Started, s.ByRefs = true, false
+		}
 	case SvcOpLastUse:
 		s.LastUse = ch.N
 	case SvcOpReady:
@@ -276,6 +283,9 @@ func modify(s *Service, n *wire.ServiceSpec, keys []string) {
 			s.setCount(n.Instances)
 		case "autostart":
 			sp.Autostart, s.Autostart = n.Autostart, n.Autostart
+			if s.Autostart && !s.Disabled {
+				s.Started, s.ByRefs = true, false
+			}
 		case "service_linger":
 			sp.LingerMS = n.LingerMS
 		case "process_memory_size":
