@@ -160,4 +160,3 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-
