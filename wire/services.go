@@ -123,15 +123,15 @@ type ServiceList struct {
 // PingState is what a custom pinger reads on its standard input (JSON)
 // before each ping (SPEC §6).
 type PingState struct {
-	Service     uint64   `json:"service"`
-	Endpoint    string   `json:"endpoint"`
-	Instances   []int    `json:"instances"`    // all instance ids wanted
-	Active      []int    `json:"active"`       // ids whose process runs
-	StartedAt   []int64  `json:"started_at"`   // per active id: unix ms
-	References  []uint64 `json:"references"`   // work that names the service
-	Autostart   bool     `json:"autostart"`    // autostart as registered or modified
-	RunFailures int      `json:"run_failures"` // runtime failures in the window
-	MaxInstances int     `json:"max_instances"`
+	Service      uint64   `json:"service"`
+	Endpoint     string   `json:"endpoint"`
+	Instances    []int    `json:"instances"`    // all instance ids wanted
+	Active       []int    `json:"active"`       // ids whose process runs
+	StartedAt    []int64  `json:"started_at"`   // per active id: unix ms
+	References   []uint64 `json:"references"`   // work that names the service
+	Autostart    bool     `json:"autostart"`    // autostart as registered or modified
+	RunFailures  int      `json:"run_failures"` // runtime failures in the window
+	MaxInstances int      `json:"max_instances"`
 }
 
 // PingAnswer is a pinger's answer, one JSON object on its standard output.

@@ -184,10 +184,6 @@ func parseSpecFileKeys(path string, ks keySet, what string) (rawSpec, error) {
 
 // parseYAMLSpec reads a YAML spec strictly: one mapping, known keys only,
 // no duplicates.
-func parseYAMLSpec(data []byte, name, base string) (rawSpec, error) {
-	return parseYAMLSpecKeys(data, name, base, jobKeys)
-}
-
 func parseYAMLSpecKeys(data []byte, name, base string, ks keySet) (rawSpec, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
