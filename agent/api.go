@@ -118,20 +118,23 @@ func (a *Agent) caller(r *http.Request) (wire.Caller, error) {
 // requestTypes maps methods the CLI may call to their request bodies and
 // replies.
 var requestTypes = map[string]func() (req, resp any){
-	wire.MethodRun:         func() (any, any) { return &wire.RunRequest{}, &wire.SubmitReply{} },
-	wire.MethodCancel:      func() (any, any) { return &wire.CancelRequest{}, &wire.WorkInfo{} },
-	wire.MethodJobs:        func() (any, any) { return &wire.ListRequest{}, &wire.WorkList{} },
-	wire.MethodShow:        func() (any, any) { return &wire.IDRequest{}, &wire.WorkInfo{} },
-	wire.MethodWait:        func() (any, any) { return &wire.WaitRequest{}, &wire.WorkInfo{} },
-	wire.MethodNodes:       func() (any, any) { return &wire.Empty{}, &wire.NodeList{} },
-	wire.MethodStatus:      func() (any, any) { return &wire.Empty{}, &wire.StatusInfo{} },
-	wire.MethodSubmit:      func() (any, any) { return &wire.SubmitJobRequest{}, &wire.SubmitReply{} },
-	wire.MethodItems:       func() (any, any) { return &wire.ItemsRequest{}, &wire.Empty{} },
-	wire.MethodResults:     func() (any, any) { return &wire.ResultsRequest{}, &wire.ResultsReply{} },
-	wire.MethodClasses:     func() (any, any) { return &wire.Empty{}, &wire.ClassList{} },
-	wire.MethodReserve:     func() (any, any) { return &wire.ReserveRequest{}, &wire.SubmitReply{} },
-	wire.MethodReconfigure: func() (any, any) { return &wire.ReconfigureRequest{}, &wire.ClassList{} },
-	wire.MethodNodeAdmin:   func() (any, any) { return &wire.NodeAdminRequest{}, &wire.NodeList{} },
+	wire.MethodRun:             func() (any, any) { return &wire.RunRequest{}, &wire.SubmitReply{} },
+	wire.MethodCancel:          func() (any, any) { return &wire.CancelRequest{}, &wire.WorkInfo{} },
+	wire.MethodJobs:            func() (any, any) { return &wire.ListRequest{}, &wire.WorkList{} },
+	wire.MethodShow:            func() (any, any) { return &wire.IDRequest{}, &wire.WorkInfo{} },
+	wire.MethodWait:            func() (any, any) { return &wire.WaitRequest{}, &wire.WorkInfo{} },
+	wire.MethodNodes:           func() (any, any) { return &wire.Empty{}, &wire.NodeList{} },
+	wire.MethodStatus:          func() (any, any) { return &wire.Empty{}, &wire.StatusInfo{} },
+	wire.MethodSubmit:          func() (any, any) { return &wire.SubmitJobRequest{}, &wire.SubmitReply{} },
+	wire.MethodItems:           func() (any, any) { return &wire.ItemsRequest{}, &wire.Empty{} },
+	wire.MethodResults:         func() (any, any) { return &wire.ResultsRequest{}, &wire.ResultsReply{} },
+	wire.MethodClasses:         func() (any, any) { return &wire.Empty{}, &wire.ClassList{} },
+	wire.MethodReserve:         func() (any, any) { return &wire.ReserveRequest{}, &wire.SubmitReply{} },
+	wire.MethodReconfigure:     func() (any, any) { return &wire.ReconfigureRequest{}, &wire.ClassList{} },
+	wire.MethodNodeAdmin:       func() (any, any) { return &wire.NodeAdminRequest{}, &wire.NodeList{} },
+	wire.MethodServiceRegister: func() (any, any) { return &wire.ServiceRegisterRequest{}, &wire.SubmitReply{} },
+	wire.MethodServiceControl:  func() (any, any) { return &wire.ServiceControlRequest{}, &wire.ServiceInfo{} },
+	wire.MethodServiceQuery:    func() (any, any) { return &wire.ServiceQueryRequest{}, &wire.ServiceList{} },
 }
 
 // maxAPIBody bounds a local API request.

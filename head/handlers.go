@@ -101,6 +101,24 @@ func (h *Head) Handle(ctx context.Context, from peer.ID, req *wire.Request) (any
 			return nil, err
 		}
 		return h.nodeAdmin(ctx, req.Caller, r)
+	case wire.MethodServiceRegister:
+		var r wire.ServiceRegisterRequest
+		if err := decode(req, &r); err != nil {
+			return nil, err
+		}
+		return h.registerService(ctx, req.Caller, r)
+	case wire.MethodServiceControl:
+		var r wire.ServiceControlRequest
+		if err := decode(req, &r); err != nil {
+			return nil, err
+		}
+		return h.controlService(ctx, req.Caller, r)
+	case wire.MethodServiceQuery:
+		var r wire.ServiceQueryRequest
+		if err := decode(req, &r); err != nil {
+			return nil, err
+		}
+		return h.queryServices(r)
 	case wire.MethodReport:
 		var r wire.Report
 		if err := decode(req, &r); err != nil {
@@ -287,6 +305,9 @@ func (h *Head) list(r wire.ListRequest) wire.WorkList {
 			all = v.All()
 		}
 		for _, w := range all {
+			if w.Service != nil {
+				continue // 'ducc services query' lists services
+			}
 			if r.User == "" || w.User == r.User {
 				ws = append(ws, w.Copy())
 			}
@@ -311,6 +332,12 @@ func (h *Head) info(w *state.Work) wire.WorkInfo {
 	if !w.Ended() {
 		if p := h.orch.Pending(w.ID); p != "" {
 			info.Reason = p
+		}
+		if w.State == state.StateWaitingForServices {
+			info.Reason = h.sm.Waiting(w.ID)
+			if info.Reason == "" {
+				info.Reason = "waiting for services: " + strings.Join(w.Deps, ", ")
+			}
 		}
 		if w.Canceling {
 			info.Reason = "stopping: " + cancelText(w)

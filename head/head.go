@@ -11,6 +11,7 @@ import (
 	"github.com/ducc-project/ducc/head/jd"
 	"github.com/ducc-project/ducc/head/orch"
 	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/head/sm"
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/head/web"
 	"github.com/ducc-project/ducc/wire"
@@ -43,6 +44,7 @@ type Head struct {
 	log     *slog.Logger
 	orch    *orch.Orchestrator
 	jd      *jd.Driver
+	sm      *sm.Manager
 	policy  *policy
 	rates   rates
 }
@@ -72,15 +74,20 @@ func New(cfg Config) *Head {
 	h := &Head{cfg: cfg, log: cfg.Logger.With("component", "head")}
 	h.jd = jd.New(cfg.FSM, cfg.Apply, cfg.Now, cfg.Logger)
 	h.jd.OnItems = cfg.Metrics.ItemsDone
-	h.policy = newPolicy(cfg.Scheduler, h.jd)
+	h.sm = sm.New(sm.Config{FSM: cfg.FSM, Apply: cfg.Apply, Now: cfg.Now, Logger: cfg.Logger,
+		Trigger: func() { h.orch.Trigger() }})
+	h.policy = newPolicy(cfg.Scheduler, h.jd, h.sm.Wanted)
 	h.orch = orch.New(orch.Config{
-		FSM:         cfg.FSM,
-		Apply:       cfg.Apply,
-		Push:        cfg.Push,
-		Policy:      h.policy,
-		Metrics:     cfg.Metrics,
-		ProcEnded:   h.jd.ProcGone,
-		Tick:        h.jd.Tick,
+		FSM:       cfg.FSM,
+		Apply:     cfg.Apply,
+		Push:      cfg.Push,
+		Policy:    h.policy,
+		Metrics:   cfg.Metrics,
+		ProcEnded: h.jd.ProcGone,
+		Tick: func(ctx context.Context, now time.Time) {
+			h.jd.Tick(ctx, now)
+			h.sm.Tick(ctx, now)
+		},
 		Now:         cfg.Now,
 		Logger:      cfg.Logger,
 		Cycle:       cfg.Scheduler.Cycle.D(),
@@ -95,6 +102,7 @@ func New(cfg Config) *Head {
 func (h *Head) Run(ctx context.Context) {
 	h.orch.Trigger()
 	h.orch.Run(ctx)
+	h.sm.Wait()
 }
 
 // Heartbeat folds one agent heartbeat in.

@@ -45,9 +45,16 @@ func (h *Head) submitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobReq
 	if err := h.checkSubmit(c, class.Name, s.Memory); err != nil {
 		return wire.SubmitReply{}, err
 	}
-	if len(s.ServiceDependency) > 0 {
-		return wire.SubmitReply{}, wire.Errorf(codeUsage, "service_dependency %s: services are not built yet, so no endpoint is registered (ServicesUnavailable)", strings.Join(s.ServiceDependency, ", "))
-	}
+	// Service dependencies (SPEC §6): an unknown endpoint ends the job at
+	// once with ServicesUnavailable; known ones make it wait for them.
+	var unknown []string
+	h.cfg.FSM.View(func(v *state.View) {
+		for _, d := range s.ServiceDependency {
+			if v.ActiveService(d) == nil {
+				unknown = append(unknown, d)
+			}
+		}
+	})
 	state.FillDefaults(&s)
 	s.Class = class.Name
 	dir := s.WorkingDirectory
@@ -55,7 +62,7 @@ func (h *Head) submitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobReq
 		Kind: state.KindJob, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: s.Memory, Path: s.Executable, Args: s.Args, Env: jobEnv(c, s),
 		Dir: dir, LogDir: s.LogDirectory, Description: s.Description, MachineList: s.MachineList,
-		Job: &state.Job{Spec: s},
+		Job: &state.Job{Spec: s}, Deps: s.ServiceDependency,
 	}
 	if s.WorkerProtocol == wire.ProtocolExec {
 		w.Job.Spec.Pipelines = max(s.Pipelines, 1)
@@ -63,7 +70,11 @@ func (h *Head) submitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobReq
 	for _, it := range r.Items {
 		w.Job.Items = append(w.Job.Items, state.Item{Data: it})
 	}
-	res, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdSubmit, Time: h.cfg.Now().UnixMilli(), Work: w, Last: !r.More})
+	cmd := state.Command{Type: state.CmdSubmit, Time: h.cfg.Now().UnixMilli(), Work: w, Last: !r.More}
+	if len(unknown) > 0 {
+		cmd.Completion, cmd.Reason = state.CompletionServicesUnavail, "service not registered: "+strings.Join(unknown, ", ")
+	}
+	res, err := h.cfg.Apply.Apply(ctx, cmd)
 	if err != nil {
 		return wire.SubmitReply{}, err
 	}
@@ -119,10 +130,10 @@ func jobClass(sc *rm.Config, name string) (*rm.Class, error) {
 // addItems appends a chunk of items to a job submitted with More.
 func (h *Head) addItems(ctx context.Context, c wire.Caller, r wire.ItemsRequest) (wire.Empty, error) {
 	var owner string
-	var isJob bool
+	var isJob, ended bool
 	h.cfg.FSM.View(func(v *state.View) {
 		if w := v.Work(r.ID); w != nil {
-			owner, isJob = w.User, w.Job != nil
+			owner, isJob, ended = w.User, w.Job != nil, w.Ended()
 		}
 	})
 	if !isJob {
@@ -133,6 +144,9 @@ func (h *Head) addItems(ctx context.Context, c wire.Caller, r wire.ItemsRequest)
 	}
 	if err := checkItems(r.Items); err != nil {
 		return wire.Empty{}, err
+	}
+	if ended {
+		return wire.Empty{}, nil // e.g. ended at once with ServicesUnavailable: 'ducc show' says why
 	}
 	res, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdItems, Time: h.cfg.Now().UnixMilli(), WorkID: r.ID, Items: r.Items, Last: r.Last})
 	if err != nil {

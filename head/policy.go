@@ -1,6 +1,7 @@
 package head
 
 import (
+	"strconv"
 	"sync"
 	"time"
 
@@ -21,9 +22,85 @@ type policy struct {
 	jd    *jd.Driver
 	carry rm.Carry
 	last  []rm.ClassUsage
+	// wanted returns the instance ids the Service Manager wants held for
+	// a service (nil: none).
+	wanted func(id uint64) []int
 }
 
-func newPolicy(cfg *rm.Config, d *jd.Driver) *policy { return &policy{cfg: cfg, jd: d} }
+func newPolicy(cfg *rm.Config, d *jd.Driver, wanted func(uint64) []int) *policy {
+	return &policy{cfg: cfg, jd: d, wanted: wanted}
+}
+
+// Service instances are separate rm works (one process each) under
+// synthetic ids: svcBit | service id << 16 | instance.
+const (
+	svcBit       = uint64(1) << 63
+	svcInstBits  = 16
+	svcInstMask  = uint64(1)<<svcInstBits - 1
+	maxInstances = 1 << svcInstBits
+)
+
+func svcKey(id uint64, inst int) uint64 { return svcBit | id<<svcInstBits | uint64(inst) }
+
+// fromKey maps an rm work id back to the work and, for services, the
+// instance.
+func fromKey(k uint64) (id uint64, inst int) {
+	if k&svcBit == 0 {
+		return k, 0
+	}
+	return (k &^ svcBit) >> svcInstBits, int(k & svcInstMask)
+}
+
+// rmProc turns a live process into the scheduler's view of it.
+func rmProc(w *state.Work, pr *state.Proc) rm.Proc {
+	ps := rm.ProcRunning
+	switch {
+	case pr.Stop || pr.State == wire.ProcStopping:
+		ps = rm.ProcStopping
+	case pr.State == wire.ProcStarting:
+		ps = rm.ProcStarting
+	case w.Job != nil && pr.ReadyAt == 0:
+		ps = rm.ProcInitializing
+	}
+	rp := rm.Proc{ID: pr.ID, Node: pr.Node, Shares: pr.Shares, State: ps,
+		StartedAt: time.UnixMilli(max(pr.StartedAt, pr.AssignedAt))}
+	if pr.ReadyAt != 0 {
+		rp.InitializedAt = time.UnixMilli(pr.ReadyAt)
+	}
+	return rp
+}
+
+// serviceWork adds one rm work per service instance: those that run and
+// those the Service Manager wants started.
+func (p *policy) serviceWork(w *state.Work, in *rm.Input) {
+	base := rm.Work{Kind: rm.Service, User: w.User, Class: w.Class, Memory: w.Memory,
+		SubmitTime: time.UnixMilli(w.SubmittedAt), MachineList: w.MachineList, ServiceID: strconv.FormatUint(w.ID, 10)}
+	have := map[int]bool{}
+	for _, pr := range w.Live() {
+		if pr.Instance >= maxInstances {
+			continue
+		}
+		rw := base
+		rw.ID, rw.Instance = svcKey(w.ID, pr.Instance), pr.Instance
+		if have[pr.Instance] {
+			continue // a replacement while the old one stops: the FSM refuses it anyway
+		}
+		have[pr.Instance] = true
+		rw.Procs = []rm.Proc{rmProc(w, pr)}
+		in.Work = append(in.Work, rw)
+	}
+	if w.Canceling || p.wanted == nil {
+		return
+	}
+	for _, i := range p.wanted(w.ID) {
+		if have[i] || i < 0 || i >= maxInstances {
+			continue
+		}
+		rw := base
+		rw.ID, rw.Instance = svcKey(w.ID, i), i
+		in.Work = append(in.Work, rw)
+	}
+}
 
 // Schedule implements orch.Policy. The orchestrator calls it from one
 // goroutine.
@@ -51,6 +128,13 @@ func (p *policy) Schedule(now time.Time, nodes []orch.Node, active []*state.Work
 		state.KindService: rm.Service, state.KindReservation: rm.Reservation,
 	}
 	for _, w := range active {
+		if w.State == state.StateWaitingForServices {
+			continue // the Service Manager lets it go on
+		}
+		if w.Service != nil {
+			p.serviceWork(w, &in)
+			continue
+		}
 		rw := rm.Work{
 			ID: w.ID, Kind: kinds[w.Kind], User: w.User, Class: w.Class, Memory: w.Memory,
 			SubmitTime: time.UnixMilli(w.SubmittedAt), MachineList: w.MachineList,
@@ -59,21 +143,7 @@ func (p *policy) Schedule(now time.Time, nodes []orch.Node, active []*state.Work
 			continue // not all items received yet
 		}
 		for _, pr := range w.Live() {
-			ps := rm.ProcRunning
-			switch {
-			case pr.Stop || pr.State == wire.ProcStopping:
-				ps = rm.ProcStopping
-			case pr.State == wire.ProcStarting:
-				ps = rm.ProcStarting
-			case w.Job != nil && pr.ReadyAt == 0:
-				ps = rm.ProcInitializing
-			}
-			rp := rm.Proc{ID: pr.ID, Node: pr.Node, Shares: pr.Shares, State: ps,
-				StartedAt: time.UnixMilli(max(pr.StartedAt, pr.AssignedAt))}
-			if pr.ReadyAt != 0 {
-				rp.InitializedAt = time.UnixMilli(pr.ReadyAt)
-			}
-			rw.Procs = append(rw.Procs, rp)
+			rw.Procs = append(rw.Procs, rmProc(w, pr))
 		}
 		if w.Canceling && len(rw.Procs) == 0 {
 			continue // ends as soon as the cancel is applied; wants nothing
@@ -91,23 +161,29 @@ func (p *policy) Schedule(now time.Time, nodes []orch.Node, active []*state.Work
 		canceling[w.ID] = w.Canceling
 	}
 	for _, s := range plan.Starts {
-		if canceling[s.WorkID] {
+		id, inst := fromKey(s.WorkID)
+		if canceling[id] {
 			continue
 		}
-		out.Starts = append(out.Starts, orch.Start{WorkID: s.WorkID, Node: s.Node, Shares: s.Shares, Memory: s.Memory})
+		out.Starts = append(out.Starts, orch.Start{WorkID: id, Node: s.Node, Shares: s.Shares, Memory: s.Memory, Instance: inst})
 	}
 	for _, s := range plan.Stops {
 		text := s.Text
 		if text == "" {
 			text = s.Reason.String()
 		}
-		out.Stops = append(out.Stops, orch.Stop{WorkID: s.WorkID, ProcID: s.ProcID, Reason: text})
+		id, _ := fromKey(s.WorkID)
+		out.Stops = append(out.Stops, orch.Stop{WorkID: id, ProcID: s.ProcID, Reason: text})
 	}
 	for _, pd := range plan.Pending {
-		out.Pending[pd.WorkID] = pd.Reason
+		id, _ := fromKey(pd.WorkID)
+		if _, ok := out.Pending[id]; !ok {
+			out.Pending[id] = pd.Reason
+		}
 	}
 	for _, sh := range plan.Shrinking {
-		out.Pending[sh.WorkID] = sh.Reason // shown by `ducc jobs` and `ducc show`
+		id, _ := fromKey(sh.WorkID)
+		out.Pending[id] = sh.Reason // shown by `ducc jobs` and `ducc show`
 	}
 	return out
 }

@@ -104,6 +104,33 @@ func FuzzReport(f *testing.F) {
 	fuzzDecode(f, MaxMessageSize, Report{Node: "n1", Procs: []ProcStatus{{ID: "1.1", State: ProcExited, ExitCode: 137, OOMKilled: true}}})
 }
 
+func FuzzServiceRequests(f *testing.F) {
+	// The Service Manager's request and reply bodies: the first byte picks
+	// the type.
+	spec := ServiceSpec{Endpoint: "HTTP:localhost:8080/", Executable: "/bin/srv", Args: []string{"${DUCC_SERVICE_INSTANCE}"},
+		Instances: 2, Dependency: []string{"TCP:db:5432"}, PingArgs: []string{"-v"}, Environment: []string{"A=1"}}
+	seeds := []any{ServiceRegisterRequest{Spec: spec}, ServiceControlRequest{Service: "7", Action: SvcModify, Spec: spec, Keys: []string{"instances"}},
+		ServiceQueryRequest{Service: "CUSTOM:x"}, ServiceList{Services: []ServiceInfo{{ID: 7, Spec: spec, References: []uint64{9},
+			Procs: []ServiceInstance{{Instance: 1, Proc: ProcInfo{ID: "7.2"}}}}}}}
+	for i, s := range seeds {
+		b, _ := Marshal(s)
+		f.Add(append([]byte{byte(i)}, b...))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		targets := []any{&ServiceRegisterRequest{}, &ServiceControlRequest{}, &ServiceQueryRequest{}, &ServiceList{}}
+		v := targets[int(data[0])%len(targets)]
+		if err := UnmarshalLimit(data[1:], v, MaxMessageSize); err != nil {
+			return
+		}
+		if _, err := Marshal(v); err != nil {
+			t.Fatalf("re-encode %T: %v", v, err)
+		}
+	})
+}
+
 func FuzzSmallRequests(f *testing.F) {
 	// One fuzzer for the small request/reply bodies: the first byte picks
 	// the type.

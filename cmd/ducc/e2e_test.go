@@ -231,7 +231,7 @@ func TestRun(t *testing.T) {
 		{name: "too big for any node", args: []string{"run", "--memory", "64G", "--", "true"}, wantCode: 2, wantErr: "no node can hold 64 GiB; largest schedulable is 16 GiB"},
 		{name: "unknown flag", args: []string{"run", "--bogus", "--", "true"}, wantCode: 2, wantErr: "unknown flag: --bogus"},
 		{name: "no command", args: []string{"run"}, wantCode: 2},
-		{name: "not built", args: []string{"services", "query"}, wantCode: 2, wantErr: "not built yet"},
+		{name: "unknown service", args: []string{"services", "start", "HTTP:nowhere:1/"}, wantCode: 2, wantErr: "no registered service"},
 		{name: "missing spec", args: []string{"submit", "no-such-job.yaml"}, wantCode: 2, wantErr: "no-such-job.yaml"},
 		{name: "bad id", args: []string{"wait", "x17"}, wantCode: 2, wantErr: `bad id "x17"`},
 		{name: "no such work", args: []string{"show", "99999"}, wantCode: 2, wantErr: "no work with id 99999"},

@@ -96,8 +96,16 @@ var duccOnlyKeys = map[string]string{
 	"process_error_window_size":      "the error handler's limits are max_job_errors and max_item_retries",
 }
 
-func lookupKey(name string) (specKey, bool) {
-	for _, k := range specKeys {
+// keySet is the keys of one kind of spec file (jobs, services).
+type keySet struct {
+	keys []specKey
+	hint map[string]string // keys of DUCC that ducc does not take, with what to do instead
+}
+
+var jobKeys = keySet{keys: specKeys, hint: duccOnlyKeys}
+
+func (ks keySet) lookup(name string) (specKey, bool) {
+	for _, k := range ks.keys {
 		if k.name == name {
 			return k, true
 		}
@@ -105,28 +113,24 @@ func lookupKey(name string) (specKey, bool) {
 	return specKey{}, false
 }
 
-func validKeyList() string {
-	names := make([]string, len(specKeys))
-	for i, k := range specKeys {
+func (ks keySet) list() string {
+	names := make([]string, len(ks.keys))
+	for i, k := range ks.keys {
 		names[i] = k.name
 	}
 	return strings.Join(names, ", ")
 }
 
-func unknownKeyErr(name string) error {
-	if hint, ok := duccOnlyKeys[strings.ToLower(name)]; ok {
+func (ks keySet) unknown(name string) error {
+	if hint, ok := ks.hint[strings.ToLower(name)]; ok {
 		return fmt.Errorf("key %q is not used by ducc: %s", name, hint)
 	}
-	best := ""
-	for _, k := range specKeys {
+	for _, k := range ks.keys {
 		if strings.EqualFold(k.name, strings.ReplaceAll(name, "-", "_")) {
-			best = k.name
+			return fmt.Errorf("unknown key %q; did you mean %q? valid keys are: %s", name, k.name, ks.list())
 		}
 	}
-	if best != "" {
-		return fmt.Errorf("unknown key %q; did you mean %q? valid keys are: %s", name, best, validKeyList())
-	}
-	return fmt.Errorf("unknown key %q; valid keys are: %s", name, validKeyList())
+	return fmt.Errorf("unknown key %q; valid keys are: %s", name, ks.list())
 }
 
 // rawValue is one key's value as written: a scalar, a list (YAML) or a map
@@ -144,10 +148,12 @@ type rawSpec map[string]rawValue
 
 // parseSpecFile reads a spec file. .yaml and .yml are YAML; anything else
 // is read as a properties file and, if that fails, as YAML.
-func parseSpecFile(path string) (rawSpec, error) {
+func parseSpecFile(path string) (rawSpec, error) { return parseSpecFileKeys(path, jobKeys, "job spec") }
+
+func parseSpecFileKeys(path string, ks keySet, what string) (rawSpec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read job spec: %w", err)
+		return nil, fmt.Errorf("cannot read %s: %w", what, err)
 	}
 	base := filepath.Dir(path)
 	if abs, err := filepath.Abs(base); err == nil {
@@ -155,30 +161,30 @@ func parseSpecFile(path string) (rawSpec, error) {
 	}
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".yaml", ".yml":
-		raw, err := parseYAMLSpec(data, path, base)
+		raw, err := parseYAMLSpecKeys(data, path, base, ks)
 		if err != nil {
-			return nil, fmt.Errorf("job spec %s (YAML): %w", path, err)
+			return nil, fmt.Errorf("%s %s (YAML): %w", what, path, err)
 		}
 		return raw, nil
 	}
-	raw, perr := parsePropertiesSpec(data, path, base, os.LookupEnv)
+	raw, perr := parsePropertiesSpecKeys(data, path, base, os.LookupEnv, ks)
 	if perr == nil {
 		return raw, nil
 	}
 	switch strings.ToLower(filepath.Ext(path)) {
-	case ".properties", ".job", ".txt":
-		return nil, fmt.Errorf("job spec %s (properties): %w", path, perr)
+	case ".properties", ".job", ".txt", ".svc":
+		return nil, fmt.Errorf("%s %s (properties): %w", what, path, perr)
 	}
-	raw, yerr := parseYAMLSpec(data, path, base)
+	raw, yerr := parseYAMLSpecKeys(data, path, base, ks)
 	if yerr == nil {
 		return raw, nil
 	}
-	return nil, fmt.Errorf("job spec %s is neither a properties file (%v) nor YAML (%v); name it .yaml or .properties to pick one", path, perr, yerr)
+	return nil, fmt.Errorf("%s %s is neither a properties file (%v) nor YAML (%v); name it .yaml or .properties to pick one", what, path, perr, yerr)
 }
 
 // parseYAMLSpec reads a YAML spec strictly: one mapping, known keys only,
 // no duplicates.
-func parseYAMLSpec(data []byte, name, base string) (rawSpec, error) {
+func parseYAMLSpecKeys(data []byte, name, base string, ks keySet) (rawSpec, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, err
@@ -194,9 +200,9 @@ func parseYAMLSpec(data []byte, name, base string) (rawSpec, error) {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		kn, vn := m.Content[i], m.Content[i+1]
 		at := fmt.Sprintf("%s:%d", name, kn.Line)
-		key, ok := lookupKey(kn.Value)
+		key, ok := ks.lookup(kn.Value)
 		if !ok {
-			return nil, fmt.Errorf("line %d: %w", kn.Line, unknownKeyErr(kn.Value))
+			return nil, fmt.Errorf("line %d: %w", kn.Line, ks.unknown(kn.Value))
 		}
 		if _, dup := raw[key.name]; dup {
 			return nil, fmt.Errorf("line %d: key %q given twice", kn.Line, key.name)
@@ -256,6 +262,10 @@ func parseYAMLSpec(data []byte, name, base string) (rawSpec, error) {
 // replaced by an earlier key of the file or else the environment variable
 // VAR ($${ writes a literal ${).
 func parsePropertiesSpec(data []byte, name, base string, env func(string) (string, bool)) (rawSpec, error) {
+	return parsePropertiesSpecKeys(data, name, base, env, jobKeys)
+}
+
+func parsePropertiesSpecKeys(data []byte, name, base string, env func(string) (string, bool), ks keySet) (rawSpec, error) {
 	if !utf8.Valid(data) {
 		return nil, errors.New("not UTF-8 text")
 	}
@@ -288,9 +298,9 @@ func parsePropertiesSpec(data []byte, name, base string, env func(string) (strin
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", start, err)
 		}
-		sk, ok := lookupKey(key)
+		sk, ok := ks.lookup(key)
 		if !ok {
-			return nil, fmt.Errorf("line %d: %w", start, unknownKeyErr(key))
+			return nil, fmt.Errorf("line %d: %w", start, ks.unknown(key))
 		}
 		if sk.kind == kItems {
 			return nil, fmt.Errorf("line %d: input_items is only accepted in YAML specs; in a properties file use input_file, or pipe the items on standard input", start)

@@ -283,6 +283,9 @@ func TestSpecExamples(t *testing.T) {
 		t.Fatalf("found only %d example specs", len(files))
 	}
 	for _, f := range files {
+		if filepath.Base(filepath.Dir(f)) == "services" {
+			continue // service registrations: TestServiceExamples
+		}
 		raw, err := parseSpecFile(f)
 		if err != nil {
 			t.Errorf("%v", err)
@@ -302,6 +305,31 @@ func TestSpecExamples(t *testing.T) {
 			if _, err := os.Stat(jr.inputFile); err != nil {
 				t.Errorf("%s: input: %v", f, err)
 			}
+		}
+	}
+}
+
+// TestServiceExamples: the example registrations parse strictly.
+func TestServiceExamples(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/services/*.yaml")
+	if len(files) < 2 {
+		t.Fatalf("found only %d example registrations", len(files))
+	}
+	for _, f := range files {
+		raw, err := parseSpecFileKeys(f, serviceKeys, "service registration")
+		if err != nil {
+			t.Errorf("%v", err)
+			continue
+		}
+		sp, _, err := buildService(raw)
+		if err != nil || sp.Endpoint == "" || sp.Executable == "" {
+			t.Errorf("%s: %v %+v", f, err, sp)
+			continue
+		}
+		if len(sp.Args) == 0 {
+			t.Errorf("%s: no script", f)
+		} else if _, err := os.Stat(filepath.Join(sp.WorkingDirectory, sp.Args[0])); err != nil {
+			t.Errorf("%s: %v", f, err)
 		}
 	}
 }

@@ -110,30 +110,11 @@ Start a one-node dev cluster with 'ducc agent --dev', then try 'ducc run -- echo
 		newAdminCmd(g),
 		newIDCmd(g),
 		newKeygenCmd(),
+		newServicesCmd(g),
 		&cobra.Command{Use: "shim", Hidden: true, Short: "process shim (internal)", Run: func(*cobra.Command, []string) {}},
 		&cobra.Command{Use: "exec-worker", Hidden: true, Short: "exec-protocol job worker (internal)", Run: func(*cobra.Command, []string) {}},
 	)
-	root.AddCommand(notBuilt()...)
 	return root
-}
-
-// notBuilt lists SPEC commands that do not exist yet, so that users get a
-// plain answer instead of "unknown command".
-func notBuilt() []*cobra.Command {
-	type nb struct{ use, short, issue string }
-	var out []*cobra.Command
-	for _, c := range []nb{
-		{"services", "register and manage services", "Service Manager"},
-	} {
-		c := c
-		out = append(out, &cobra.Command{
-			Use: c.use, Short: c.short + " (not built yet)", DisableFlagParsing: true,
-			RunE: func(*cobra.Command, []string) error {
-				return &exitError{code: exitUsage, msg: fmt.Sprintf("'ducc %s' is not built yet (part of the %s work); this version runs jobs ('ducc submit') and managed reservations ('ducc run')", c.use, c.issue)}
-			},
-		})
-	}
-	return out
 }
 
 func newVersionCmd(g *globals) *cobra.Command {

@@ -76,6 +76,16 @@ func procSpec(w *state.Work, p *state.Proc, grace time.Duration) wire.ProcSpec {
 	if w.Job != nil {
 		ps.Protocol, ps.Pipelines = w.Job.Spec.WorkerProtocol, w.Job.Spec.Pipelines
 	}
+	if w.Kind == state.KindService {
+		// Stable instance ids (SPEC §6): in the environment and in place
+		// of ${DUCC_SERVICE_INSTANCE} in the arguments.
+		inst := strconv.Itoa(p.Instance)
+		ps.Env = append(append([]string(nil), w.Env...), "DUCC_SERVICE_INSTANCE="+inst, "DUCC_SERVICE_ID="+strconv.FormatUint(w.ID, 10))
+		ps.Args = make([]string, len(w.Args))
+		for i, a := range w.Args {
+			ps.Args[i] = strings.ReplaceAll(a, "${DUCC_SERVICE_INSTANCE}", inst)
+		}
+	}
 	return ps
 }
 

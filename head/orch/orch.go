@@ -177,7 +177,7 @@ func (o *Orchestrator) cycle(ctx context.Context) error {
 	ts := now.UnixMilli()
 	for _, s := range plan.Starts {
 		cmds = append(cmds, state.Command{Type: state.CmdAssign, Time: ts, WorkID: s.WorkID,
-			Assign: &state.Assignment{Node: s.Node, Shares: s.Shares, MemoryLimit: s.Memory}})
+			Assign: &state.Assignment{Node: s.Node, Shares: s.Shares, MemoryLimit: s.Memory, Instance: s.Instance}})
 	}
 	for _, s := range plan.Stops {
 		cmds = append(cmds, state.Command{Type: state.CmdStopProc, Time: ts, WorkID: s.WorkID, ProcID: s.ProcID, Reason: s.Reason})

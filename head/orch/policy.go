@@ -26,6 +26,8 @@ type Start struct {
 	Node   string
 	Shares int
 	Memory int64 // the cgroup cap, shares × quantum
+	// Instance is the service instance id (services only).
+	Instance int
 }
 
 // Stop asks for one process to be stopped.

@@ -149,6 +149,12 @@ func (f *FSM) apply(c *Command) Result {
 			f.nodeAdmin[c.Node] = c.Reason
 		}
 		return Result{}
+	case CmdSvcRegister:
+		return f.svcRegister(c)
+	case CmdSvcChange:
+		return f.svcChange(c)
+	case CmdDepsMet:
+		return f.depsMet(c)
 	case CmdItems:
 		return f.items(c)
 	case CmdOutcomes:
@@ -201,6 +207,11 @@ func (f *FSM) submit(c *Command) Result {
 			f.commit(&w, c.Time)
 		}
 	}
+	if c.Completion != "" {
+		// Refused at once (e.g. an unknown service endpoint), but kept so
+		// that users see why.
+		f.finish(&w, c.Time, c.Completion, c.Reason, 1)
+	}
 	return Result{ID: w.ID}
 }
 
@@ -212,6 +223,13 @@ func (f *FSM) assign(c *Command) Result {
 	if w.Ended() || w.Canceling {
 		return Result{Err: fmt.Errorf("assign: work %d is %s", w.ID, w.State)}
 	}
+	if w.Kind == KindService {
+		for _, p := range w.Live() {
+			if p.Instance == c.Assign.Instance {
+				return Result{Err: fmt.Errorf("assign: service %d instance %d already runs as %s", w.ID, p.Instance, p.ID)}
+			}
+		}
+	}
 	n := w.NextProc + 1
 	w.NextProc = n
 	p := &Proc{
@@ -221,6 +239,7 @@ func (f *FSM) assign(c *Command) Result {
 		MemoryLimit: c.Assign.MemoryLimit,
 		State:       wire.ProcStarting,
 		AssignedAt:  c.Time,
+		Instance:    c.Assign.Instance,
 	}
 	w.Procs = append(w.Procs, p)
 	if w.State == StateWaitingForResources || w.State == StateReceived {
@@ -289,6 +308,13 @@ func (f *FSM) procUpdate(c *Command) Result {
 func (f *FSM) workAfterProc(w *Work, p *Proc, now int64) {
 	if w.Job != nil {
 		f.jobAfterProc(w, p, now)
+		return
+	}
+	if w.Service != nil {
+		f.serviceAfterProc(w, p, now)
+		if p.Ended() && w.Canceling && len(w.Live()) == 0 {
+			f.finish(w, now, cancelCompletion(w), cancelReason(w), 0)
+		}
 		return
 	}
 	if w.Kind != KindManaged {

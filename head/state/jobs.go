@@ -144,6 +144,9 @@ func (f *FSM) commit(w *Work, now int64) {
 	}
 	if w.State == StateReceived {
 		w.State = StateWaitingForResources
+		if len(w.Deps) > 0 {
+			w.State = StateWaitingForServices
+		}
 	}
 }
 

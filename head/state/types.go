@@ -75,6 +75,11 @@ type Work struct {
 	Procs       []*Proc `cbor:"26,keyasint,omitempty"`
 	NextProc    int     `cbor:"27,keyasint,omitempty"`
 	Job         *Job    `cbor:"28,keyasint,omitempty"`
+	// Service is set for KindService: the registration and its durable
+	// state (SPEC §6).
+	Service *Service `cbor:"29,keyasint,omitempty"`
+	// Deps are the service endpoints the work needs (service_dependency).
+	Deps []string `cbor:"30,keyasint,omitempty"`
 }
 
 // Ended reports whether the work has completed.
@@ -94,6 +99,9 @@ func (w *Work) Copy() *Work {
 		j := *w.Job
 		j.NItems, j.Items = len(w.Job.Items), nil
 		c.Job = &j
+	}
+	if w.Service != nil {
+		c.Service = w.Service.copy()
 	}
 	return &c
 }
@@ -135,6 +143,8 @@ type Proc struct {
 	// StopCounts: a head-requested stop that still counts as a failure
 	// (initialization or item timeout).
 	StopCounts bool `cbor:"21,keyasint,omitempty"`
+	// Instance is the stable instance id of a service process (SPEC §6).
+	Instance int `cbor:"22,keyasint,omitempty"`
 }
 
 // Ended reports whether the process has finished for good.
@@ -150,18 +160,21 @@ type Applier interface {
 
 // Command types.
 const (
-	CmdSubmit    = 1
-	CmdAssign    = 2
-	CmdProc      = 3
-	CmdCancel    = 4
-	CmdFinish    = 5
-	CmdStopProc  = 6
-	CmdItems     = 7  // more items of a job (Items, Last)
-	CmdOutcomes  = 8  // item outcomes of one job process (Outcomes)
-	CmdReady     = 9  // a job process became ready (ProcID, Count = init ms)
-	CmdRequeued  = 10 // items re-queued after their process went away (Count)
-	CmdConfig    = 11 // the scheduler configuration (Config, YAML)
-	CmdNodeAdmin = 12 // an admin state of a node (Node, Reason = state)
+	CmdSubmit      = 1
+	CmdAssign      = 2
+	CmdProc        = 3
+	CmdCancel      = 4
+	CmdFinish      = 5
+	CmdStopProc    = 6
+	CmdItems       = 7  // more items of a job (Items, Last)
+	CmdOutcomes    = 8  // item outcomes of one job process (Outcomes)
+	CmdReady       = 9  // a job process became ready (ProcID, Count = init ms)
+	CmdRequeued    = 10 // items re-queued after their process went away (Count)
+	CmdConfig      = 11 // the scheduler configuration (Config, YAML)
+	CmdNodeAdmin   = 12 // an admin state of a node (Node, Reason = state)
+	CmdSvcRegister = 13 // register a service (Work with Service)
+	CmdSvcChange   = 14 // change a service (WorkID, Service)
+	CmdDepsMet     = 15 // the services a work waits for are available (WorkID)
 )
 
 // Command is one durable change. Exactly the fields its Type needs are set.
@@ -187,6 +200,7 @@ type Command struct {
 	Counts   bool               `cbor:"15,keyasint,omitempty"` // CmdStopProc: the stop counts as a failure
 	Config   []byte             `cbor:"16,keyasint,omitempty"`
 	Node     string             `cbor:"17,keyasint,omitempty"`
+	Service  *ServiceChange     `cbor:"18,keyasint,omitempty"`
 }
 
 // Node admin states (SPEC §7); "" means normal.
@@ -200,6 +214,7 @@ type Assignment struct {
 	Node        string `cbor:"1,keyasint"`
 	Shares      int    `cbor:"2,keyasint"`
 	MemoryLimit int64  `cbor:"3,keyasint"`
+	Instance    int    `cbor:"4,keyasint,omitempty"` // service instance id
 }
 
 // Batch is the payload of one Raft log entry: many commands applied in

@@ -104,3 +104,15 @@ func (s *server) apiClasses(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+func (s *server) apiServices(w http.ResponseWriter, r *http.Request) {
+	out := wire.ServiceList{Services: []wire.ServiceInfo{}}
+	if err := s.data.call(r.Context(), wire.MethodServiceQuery, wire.ServiceQueryRequest{Service: r.URL.Query().Get("service")}, &out); err != nil {
+		s.apiFail(w, r, err)
+		return
+	}
+	if out.Services == nil {
+		out.Services = []wire.ServiceInfo{}
+	}
+	writeJSON(w, http.StatusOK, out)
+}

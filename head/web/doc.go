@@ -11,9 +11,10 @@
 //	/                      redirect to /jobs
 //	/jobs, /jobs/{id}      work (jobs, managed reservations) and one piece of work
 //	/machines, /cluster    nodes; head, Raft state and peers
-//	/services, /reservations, /classes
-//	                       say honestly that they are not built yet
-//	/api/v1/jobs[?all=1&user=U], /api/v1/jobs/{id}, /api/v1/nodes, /api/v1/status
+//	/services              registered services, instances, pinger state
+//	/reservations, /classes
+//	/api/v1/jobs[?all=1&user=U], /api/v1/jobs/{id}, /api/v1/nodes, /api/v1/status,
+//	/api/v1/classes, /api/v1/services[?service=ID|ENDPOINT]
 //	/metrics, /healthz[?head=1]
 //
 // Pages refresh live: a little script polls the page's JSON API every two
@@ -23,8 +24,7 @@
 //
 // Adding a page: write assets/NAME.html defining "content" (and "title"),
 // add an entry to the pages table in pages.go with a handler that fills
-// the template data, and a row to navItems. A "not built yet" page becomes
-// real by replacing its notBuilt entry.
+// the template data, and a row to navItems.
 //
 // With Config.Private (web.private) the pages and the JSON API answer only
 // clients on loopback (use an SSH tunnel or a reverse proxy with its own

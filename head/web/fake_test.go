@@ -53,6 +53,11 @@ func (f *fakeSource) Call(_ context.Context, method string, req, resp any) error
 		resp.(*wire.NodeList).Nodes = append([]wire.NodeInfo(nil), f.nodes...)
 	case wire.MethodStatus:
 		*resp.(*wire.StatusInfo) = f.status
+	case wire.MethodServiceQuery:
+		resp.(*wire.ServiceList).Services = []wire.ServiceInfo{{ID: 7, Endpoint: "HTTP:localhost:8080/", User: "alice",
+			State: "Available", Policy: "reference", Enabled: true, Instances: 1, Running: 1, Class: "fixed", Memory: 1 << 30,
+			Alive: true, Healthy: true, PingInfo: "HTTP 200 OK",
+			Procs: []wire.ServiceInstance{{Instance: 0, Ready: true, Proc: wire.ProcInfo{ID: "7.1", Node: "n1", State: "Running", PID: 99}}}}}
 	case wire.MethodClasses:
 		resp.(*wire.ClassList).Classes = []wire.ClassInfo{
 			{Name: "normal", Policy: "FAIR_SHARE", Priority: 10, Weight: 100, Pool: "default", Quantum: 1 << 30, Default: true, Works: 2, Demand: 8 << 30, FairShare: 6 << 30, Allocated: 6 << 30},

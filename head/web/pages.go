@@ -73,7 +73,7 @@ func parsePages() (*pageSet, error) {
 		{"/jobs/{id}", "job", "/jobs", fillJob},
 		{"/machines", "machines", "/machines", fillMachines},
 		{"/cluster", "cluster", "/cluster", fillCluster},
-		notBuilt("/services", "Services", "registered services, their instances and pinger state", "ducc services"),
+		{"/services", "services", "/services", fillServices},
 		{"/reservations", "reservations", "/reservations", fillReservations},
 		{"/classes", "classes", "/classes", fillClasses},
 	}
@@ -249,15 +249,16 @@ func fillCluster(s *server, r *http.Request, d *pageData) error {
 	return nil
 }
 
-// notBuiltBody describes a page whose data the head does not serve yet.
-type notBuiltBody struct{ What, Command string }
-
-func notBuilt(path, title, what, command string) route {
-	return route{path: path, tmpl: "notbuilt", nav: path, fill: func(_ *server, _ *http.Request, d *pageData) error {
-		d.Title = title
-		d.Body = notBuiltBody{What: what, Command: command}
-		return nil
-	}}
+// fillServices lists the registered services with their instances and
+// pinger state.
+func fillServices(s *server, r *http.Request, d *pageData) error {
+	d.Title, d.API = "Services", "/api/v1/services"
+	var list wire.ServiceList
+	if err := s.data.call(r.Context(), wire.MethodServiceQuery, wire.ServiceQueryRequest{}, &list); err != nil {
+		return err
+	}
+	d.Body = list.Services
+	return nil
 }
 
 // fillReservations lists whole-machine reservations, held and pending.

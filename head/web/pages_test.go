@@ -34,7 +34,7 @@ func TestPages(t *testing.T) {
 		{"machines", "/machines", 200,
 			[]string{`id="node-n1"`, `id="node-n2"`, "32 GiB", "16 GiB", "5 GiB", "4 / 16", "0.25", "1s ago", "5m00s ago", "Down"}, nil},
 		{"cluster", "/cluster", 200, []string{"Leader", `id="head">n1`, "12D3KooWHead", "(head)", "1 of 2", "2 / 57", "v1.2.3", "n1 · v-test"}, nil},
-		{"services", "/services", 200, []string{"Not built yet", "registered services", "ducc services"}, nil},
+		{"services", "/services", 200, []string{`id="svc-7"`, "HTTP:localhost:8080/", "Available", "reference", "7.1", `data-api="/api/v1/services"`}, nil},
 		{"reservations", "/reservations", 200, []string{"No reservations", "ducc reserve --memory"}, nil},
 		{"classes", "/classes", 200, []string{`id="class-normal"`, "FAIR_SHARE", "(default)", "8 GiB", "6 GiB", `id="class-reserve"`, `data-api="/api/v1/classes"`}, nil},
 	}

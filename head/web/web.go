@@ -75,6 +75,7 @@ func NewHandler(cfg Config) http.Handler {
 	read("GET /api/v1/nodes", s.apiNodes)
 	read("GET /api/v1/status", s.apiStatus)
 	read("GET /api/v1/classes", s.apiClasses)
+	read("GET /api/v1/services", s.apiServices)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slogPromLogger{s.log}}))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	return securityHeaders(mux)

@@ -1,0 +1,296 @@
+package head
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ducc-project/ducc/head/sm"
+	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/wire"
+)
+
+// registerService registers a service (SPEC §6).
+func (h *Head) registerService(ctx context.Context, c wire.Caller, r wire.ServiceRegisterRequest) (wire.SubmitReply, error) {
+	s := r.Spec
+	if err := h.checkServiceSpec(&s); err != nil {
+		return wire.SubmitReply{}, err
+	}
+	class, err := fixedClass(h.sched(), s.Class)
+	if err != nil {
+		return wire.SubmitReply{}, wire.Errorf(codeUsage, "scheduling_class: %v", err)
+	}
+	s.Class = class.Name
+	if s.Memory == 0 {
+		s.Memory = h.sched().DefaultMemory.Bytes()
+	}
+	if s.Executable != "" {
+		if err := h.fitsSomeNode(s.Memory, h.sched().Quantum(class.Nodepool)); err != nil {
+			return wire.SubmitReply{}, err
+		}
+	}
+	state.FillServiceDefaults(&s)
+	w := &state.Work{
+		Kind: state.KindService, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
+		Class: class.Name, Memory: s.Memory, Path: s.Executable, Args: s.Args,
+		Env: state.ServiceEnv(c.User, c.Home, s.Environment), Dir: s.WorkingDirectory, LogDir: s.LogDirectory,
+		Description: s.Description, Service: &state.Service{Spec: s},
+	}
+	res, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdSvcRegister, Time: h.cfg.Now().UnixMilli(), Work: w})
+	if err != nil {
+		return wire.SubmitReply{}, fmt.Errorf("register service: %w", err)
+	}
+	if len(res) != 1 {
+		return wire.SubmitReply{}, fmt.Errorf("register service: %d results", len(res))
+	}
+	if res[0].Err != nil {
+		return wire.SubmitReply{}, wire.Errorf(codeUsage, "%v", res[0].Err)
+	}
+	h.orch.Trigger()
+	h.log.Info("service registered", "service", res[0].ID, "user", c.User, "endpoint", s.Endpoint)
+	return wire.SubmitReply{ID: res[0].ID}, nil
+}
+
+// checkServiceSpec refuses registrations that could never work.
+func (h *Head) checkServiceSpec(s *wire.ServiceSpec) error {
+	kind, _, err := sm.ParseEndpoint(s.Endpoint)
+	if err != nil {
+		return wire.Errorf(codeUsage, "%v", err)
+	}
+	if kind == sm.EndpointCustom && s.PingExecutable == "" {
+		return wire.Errorf(codeUsage, "service_request_endpoint %s is CUSTOM: give its pinger with service_ping_executable (HTTP: and TCP: endpoints have built-in pingers)", s.Endpoint)
+	}
+	for _, d := range s.Dependency {
+		if d == s.Endpoint {
+			return wire.Errorf(codeUsage, "service_dependency: a service cannot depend on itself (%s)", d)
+		}
+		if _, _, err := sm.ParseEndpoint(d); err != nil {
+			return wire.Errorf(codeUsage, "service_dependency: %v", err)
+		}
+	}
+	if s.Memory < 0 || s.Instances < 0 || s.MaxInstances < 0 || s.FailuresLimit < 0 || s.InitFailuresLimit < 0 {
+		return wire.Errorf(codeUsage, "sizes, counts and limits must not be negative")
+	}
+	if s.Executable == "" && (s.Instances > 0 || len(s.Args) > 0) {
+		return wire.Errorf(codeUsage, "instances and process_executable_args need a process_executable; without one the service is ping-only")
+	}
+	if s.MaxInstances > 0 && s.Instances > s.MaxInstances {
+		return wire.Errorf(codeUsage, "instances (%d) is more than max_instances (%d)", s.Instances, s.MaxInstances)
+	}
+	if s.Instances >= maxInstances || s.MaxInstances >= maxInstances {
+		return wire.Errorf(codeUsage, "at most %d instances", maxInstances-1)
+	}
+	return nil
+}
+
+// findService resolves an id or an endpoint to a copy of an active service.
+func (h *Head) findService(ref string) (*state.Work, error) {
+	var w *state.Work
+	id, idErr := strconv.ParseUint(ref, 10, 64)
+	h.cfg.FSM.View(func(v *state.View) {
+		if idErr == nil {
+			if x := v.Work(id); x != nil && x.Service != nil && !x.Ended() {
+				w = x.Copy()
+			}
+			return
+		}
+		if x := v.ActiveService(ref); x != nil {
+			w = x.Copy()
+		}
+	})
+	if w == nil {
+		return nil, wire.Errorf(codeUsage, "no registered service %q (give its id or its endpoint; 'ducc services query' lists them)", ref)
+	}
+	return w, nil
+}
+
+// mayChange: the owner, root, a cluster administrator, or one of the
+// service's administrators.
+func (h *Head) mayChange(c wire.Caller, w *state.Work) error {
+	if w.User == c.User || h.isAdmin(c) || slices.Contains(w.Service.Spec.Administrators, c.User) {
+		return nil
+	}
+	return wire.Errorf(codeUsage, "service %d belongs to %s; only %s, root or an administrator of the service may change it", w.ID, w.User, w.User)
+}
+
+// controlService changes a registered service.
+func (h *Head) controlService(ctx context.Context, c wire.Caller, r wire.ServiceControlRequest) (wire.ServiceInfo, error) {
+	w, err := h.findService(r.Service)
+	if err != nil {
+		return wire.ServiceInfo{}, err
+	}
+	if err := h.mayChange(c, w); err != nil {
+		return wire.ServiceInfo{}, err
+	}
+	s := w.Service
+	now := h.cfg.Now().UnixMilli()
+	cmd := state.Command{Type: state.CmdSvcChange, Time: now, WorkID: w.ID}
+	by := c.User
+	if r.Instances < 0 {
+		return wire.ServiceInfo{}, wire.Errorf(codeUsage, "--instances must not be negative")
+	}
+	switch r.Action {
+	case wire.SvcUnregister:
+		cmd = state.Command{Type: state.CmdCancel, Time: now, WorkID: w.ID, By: by}
+	case wire.SvcStart:
+		if s.Disabled {
+			return wire.ServiceInfo{}, wire.Errorf(codeUsage, "service %d is disabled (%s); run 'ducc services enable %d' first", w.ID, s.Why, w.ID)
+		}
+		if s.PingOnly() && r.Instances > 0 {
+			return wire.ServiceInfo{}, wire.Errorf(codeUsage, "service %d is ping-only: it has no instances to start", w.ID)
+		}
+		if r.Instances > 0 && len(s.IDs)+r.Instances > s.Spec.MaxInstances {
+			return wire.ServiceInfo{}, wire.Errorf(codeUsage, "service %d has %d instances; %d more would pass max_instances %d (raise it with 'ducc services modify %d --max-instances N')",
+				w.ID, len(s.IDs), r.Instances, s.Spec.MaxInstances, w.ID)
+		}
+		cmd.Service = &state.ServiceChange{Op: state.SvcOpStart, N: int64(r.Instances)}
+	case wire.SvcStop:
+		cmd.Service = &state.ServiceChange{Op: state.SvcOpStop, N: int64(r.Instances), Reason: "stopped by " + by}
+	case wire.SvcEnable:
+		cmd.Service = &state.ServiceChange{Op: state.SvcOpEnable}
+	case wire.SvcDisable:
+		cmd.Service = &state.ServiceChange{Op: state.SvcOpDisable, Reason: "disabled by " + by}
+	case wire.SvcObserve:
+		cmd.Service = &state.ServiceChange{Op: state.SvcOpObserve}
+	case wire.SvcIgnore:
+		cmd.Service = &state.ServiceChange{Op: state.SvcOpIgnore}
+	case wire.SvcModify:
+		if len(r.Keys) == 0 {
+			return wire.ServiceInfo{}, wire.Errorf(codeUsage, "nothing to modify: give keys like --instances 3 or --autostart")
+		}
+		for _, k := range r.Keys {
+			if !slices.Contains(state.ModifiableKeys, k) {
+				return wire.ServiceInfo{}, wire.Errorf(codeUsage, "%s cannot be modified; modifiable keys are: %s (unregister and register again for others)", k, strings.Join(state.ModifiableKeys, ", "))
+			}
+		}
+		n := r.Spec
+		merged := s.Spec
+		for _, k := range r.Keys {
+			switch k {
+			case "instances":
+				merged.Instances = n.Instances
+			case "max_instances":
+				merged.MaxInstances = n.MaxInstances
+			case "service_dependency":
+				merged.Dependency = n.Dependency
+			case "process_executable":
+				merged.Executable = n.Executable
+			}
+		}
+		if slices.Contains(r.Keys, "instances") && slices.Contains(r.Keys, "max_instances") && n.Instances > n.MaxInstances {
+			return wire.ServiceInfo{}, wire.Errorf(codeUsage, "instances (%d) is more than max_instances (%d)", n.Instances, n.MaxInstances)
+		}
+		if err := h.checkServiceSpec(&merged); err != nil {
+			return wire.ServiceInfo{}, err
+		}
+		if slices.Contains(r.Keys, "process_memory_size") && n.Memory <= 0 {
+			n.Memory = h.sched().DefaultMemory.Bytes()
+		}
+		cmd.Service = &state.ServiceChange{Op: state.SvcOpModify, Spec: &n, Keys: r.Keys}
+	default:
+		return wire.ServiceInfo{}, wire.Errorf(codeUsage, "unknown service action %q", r.Action)
+	}
+	res, err := h.cfg.Apply.Apply(ctx, cmd)
+	if err != nil {
+		return wire.ServiceInfo{}, fmt.Errorf("%s service %d: %w", r.Action, w.ID, err)
+	}
+	if len(res) == 1 && res[0].Err != nil {
+		return wire.ServiceInfo{}, wire.Errorf(codeUsage, "%v", res[0].Err)
+	}
+	h.log.Info("service changed", "service", w.ID, "action", r.Action, "by", by, "instances", r.Instances, "keys", r.Keys)
+	h.orch.Trigger()
+	var after *state.Work
+	h.cfg.FSM.View(func(v *state.View) {
+		if x := v.Work(w.ID); x != nil {
+			after = x.Copy()
+		}
+	})
+	if after == nil {
+		return wire.ServiceInfo{}, fmt.Errorf("service %d vanished", w.ID)
+	}
+	return h.serviceInfo(after), nil
+}
+
+// queryServices lists active services, or one.
+func (h *Head) queryServices(r wire.ServiceQueryRequest) (wire.ServiceList, error) {
+	out := wire.ServiceList{Services: []wire.ServiceInfo{}}
+	if r.Service != "" {
+		w, err := h.findService(r.Service)
+		if err != nil {
+			return out, err
+		}
+		out.Services = append(out.Services, h.serviceInfo(w))
+		return out, nil
+	}
+	var ws []*state.Work
+	h.cfg.FSM.View(func(v *state.View) {
+		for _, w := range v.Active() {
+			if w.Service != nil {
+				ws = append(ws, w.Copy())
+			}
+		}
+	})
+	for _, w := range ws {
+		out.Services = append(out.Services, h.serviceInfo(w))
+	}
+	return out, nil
+}
+
+// serviceInfo renders a service; w must be a copy.
+func (h *Head) serviceInfo(w *state.Work) wire.ServiceInfo {
+	s := w.Service
+	info := wire.ServiceInfo{
+		ID: w.ID, Endpoint: s.Spec.Endpoint, User: w.User, Enabled: !s.Disabled, Instances: len(s.IDs),
+		LastUse: s.LastUse, Failures: len(s.Failures), InitFailures: s.InitFailures, Class: w.Class, Memory: w.Memory,
+		Spec: s.Spec, RegisteredAt: w.SubmittedAt, Started: s.Started, ByReferences: s.ByRefs,
+	}
+	info.Spec.Autostart = s.Autostart
+	switch {
+	case s.PingOnly():
+		info.Policy = "ping-only"
+	case s.Autostart:
+		info.Policy = "autostart"
+	case s.Started && !s.ByRefs:
+		info.Policy = "manual"
+	default:
+		info.Policy = "reference"
+	}
+	if st, ok := h.sm.Status(w.ID); ok {
+		info.State, info.Reason, info.References = st.State, st.Reason, st.Refs
+	} else {
+		info.State = wire.SvcStateStarting
+		if s.Disabled {
+			info.State, info.Reason = wire.SvcStateDisabled, s.Why
+		}
+	}
+	if info.State == wire.SvcStateStarting {
+		if p := h.orch.Pending(w.ID); p != "" {
+			info.Reason = p
+		}
+	}
+	if w.Canceling {
+		info.State, info.Reason = wire.SvcStateStopping, "unregistering"
+	}
+	if p, ok := h.sm.LastPing(w.ID); ok {
+		info.Alive, info.Healthy, info.PingInfo, info.LastPing = p.Alive, p.Healthy, p.Info, p.At.UnixMilli()
+	}
+	for _, p := range w.Live() {
+		pi := wire.ProcInfo{
+			ID: p.ID, Node: p.Node, State: p.State, PID: p.PID, MemoryLimit: p.MemoryLimit,
+			StartedAt: p.StartedAt, ExitCode: p.ExitCode, Reason: p.Reason, LogPath: p.LogPath, InitMS: p.InitMS,
+		}
+		if live, ok := h.orch.Live(p.ID); ok {
+			pi.RSS, pi.CPUSeconds = live.RSS, live.CPUSeconds
+			if pi.LogPath == "" {
+				pi.LogPath = live.LogPath
+			}
+		}
+		if p.State == wire.ProcRunning {
+			info.Running++
+		}
+		info.Procs = append(info.Procs, wire.ServiceInstance{Instance: p.Instance, Proc: pi, Ready: p.ReadyAt != 0})
+	}
+	return info
+}

@@ -1,0 +1,10 @@
+// Package sm is the Service Manager (SPEC §6): it decides, from the
+// durable state of registered services, the work that references them and
+// the soft results of their pingers, which service instances should run,
+// which references start and stop services, when work waiting for services
+// may go on, and what each service's state is. Decide is a pure function
+// of its Input (time is injected); Manager runs it on the head at every
+// scheduling cycle, applies its commands through Raft and runs the pingers
+// (built-in TCP and HTTP pingers, and custom pinger commands run as the
+// service's owner) in goroutines it owns.
+package sm

@@ -1,0 +1,367 @@
+package state
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ducc-project/ducc/wire"
+)
+
+// Service defaults (SPEC §6; *ducc*: ping interval 10 s, max_instances 10).
+const (
+	DefaultLinger            = 5 * time.Minute
+	DefaultFailuresWindow    = 30 * time.Minute
+	DefaultSvcFailuresLimit  = 5
+	DefaultInitFailuresLimit = 1
+	DefaultPingTimeout       = 500 * time.Millisecond
+	DefaultPingInterval      = 10 * time.Second
+	DefaultMaxInstances      = 10
+)
+
+// FillServiceDefaults sets the defaults of SPEC §6 for zero fields.
+func FillServiceDefaults(s *wire.ServiceSpec) {
+	if s.Instances <= 0 && s.Executable != "" {
+		s.Instances = 1
+	}
+	if s.LingerMS <= 0 {
+		s.LingerMS = DefaultLinger.Milliseconds()
+	}
+	if s.FailuresWindowMS <= 0 {
+		s.FailuresWindowMS = DefaultFailuresWindow.Milliseconds()
+	}
+	if s.FailuresLimit <= 0 {
+		s.FailuresLimit = DefaultSvcFailuresLimit
+	}
+	if s.InitFailuresLimit <= 0 {
+		s.InitFailuresLimit = DefaultInitFailuresLimit
+	}
+	if s.PingTimeoutMS <= 0 {
+		s.PingTimeoutMS = DefaultPingTimeout.Milliseconds()
+	}
+	if s.PingIntervalMS <= 0 {
+		s.PingIntervalMS = DefaultPingInterval.Milliseconds()
+	}
+	if s.MaxInstances <= 0 {
+		s.MaxInstances = max(DefaultMaxInstances, s.Instances)
+	}
+}
+
+// Service is the durable state of a registered service. Pinger results
+// are not here: they are soft state, rebuilt by a new head's pingers.
+type Service struct {
+	Spec wire.ServiceSpec `cbor:"1,keyasint"`
+	// IDs are the instance ids wanted while the service is started,
+	// always the lowest free ids when added (SPEC: stable ids 0..n−1).
+	IDs       []int `cbor:"2,keyasint,omitempty"`
+	Autostart bool  `cbor:"3,keyasint,omitempty"`
+	// Started: started by `start` or by a reference; ByRefs: stops
+	// service_linger after the last reference ends.
+	Started  bool   `cbor:"4,keyasint,omitempty"`
+	ByRefs   bool   `cbor:"5,keyasint,omitempty"`
+	Disabled bool   `cbor:"6,keyasint,omitempty"`
+	Why      string `cbor:"7,keyasint,omitempty"` // why disabled
+	// Failures are the times (unix ms) of runtime failures within the
+	// failure window; InitFailures counts initialization failures since
+	// the last instance that initialized.
+	Failures     []int64 `cbor:"8,keyasint,omitempty"`
+	InitFailures int     `cbor:"9,keyasint,omitempty"`
+	LastUse      int64   `cbor:"10,keyasint,omitempty"`
+}
+
+// PingOnly reports whether the service has no processes, only a pinger.
+func (s *Service) PingOnly() bool { return s.Spec.Executable == "" }
+
+func (s *Service) copy() *Service {
+	c := *s
+	c.IDs = slices.Clone(s.IDs)
+	c.Failures = slices.Clone(s.Failures)
+	c.Spec.Args = slices.Clone(s.Spec.Args)
+	c.Spec.Dependency = slices.Clone(s.Spec.Dependency)
+	c.Spec.PingArgs = slices.Clone(s.Spec.PingArgs)
+	c.Spec.Environment = slices.Clone(s.Spec.Environment)
+	c.Spec.Administrators = slices.Clone(s.Spec.Administrators)
+	return &c
+}
+
+// Service change operations (ServiceChange.Op).
+const (
+	SvcOpStart     = "start"     // Started, not by references; N > 0 adds N instances
+	SvcOpStop      = "stop"      // N > 0: remove the N newest instances; else stop and disable (Reason)
+	SvcOpEnable    = "enable"    // clear Disabled and the failure counts
+	SvcOpDisable   = "disable"   // Disabled with Reason
+	SvcOpModify    = "modify"    // take Keys from Spec
+	SvcOpObserve   = "observe"   // ByRefs
+	SvcOpIgnore    = "ignore"    // not ByRefs
+	SvcOpRefStart  = "refstart"  // started by a reference
+	SvcOpRefStop   = "refstop"   // the linger after the last reference passed
+	SvcOpAdd       = "add"       // a pinger's additions (N), within max_instances
+	SvcOpDelete    = "delete"    // a pinger's deletions (IDs)
+	SvcOpAutostart = "autostart" // a pinger's autostart answer (Bool)
+	SvcOpLastUse   = "lastuse"   // a pinger's last_use (N)
+	SvcOpReady     = "ready"     // an instance initialized (ProcID of the command)
+)
+
+// ServiceChange is one change of a service.
+type ServiceChange struct {
+	Op     string            `cbor:"1,keyasint"`
+	N      int64             `cbor:"2,keyasint,omitempty"`
+	IDs    []int             `cbor:"3,keyasint,omitempty"`
+	Spec   *wire.ServiceSpec `cbor:"4,keyasint,omitempty"`
+	Keys   []string          `cbor:"5,keyasint,omitempty"`
+	Bool   bool              `cbor:"6,keyasint,omitempty"`
+	Reason string            `cbor:"7,keyasint,omitempty"`
+}
+
+// ActiveService returns the active service registered at endpoint, or nil.
+func (v *View) ActiveService(endpoint string) *Work {
+	for _, w := range v.f.work {
+		if w.Service != nil && !w.Ended() && w.Service.Spec.Endpoint == endpoint {
+			return w
+		}
+	}
+	return nil
+}
+
+func (f *FSM) svcRegister(c *Command) Result {
+	if c.Work == nil || c.Work.Service == nil {
+		return Result{Err: fmt.Errorf("register without a service")}
+	}
+	for _, w := range f.work {
+		if w.Service != nil && !w.Ended() && w.Service.Spec.Endpoint == c.Work.Service.Spec.Endpoint {
+			return Result{Err: fmt.Errorf("endpoint %s is already registered by service %d", w.Service.Spec.Endpoint, w.ID)}
+		}
+	}
+	w := *c.Work
+	w.Kind = KindService
+	w.ID = f.nextID
+	f.nextID++
+	w.SubmittedAt = c.Time
+	w.State = StateRunning // the Service Manager shows the service's own state
+	w.Procs = nil
+	w.Job = nil
+	s := w.Service.copy()
+	s.IDs = nil
+	s.addIDs(s.Spec.Instances)
+	s.Autostart = s.Spec.Autostart
+	s.Started = s.Autostart // autostart: kept running from registration and every cluster start
+	w.Service = s
+	w.Deps = slices.Clone(s.Spec.Dependency)
+	f.work[w.ID] = &w
+	return Result{ID: w.ID}
+}
+
+// addIDs adds n instance ids, the lowest free first, up to max_instances.
+func (s *Service) addIDs(n int) {
+	for i := 0; n > 0 && len(s.IDs) < max(s.Spec.MaxInstances, 1); i++ {
+		if !slices.Contains(s.IDs, i) {
+			s.IDs = append(s.IDs, i)
+			n--
+		}
+	}
+	slices.Sort(s.IDs)
+}
+
+// setCount grows (lowest free ids) or shrinks (highest ids) to n.
+func (s *Service) setCount(n int) {
+	if n > len(s.IDs) {
+		s.addIDs(n - len(s.IDs))
+	}
+	if n < len(s.IDs) {
+		s.IDs = s.IDs[:n]
+	}
+}
+
+func (f *FSM) svcChange(c *Command) Result {
+	w := f.work[c.WorkID]
+	if w == nil || w.Service == nil || c.Service == nil {
+		return Result{Err: fmt.Errorf("no service %d", c.WorkID)}
+	}
+	if w.Ended() {
+		return Result{Err: fmt.Errorf("service %d is unregistered", w.ID)}
+	}
+	s, ch := w.Service, c.Service
+	switch ch.Op {
+	case SvcOpStart:
+		s.Started, s.ByRefs = true, false
+		if ch.N > 0 {
+			s.addIDs(int(ch.N))
+		} else if len(s.IDs) == 0 && !s.PingOnly() {
+			s.addIDs(max(s.Spec.Instances, 1))
+		}
+	case SvcOpStop:
+		if ch.N > 0 {
+			s.setCount(max(len(s.IDs)-int(ch.N), 0))
+			break
+		}
+		s.Started, s.ByRefs = false, false
+		s.Disabled, s.Why = true, ch.Reason
+	case SvcOpEnable:
+		s.Disabled, s.Why, s.Failures, s.InitFailures = false, "", nil, 0
+		if s.Autostart {
+			s.Started, s.ByRefs = true, false
+		}
+	case SvcOpDisable:
+		s.Disabled, s.Why = true, ch.Reason
+	case SvcOpModify:
+		if ch.Spec == nil {
+			return Result{Err: fmt.Errorf("modify without values")}
+		}
+		modify(s, ch.Spec, ch.Keys)
+		sp := &s.Spec
+		w.Description, w.Memory, w.Class = sp.Description, sp.Memory, sp.Class
+		w.Path, w.Args, w.Dir, w.LogDir = sp.Executable, slices.Clone(sp.Args), sp.WorkingDirectory, sp.LogDirectory
+		w.Env = ServiceEnv(w.User, w.Home, sp.Environment)
+		w.Deps = slices.Clone(sp.Dependency)
+	case SvcOpObserve:
+		s.ByRefs = true
+	case SvcOpIgnore:
+		s.ByRefs = false
+	case SvcOpRefStart:
+		if !s.Disabled && !s.Started {
+			s.Started, s.ByRefs = true, true
+			if len(s.IDs) == 0 && !s.PingOnly() {
+				s.addIDs(max(s.Spec.Instances, 1))
+			}
+		}
+	case SvcOpRefStop:
+		if s.ByRefs {
+			s.Started = false
+		}
+	case SvcOpAdd:
+		s.addIDs(int(ch.N))
+	case SvcOpDelete:
+		s.IDs = slices.DeleteFunc(s.IDs, func(id int) bool { return slices.Contains(ch.IDs, id) })
+	case SvcOpAutostart:
+		s.Autostart = ch.Bool
+		if s.Autostart && !s.Disabled {
+			s.Started, s.ByRefs = true, false
+		}
+	case SvcOpLastUse:
+		s.LastUse = ch.N
+	case SvcOpReady:
+		if p := w.proc(c.ProcID); p != nil && !p.Ended() && p.ReadyAt == 0 {
+			p.ReadyAt = c.Time
+			p.InitMS = c.Time - max(p.StartedAt, p.AssignedAt)
+			s.InitFailures = 0
+		}
+	default:
+		return Result{Err: fmt.Errorf("unknown service change %q", ch.Op)}
+	}
+	return Result{ID: w.ID}
+}
+
+// ServiceEnv is the environment of a service instance: a minimal
+// login-like base, then what the registration lists.
+func ServiceEnv(user, home string, env []string) []string {
+	if home == "" {
+		home = "/"
+	}
+	base := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "USER=" + user, "LOGNAME=" + user}
+	return append(base, env...)
+}
+
+// ModifiableKeys are the registration keys `ducc services modify` takes.
+var ModifiableKeys = []string{"description", "instances", "autostart", "service_linger",
+	"process_memory_size", "process_executable", "process_executable_args", "environment",
+	"working_directory", "log_directory", "service_dependency", "instance_failures_window",
+	"instance_failures_limit", "instance_init_failures_limit", "service_ping_executable",
+	"service_ping_arguments", "service_ping_timeout", "service_ping_interval", "administrators",
+	"max_instances"}
+
+func modify(s *Service, n *wire.ServiceSpec, keys []string) {
+	for _, k := range keys {
+		sp := &s.Spec
+		switch k {
+		case "description":
+			sp.Description = n.Description
+		case "instances":
+			sp.Instances = n.Instances
+			if n.Instances > sp.MaxInstances {
+				sp.MaxInstances = n.Instances
+			}
+			s.setCount(n.Instances)
+		case "autostart":
+			sp.Autostart, s.Autostart = n.Autostart, n.Autostart
+			if s.Autostart && !s.Disabled {
+				s.Started, s.ByRefs = true, false
+			}
+		case "service_linger":
+			sp.LingerMS = n.LingerMS
+		case "process_memory_size":
+			sp.Memory = n.Memory
+		case "process_executable":
+			sp.Executable = n.Executable
+		case "process_executable_args":
+			sp.Args = slices.Clone(n.Args)
+		case "environment":
+			sp.Environment = slices.Clone(n.Environment)
+		case "working_directory":
+			sp.WorkingDirectory = n.WorkingDirectory
+		case "log_directory":
+			sp.LogDirectory = n.LogDirectory
+		case "service_dependency":
+			sp.Dependency = slices.Clone(n.Dependency)
+		case "instance_failures_window":
+			sp.FailuresWindowMS = n.FailuresWindowMS
+		case "instance_failures_limit":
+			sp.FailuresLimit = n.FailuresLimit
+		case "instance_init_failures_limit":
+			sp.InitFailuresLimit = n.InitFailuresLimit
+		case "service_ping_executable":
+			sp.PingExecutable = n.PingExecutable
+		case "service_ping_arguments":
+			sp.PingArgs = slices.Clone(n.PingArgs)
+		case "service_ping_timeout":
+			sp.PingTimeoutMS = n.PingTimeoutMS
+		case "service_ping_interval":
+			sp.PingIntervalMS = n.PingIntervalMS
+		case "administrators":
+			sp.Administrators = slices.Clone(n.Administrators)
+		case "max_instances":
+			sp.MaxInstances = max(n.MaxInstances, 1)
+			if len(s.IDs) > sp.MaxInstances {
+				s.setCount(sp.MaxInstances)
+			}
+		}
+	}
+}
+
+// serviceAfterProc counts the failures of a service instance and disables
+// the service when they pass its limits (SPEC §6). A process the head
+// stopped is not a failure.
+func (f *FSM) serviceAfterProc(w *Work, p *Proc, now int64) {
+	s := w.Service
+	if !p.Ended() || (p.Stop && !p.StopCounts) {
+		return
+	}
+	sp := s.Spec
+	if p.ReadyAt == 0 {
+		s.InitFailures++
+		if s.InitFailures > sp.InitFailuresLimit && !s.Disabled {
+			s.Disabled = true
+			s.Why = fmt.Sprintf("Excessive initialization errors: %d instances failed to initialize (instance_init_failures_limit is %d); last: %s",
+				s.InitFailures, sp.InitFailuresLimit, p.Reason)
+		}
+		return
+	}
+	cut := now - sp.FailuresWindowMS
+	s.Failures = slices.DeleteFunc(s.Failures, func(t int64) bool { return t < cut })
+	s.Failures = append(s.Failures, now)
+	if len(s.Failures) > sp.FailuresLimit && !s.Disabled {
+		s.Disabled = true
+		s.Why = fmt.Sprintf("Excessive runtime errors: %d instance failures within %s (instance_failures_limit is %d); last: %s",
+			len(s.Failures), time.Duration(sp.FailuresWindowMS)*time.Millisecond, sp.FailuresLimit, p.Reason)
+	}
+}
+
+func (f *FSM) depsMet(c *Command) Result {
+	w := f.work[c.WorkID]
+	if w == nil {
+		return Result{Err: fmt.Errorf("no work %d", c.WorkID)}
+	}
+	if w.State == StateWaitingForServices {
+		w.State = StateWaitingForResources
+	}
+	return Result{ID: w.ID}
+}

@@ -1,0 +1,146 @@
+package wire
+
+// Service Manager methods (SPEC §6).
+const (
+	MethodServiceRegister = "services.register" // ServiceRegisterRequest → SubmitReply
+	MethodServiceControl  = "services.control"  // ServiceControlRequest → ServiceInfo
+	MethodServiceQuery    = "services.query"    // ServiceQueryRequest → ServiceList
+)
+
+// Service control actions.
+const (
+	SvcUnregister = "unregister"
+	SvcStart      = "start"
+	SvcStop       = "stop"
+	SvcEnable     = "enable"
+	SvcDisable    = "disable"
+	SvcModify     = "modify"
+	SvcObserve    = "observe-references"
+	SvcIgnore     = "ignore-references"
+)
+
+// ServiceSpec is a service registration: the keys of SPEC §6, with sizes in
+// bytes and times in milliseconds. Zero values mean "the default".
+type ServiceSpec struct {
+	Description       string   `cbor:"1,keyasint,omitempty" json:"description,omitempty"`
+	Endpoint          string   `cbor:"2,keyasint" json:"service_request_endpoint"`
+	Executable        string   `cbor:"3,keyasint,omitempty" json:"process_executable,omitempty"`
+	Args              []string `cbor:"4,keyasint,omitempty" json:"process_executable_args,omitempty"`
+	Memory            int64    `cbor:"5,keyasint,omitempty" json:"process_memory_size,omitempty"`
+	Class             string   `cbor:"6,keyasint,omitempty" json:"scheduling_class,omitempty"`
+	Instances         int      `cbor:"7,keyasint,omitempty" json:"instances,omitempty"`
+	Autostart         bool     `cbor:"8,keyasint,omitempty" json:"autostart,omitempty"`
+	LingerMS          int64    `cbor:"9,keyasint,omitempty" json:"service_linger_ms,omitempty"`
+	Dependency        []string `cbor:"10,keyasint,omitempty" json:"service_dependency,omitempty"`
+	FailuresWindowMS  int64    `cbor:"11,keyasint,omitempty" json:"instance_failures_window_ms,omitempty"`
+	FailuresLimit     int      `cbor:"12,keyasint,omitempty" json:"instance_failures_limit,omitempty"`
+	InitFailuresLimit int      `cbor:"13,keyasint,omitempty" json:"instance_init_failures_limit,omitempty"`
+	PingExecutable    string   `cbor:"14,keyasint,omitempty" json:"service_ping_executable,omitempty"`
+	PingArgs          []string `cbor:"15,keyasint,omitempty" json:"service_ping_arguments,omitempty"`
+	PingTimeoutMS     int64    `cbor:"16,keyasint,omitempty" json:"service_ping_timeout_ms,omitempty"`
+	PingIntervalMS    int64    `cbor:"17,keyasint,omitempty" json:"service_ping_interval_ms,omitempty"`
+	Environment       []string `cbor:"18,keyasint,omitempty" json:"environment,omitempty"`
+	WorkingDirectory  string   `cbor:"19,keyasint,omitempty" json:"working_directory,omitempty"`
+	LogDirectory      string   `cbor:"20,keyasint,omitempty" json:"log_directory,omitempty"`
+	Administrators    []string `cbor:"21,keyasint,omitempty" json:"administrators,omitempty"`
+	MaxInstances      int      `cbor:"22,keyasint,omitempty" json:"max_instances,omitempty"`
+}
+
+// ServiceRegisterRequest registers a service.
+type ServiceRegisterRequest struct {
+	Spec ServiceSpec `cbor:"1,keyasint" json:"spec"`
+}
+
+// ServiceControlRequest changes a registered service. Service is its id
+// or its endpoint. Instances is the count for start/stop (0: all). For
+// modify, Keys names the spec keys (SPEC names) to take from Spec.
+type ServiceControlRequest struct {
+	Service   string      `cbor:"1,keyasint" json:"service"`
+	Action    string      `cbor:"2,keyasint" json:"action"`
+	Instances int         `cbor:"3,keyasint,omitempty" json:"instances,omitempty"`
+	Spec      ServiceSpec `cbor:"4,keyasint,omitempty" json:"spec,omitempty"`
+	Keys      []string    `cbor:"5,keyasint,omitempty" json:"keys,omitempty"`
+}
+
+// ServiceQueryRequest lists services; Service (id or endpoint) picks one.
+type ServiceQueryRequest struct {
+	Service string `cbor:"1,keyasint,omitempty" json:"service,omitempty"`
+}
+
+// ServiceInstance is one instance of a service.
+type ServiceInstance struct {
+	Instance int      `cbor:"1,keyasint" json:"instance"`
+	Proc     ProcInfo `cbor:"2,keyasint" json:"proc"`
+	Ready    bool     `cbor:"3,keyasint,omitempty" json:"ready,omitempty"`
+}
+
+// Service states (SPEC §6).
+const (
+	SvcStateStopped      = "Stopped"
+	SvcStateStarting     = "Starting"
+	SvcStateInitializing = "Initializing"
+	SvcStateWaiting      = "Waiting"
+	SvcStateAvailable    = "Available"
+	SvcStateNotAvailable = "NotAvailable"
+	SvcStateStopping     = "Stopping"
+	SvcStateDisabled     = "Disabled"
+	SvcStateAlert        = "Alert"
+)
+
+// ServiceInfo describes one registered service.
+type ServiceInfo struct {
+	ID           uint64            `cbor:"1,keyasint" json:"id"`
+	Endpoint     string            `cbor:"2,keyasint" json:"endpoint"`
+	User         string            `cbor:"3,keyasint" json:"user"`
+	State        string            `cbor:"4,keyasint" json:"state"`
+	Reason       string            `cbor:"5,keyasint,omitempty" json:"reason,omitempty"`
+	Policy       string            `cbor:"6,keyasint" json:"policy"` // autostart, reference, manual, ping-only
+	Enabled      bool              `cbor:"7,keyasint" json:"enabled"`
+	Instances    int               `cbor:"8,keyasint" json:"instances"` // wanted when started
+	Running      int               `cbor:"9,keyasint" json:"running"`
+	References   []uint64          `cbor:"10,keyasint,omitempty" json:"references,omitempty"`
+	Alive        bool              `cbor:"11,keyasint,omitempty" json:"alive"`
+	Healthy      bool              `cbor:"12,keyasint,omitempty" json:"healthy"`
+	PingInfo     string            `cbor:"13,keyasint,omitempty" json:"ping_info,omitempty"`
+	LastPing     int64             `cbor:"14,keyasint,omitempty" json:"last_ping,omitempty"`
+	LastUse      int64             `cbor:"15,keyasint,omitempty" json:"last_use,omitempty"`
+	Failures     int               `cbor:"16,keyasint,omitempty" json:"failures,omitempty"` // runtime failures in the window
+	InitFailures int               `cbor:"17,keyasint,omitempty" json:"init_failures,omitempty"`
+	Class        string            `cbor:"18,keyasint" json:"class"`
+	Memory       int64             `cbor:"19,keyasint" json:"memory"`
+	Procs        []ServiceInstance `cbor:"20,keyasint,omitempty" json:"procs,omitempty"`
+	Spec         ServiceSpec       `cbor:"21,keyasint" json:"spec"`
+	RegisteredAt int64             `cbor:"22,keyasint" json:"registered_at"`
+	Started      bool              `cbor:"23,keyasint,omitempty" json:"started,omitempty"` // started manually or by references
+	ByReferences bool              `cbor:"24,keyasint,omitempty" json:"by_references,omitempty"`
+}
+
+// ServiceList lists services by id.
+type ServiceList struct {
+	Services []ServiceInfo `cbor:"1,keyasint" json:"services"`
+}
+
+// PingState is what a custom pinger reads on its standard input (JSON)
+// before each ping (SPEC §6).
+type PingState struct {
+	Service      uint64   `json:"service"`
+	Endpoint     string   `json:"endpoint"`
+	Instances    []int    `json:"instances"`    // all instance ids wanted
+	Active       []int    `json:"active"`       // ids whose process runs
+	StartedAt    []int64  `json:"started_at"`   // per active id: unix ms
+	References   []uint64 `json:"references"`   // work that names the service
+	Autostart    bool     `json:"autostart"`    // autostart as registered or modified
+	RunFailures  int      `json:"run_failures"` // runtime failures in the window
+	MaxInstances int      `json:"max_instances"`
+}
+
+// PingAnswer is a pinger's answer, one JSON object on its standard output.
+type PingAnswer struct {
+	Alive     bool   `json:"alive"`
+	Healthy   *bool  `json:"healthy,omitempty"` // default: alive
+	Info      string `json:"info,omitempty"`
+	Additions int    `json:"additions,omitempty"`
+	Deletions []int  `json:"deletions,omitempty"`
+	Autostart *bool  `json:"autostart,omitempty"`
+	LastUse   int64  `json:"last_use,omitempty"`
+}
