@@ -36,7 +36,7 @@ type runner interface {
 type localRunner struct{ f *fakes }
 
 func (l *localRunner) work(ctx context.Context, n int) (WorkResult, error) { return l.f.work(ctx, n) }
-func (l *localRunner) stop() (FakeStats, error)                           { return l.f.stop(), nil }
+func (l *localRunner) stop() (FakeStats, error)                            { return l.f.stop(), nil }
 
 // childRunner runs the fakes in a child process.
 type childRunner struct {

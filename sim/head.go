@@ -128,12 +128,17 @@ func (s *simHead) addrInfo() []string {
 	return out
 }
 
-// close stops everything the head started and removes its data.
-func (s *simHead) close() {
+// stopRunning stops the head, its heartbeat loop and announcements.
+func (s *simHead) stopRunning() {
 	if s.cancel != nil {
 		s.cancel()
 	}
 	s.wg.Wait()
+}
+
+// close stops everything the head started and removes its data.
+func (s *simHead) close() {
+	s.stopRunning()
 	if s.host != nil {
 		wire.StopServing(s.host)
 	}

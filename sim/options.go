@@ -22,9 +22,11 @@ type Options struct {
 	// 32 GiB).
 	NodeMemory int64
 	// Work is the number of managed reservations submitted after the idle
-	// window (default: one per node; negative: none).
+	// window (default: one per node, which with the default WorkMemory
+	// fills the cluster; negative: none).
 	Work int
-	// WorkMemory is the memory of each managed reservation (default 4 GiB).
+	// WorkMemory is the memory of each managed reservation (default: a
+	// whole node's NodeMemory).
 	WorkMemory int64
 	// RunFor ends each fake process this long after it started (0: they
 	// run until the simulation ends).
@@ -58,7 +60,7 @@ func (o *Options) defaults() error {
 		o.NodeMemory = 32 << 30
 	}
 	if o.WorkMemory <= 0 {
-		o.WorkMemory = 4 << 30
+		o.WorkMemory = o.NodeMemory
 	}
 	if o.Work == 0 {
 		o.Work = o.Nodes
@@ -85,6 +87,9 @@ func (o *Options) defaults() error {
 	return nil
 }
 
+// capacity returns how many pieces of work fit in the cluster.
+func (o *Options) capacity() int { return o.Nodes * int(o.NodeMemory/o.WorkMemory) }
+
 // hosts returns the number of fake libp2p hosts.
 func (o *Options) hosts() int { return (o.Nodes + o.NodesPerHost - 1) / o.NodesPerHost }
 
@@ -101,11 +106,11 @@ type Result struct {
 	JoinSeconds float64 `json:"join_seconds"`
 	// NodesUp is how many nodes the head saw up at the end; NodesUpMin the
 	// fewest at any sample after the join.
-	NodesUp    int   `json:"nodes_up"`
-	NodesUpMin int   `json:"nodes_up_min"`
-	Idle       Phase `json:"idle"`
-	Submit     Phase `json:"submit"`
-	Busy       Phase `json:"busy"`
+	NodesUp    int        `json:"nodes_up"`
+	NodesUpMin int        `json:"nodes_up_min"`
+	Idle       Phase      `json:"idle"`
+	Submit     Phase      `json:"submit"`
+	Busy       Phase      `json:"busy"`
 	Work       WorkResult `json:"work"`
 	// HeadPeakRSSMiB is the head process's peak resident memory (VmHWM).
 	HeadPeakRSSMiB float64   `json:"head_peak_rss_mib"`

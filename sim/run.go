@@ -103,6 +103,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	if o.Work > 0 {
+		if o.Work > o.capacity() {
+			log.Warn("more work than fits: the rest stays pending", "work", o.Work, "capacity", o.capacity())
+		}
 		a, err := h.snapshot()
 		if err != nil {
 			return nil, err
@@ -133,6 +136,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if u, err := sampleUsage(); err == nil {
 		res.HeadPeakRSSMiB = mib(u.peakRSS)
 	}
+	// Stop the head first, so that it does not log every node's push
+	// failing as the fakes go away.
+	h.stopRunning()
 	stopped = true
 	if res.Fakes, err = r.stop(); err != nil {
 		log.Warn("stopping the fakes", "err", err)
