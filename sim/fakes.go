@@ -30,6 +30,7 @@ type fakesConfig struct {
 	WorkMemory   int64         `json:"work_memory"`
 	RunFor       time.Duration `json:"run_for"`
 	Submitters   int           `json:"submitters"`
+	Subscribe    bool          `json:"subscribe_heartbeats"`
 }
 
 // reportWorkers is the number of concurrent report calls per fake host.
@@ -150,13 +151,15 @@ func (f *fakes) newHost(ctx, rctx context.Context, quiet *slog.Logger, i int) (*
 // startLoops starts the host's goroutines; they end with ctx.
 func (fh *fakeHost) startLoops(ctx context.Context) {
 	f := fh.f
-	// Like every agent, subscribe to heartbeats (the head forwards them to
-	// its gossipsub mesh) and to the leader's announcements.
-	if sub, err := fh.hbT.Subscribe(); err == nil {
-		f.wg.Add(1)
-		go func() { defer f.wg.Done(); drain(ctx, sub) }()
-	} else {
-		f.log.Warn("fake host: cannot subscribe to heartbeats", "err", err)
+	// Like every agent today, optionally subscribe to heartbeats (then
+	// gossipsub delivers every node's heartbeat to this host too).
+	if f.cfg.Subscribe {
+		if sub, err := fh.hbT.Subscribe(); err == nil {
+			f.wg.Add(1)
+			go func() { defer f.wg.Done(); drain(ctx, sub) }()
+		} else {
+			f.log.Warn("fake host: cannot subscribe to heartbeats", "err", err)
+		}
 	}
 	if sub, err := fh.leadT.Subscribe(); err == nil {
 		f.wg.Add(1)

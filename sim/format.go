@@ -13,6 +13,9 @@ func WriteTable(w io.Writer, r *Result) error {
 	if r.FakesInProcess {
 		where = "in the head's process (head figures include the fakes)"
 	}
+	if r.SubscribeHeartbeats {
+		where += ", every fake host subscribed to heartbeats"
+	}
 	join := fmt.Sprintf("%.1f s", r.JoinSeconds)
 	if r.JoinSeconds < 0 {
 		join = "not all nodes joined"

@@ -33,6 +33,11 @@ type Options struct {
 	RunFor time.Duration
 	// Submitters is how many submissions are in flight at once (default 16).
 	Submitters int
+	// SubscribeHeartbeats makes every fake host subscribe to the heartbeat
+	// topic, as every agent does today (agent.headHeartbeats): gossipsub
+	// then delivers every heartbeat to every host. Off by default: the
+	// fakes then model agents where only head candidates subscribe.
+	SubscribeHeartbeats bool
 	// NodeTimeout is the head's node timeout (default 10 s, as ducc's).
 	NodeTimeout time.Duration
 	// FakesCommand starts the fake agents in a child process (e.g.
@@ -101,6 +106,8 @@ type Result struct {
 	// FakesInProcess is true when the fake agents ran in the head's
 	// process: the head figures then include the fakes' cost.
 	FakesInProcess bool `json:"fakes_in_process"`
+	// SubscribeHeartbeats: the fake hosts subscribed to the heartbeat topic.
+	SubscribeHeartbeats bool `json:"subscribe_heartbeats"`
 	// JoinSeconds is the time from starting the fakes until the head saw
 	// every node up.
 	JoinSeconds float64 `json:"join_seconds"`

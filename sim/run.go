@@ -22,10 +22,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer h.close()
-	res := &Result{Nodes: o.Nodes, FakeHosts: o.hosts(), HeartbeatSec: o.Heartbeat.Seconds(), FakesInProcess: o.FakesCommand == nil}
+	res := &Result{SubscribeHeartbeats: o.SubscribeHeartbeats, Nodes: o.Nodes, FakeHosts: o.hosts(), HeartbeatSec: o.Heartbeat.Seconds(), FakesInProcess: o.FakesCommand == nil}
 	cfg := fakesConfig{
 		Head: h.addrInfo(), ClusterKey: h.psk, Nodes: o.Nodes, NodesPerHost: o.NodesPerHost, Heartbeat: o.Heartbeat,
 		NodeMemory: o.NodeMemory, WorkMemory: o.WorkMemory, RunFor: o.RunFor, Submitters: o.Submitters,
+		Subscribe: o.SubscribeHeartbeats,
 	}
 	t0 := time.Now()
 	var r runner

@@ -101,6 +101,7 @@ Fake nodes run nothing: a wanted process is Running at once (and ends after
 	f.DurationVar(&o.RunFor, "run-for", 0, "end each fake process after this long (0: run until the end)")
 	f.IntVar(&o.Submitters, "submitters", 16, "submissions in flight at once")
 	f.DurationVar(&o.NodeTimeout, "node-timeout", 10*time.Second, "the head's node timeout")
+	f.BoolVar(&o.SubscribeHeartbeats, "agents-subscribe", false, "fake hosts subscribe to the heartbeat topic, as every agent does today (gossipsub then delivers every heartbeat to every host)")
 	f.BoolVar(&inProcess, "in-process", false, "run the fake agents in the head's process (head figures then include them)")
 	f.StringVar(&logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	f.BoolVar(&fakesOnly, "fakes-only", false, "internal: be the fakes process of a simulation (JSON lines on stdin/stdout)")
