@@ -55,3 +55,8 @@ dev: build
 
 clean:
 	rm -rf bin
+
+# Simulated cluster: a real head and 1,000 fake agents (docs/performance.md).
+.PHONY: sim
+sim: build
+	./$(BIN) sim --nodes 1000 --duration 10s

@@ -1,0 +1,55 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// WriteTable writes a human summary of r.
+func WriteTable(w io.Writer, r *Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	where := "in a separate process (head figures are the head's alone)"
+	if r.FakesInProcess {
+		where = "in the head's process (head figures include the fakes)"
+	}
+	if r.SubscribeHeartbeats {
+		where += ", every fake host subscribed to heartbeats"
+	}
+	join := fmt.Sprintf("%.1f s", r.JoinSeconds)
+	if r.JoinSeconds < 0 {
+		join = "not all nodes joined"
+	}
+	fmt.Fprintf(tw, "simulated nodes\t%d on %d libp2p hosts, heartbeat %gs, fakes %s\n", r.Nodes, r.FakeHosts, r.HeartbeatSec, where)
+	fmt.Fprintf(tw, "join\t%s; nodes up at end %d, fewest seen %d\n", join, r.NodesUp, r.NodesUpMin)
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "window\tseconds\thead CPU (cores)\thead RSS MiB\tGo heap MiB\theartbeats/s\thb loop busy\thb lag p50/p99 ms\tpushes/s\tpush errors\tcycles\tcycle mean ms")
+	row := func(name string, p Phase) {
+		fmt.Fprintf(tw, "%s\t%.1f\t%.3f\t%.0f\t%.0f\t%.0f\t%.0f%%\t%.0f / %.0f\t%.0f\t%d\t%d\t%.2f\n", name, p.Seconds, p.HeadCPU,
+			p.HeadRSSMiB, p.HeadHeapMiB, p.Heartbeats, p.HeartbeatBusy*100, p.HeartbeatLagP50MS, p.HeartbeatLagP99MS,
+			p.Pushes, p.PushErrors, p.Cycles, p.CycleMeanMS)
+	}
+	row("idle", r.Idle)
+	if r.Work.Submitted+r.Work.SubmitErrors > 0 {
+		row("submit", r.Submit)
+		row("busy", r.Busy)
+	}
+	fmt.Fprintln(tw)
+	if wk := r.Work; wk.Submitted+wk.SubmitErrors > 0 {
+		fmt.Fprintf(tw, "work\t%d managed reservations submitted in %.2f s (%d errors%s)\n", wk.Submitted, wk.SubmitSeconds, wk.SubmitErrors, firstErr(wk.FirstError))
+		fmt.Fprintf(tw, "submit → Running\tp50 %.0f ms, p99 %.0f ms, max %.0f ms; all %d running after %.2f s; head lists %d running at the end\n",
+			wk.LatencyP50MS, wk.LatencyP99MS, wk.LatencyMaxMS, wk.Running, wk.AllRunningSeconds, wk.HeadRunning)
+	}
+	fmt.Fprintf(tw, "head peak RSS\t%.0f MiB\n", r.HeadPeakRSSMiB)
+	f := r.Fakes
+	fmt.Fprintf(tw, "fakes\t%.1f CPU s, peak RSS %.0f MiB; %d heartbeats sent (%d failed), %d pushes received, %d reports (%d failed), %d processes started, %d ended\n",
+		f.CPUSeconds, f.PeakRSSMiB, f.HeartbeatsSent, f.PublishErrors, f.Pushes, f.Reports, f.ReportErrors, f.Started, f.Ended)
+	return tw.Flush()
+}
+
+func firstErr(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "; first: " + s
+}

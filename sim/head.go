@@ -1,0 +1,349 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/pnet"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ducc-project/ducc/head"
+	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/head/web"
+	"github.com/ducc-project/ducc/wire"
+)
+
+// headNode is the node name of the simulated head (it runs no work).
+const headNode = "sim-head"
+
+// simHead is a real head: a Raft candidate (bbolt in a temporary
+// directory, bootstrap_expect 1) on a libp2p host on loopback, fed by the
+// heartbeat topic and serving the RPC protocol, as a head-eligible agent
+// runs it, but with no process manager and no node of its own.
+type simHead struct {
+	log   *slog.Logger
+	dir   string
+	psk   pnet.PSK
+	host  host.Host
+	ps    *pubsub.PubSub
+	hbT   *wire.Topic[wire.Heartbeat]
+	leadT *wire.Topic[wire.LeaderAnnounce]
+	cands *head.Candidate
+	reg   *prometheus.Registry
+
+	heartbeats atomic.Uint64
+	hbBusy     atomic.Int64 // nanoseconds spent in Head.Heartbeat
+	pushes     atomic.Uint64
+	pushErrs   atomic.Uint64
+
+	lagMu sync.Mutex
+	lags  []float64 // heartbeat lag in ms since the last takeLags
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// startHead starts the head and waits until it is elected.
+func startHead(ctx context.Context, o *Options) (_ *simHead, err error) {
+	s := &simHead{log: o.Logger, reg: prometheus.NewRegistry()}
+	if s.dir, err = os.MkdirTemp("", "ducc-sim-head-"); err != nil {
+		return nil, fmt.Errorf("sim head: data dir: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if s.psk, err = wire.GenerateClusterKey(); err != nil {
+		return nil, fmt.Errorf("sim head: %w", err)
+	}
+	// Quiet libp2p and Raft: their info logs would dominate at scale.
+	base := o.Logger
+	s.host, err = wire.NewHost(ctx, wire.HostConfig{ClusterKey: s.psk, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, Logger: base})
+	if err != nil {
+		return nil, fmt.Errorf("sim head: %w", err)
+	}
+	if s.ps, err = wire.NewPubSub(ctx, s.host, base); err != nil {
+		return nil, fmt.Errorf("sim head: %w", err)
+	}
+	if s.hbT, err = wire.JoinHeartbeatTopic(s.ps, base); err != nil {
+		return nil, fmt.Errorf("sim head: %w", err)
+	}
+	if s.leadT, err = wire.JoinLeaderTopic(s.ps, base); err != nil {
+		return nil, fmt.Errorf("sim head: %w", err)
+	}
+	s.cands, err = head.NewCandidate(head.CandidateConfig{
+		DataDir: s.dir, Host: s.host, BootstrapExpect: 1, Logger: base,
+		HeadConfig: head.Config{
+			Node: headNode, Peer: s.host.ID().String(), Version: "sim", Push: s,
+			Scheduler: rm.DefaultConfig(), NodeTimeout: o.NodeTimeout, Logger: base,
+			Metrics: web.NewHeadMetrics(s.reg),
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sim head: %w", err)
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	wire.Serve(s.host, s.handle, wire.WithServeLogger(base))
+	sub, err := s.hbT.Subscribe()
+	if err != nil {
+		return nil, fmt.Errorf("sim head: %w", err)
+	}
+	for _, f := range []func(context.Context){
+		s.cands.Run,
+		func(ctx context.Context) { s.consumeHeartbeats(ctx, sub) },
+		func(ctx context.Context) { s.announce(ctx, o.Heartbeat) },
+	} {
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); f(rctx) }()
+	}
+	for s.cands.Head() == nil {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("sim head: waiting for the election: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	s.log.Info("head elected", "peer", s.host.ID().String(), "addrs", s.host.Addrs(), "data_dir", s.dir)
+	return s, nil
+}
+
+// addrInfo returns the head's dialable addresses as /ip4/.../p2p/ID strings.
+func (s *simHead) addrInfo() []string {
+	var out []string
+	for _, a := range s.host.Addrs() {
+		out = append(out, a.String()+"/p2p/"+s.host.ID().String())
+	}
+	return out
+}
+
+// stopRunning stops the head, its heartbeat loop and announcements.
+func (s *simHead) stopRunning() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+}
+
+// close stops everything the head started and removes its data.
+func (s *simHead) close() {
+	s.stopRunning()
+	if s.host != nil {
+		wire.StopServing(s.host)
+	}
+	if s.cands != nil {
+		if err := s.cands.Close(); err != nil {
+			s.log.Warn("raft shutdown", "err", err)
+		}
+	}
+	if s.hbT != nil {
+		_ = s.hbT.Close()
+	}
+	if s.leadT != nil {
+		_ = s.leadT.Close()
+	}
+	if s.host != nil {
+		_ = s.host.Close()
+	}
+	if s.dir != "" {
+		_ = os.RemoveAll(s.dir)
+	}
+}
+
+// handle serves the RPC protocol as a head-eligible agent does.
+func (s *simHead) handle(ctx context.Context, from peer.ID, req *wire.Request) (any, error) {
+	if req.Method == wire.MethodDesired {
+		return nil, wire.Errorf(wire.CodeUsage, "the simulated head runs no processes")
+	}
+	if h := s.cands.Head(); h != nil {
+		return h.Handle(ctx, from, req)
+	}
+	return nil, wire.Errorf(wire.CodeUnreachable, "%s is not the head", headNode)
+}
+
+// PushDesired implements orch.Pusher over the real RPC protocol.
+func (s *simHead) PushDesired(ctx context.Context, node, peerID string, ds wire.DesiredState) error {
+	s.pushes.Add(1)
+	p, err := peer.Decode(peerID)
+	if err != nil {
+		s.pushErrs.Add(1)
+		return fmt.Errorf("node %s has bad peer id %q: %w", node, peerID, err)
+	}
+	if err := wire.Call(ctx, s.host, p, wire.MethodDesired, wire.Caller{Node: headNode}, ds, &wire.Empty{}); err != nil {
+		s.pushErrs.Add(1)
+		return err
+	}
+	return nil
+}
+
+// consumeHeartbeats feeds heartbeats to the head, one at a time, as an
+// agent's headHeartbeats does, and measures the rate, busy time and lag.
+func (s *simHead) consumeHeartbeats(ctx context.Context, sub *wire.Subscription[wire.Heartbeat]) {
+	defer sub.Cancel()
+	for {
+		hb, from, err := sub.Next(ctx)
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+				s.log.Warn("heartbeat subscription ended", "err", err)
+			}
+			return
+		}
+		h := s.cands.Head()
+		if h == nil {
+			continue
+		}
+		t0 := time.Now()
+		h.Heartbeat(ctx, hb, from.String())
+		s.hbBusy.Add(int64(time.Since(t0)))
+		s.heartbeats.Add(1)
+		lag := float64(t0.UnixMilli() - hb.Time)
+		s.lagMu.Lock()
+		s.lags = append(s.lags, lag)
+		s.lagMu.Unlock()
+	}
+}
+
+// takeLags returns the lags recorded since the last call.
+func (s *simHead) takeLags() []float64 {
+	s.lagMu.Lock()
+	defer s.lagMu.Unlock()
+	out := s.lags
+	s.lags = nil
+	return out
+}
+
+// announce publishes the leader announcement every interval.
+func (s *simHead) announce(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if s.cands.Head() != nil {
+			ann := wire.LeaderAnnounce{PeerID: s.host.ID().String(), Node: headNode,
+				Term: s.cands.Raft().CurrentTerm(), Time: time.Now().UnixMilli()}
+			for _, a := range s.host.Addrs() {
+				ann.Addrs = append(ann.Addrs, a.String())
+			}
+			if err := s.leadT.Publish(ctx, ann); err != nil && ctx.Err() == nil {
+				s.log.Warn("cannot announce head", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// call runs a head RPC in process, encoding as the wire would.
+func (s *simHead) call(ctx context.Context, method string, req, resp any) error {
+	h := s.cands.Head()
+	if h == nil {
+		return wire.Errorf(wire.CodeUnreachable, "no head")
+	}
+	body, err := wire.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", method, err)
+	}
+	out, err := h.Handle(ctx, s.host.ID(), &wire.Request{Method: method, Caller: wire.Caller{Node: headNode}, Body: body})
+	if err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	b, err := wire.Marshal(out)
+	if err != nil {
+		return fmt.Errorf("encode %s reply: %w", method, err)
+	}
+	if err := wire.Unmarshal(b, resp); err != nil {
+		return fmt.Errorf("decode %s reply: %w", method, err)
+	}
+	return nil
+}
+
+// nodesUp returns how many nodes the head sees up.
+func (s *simHead) nodesUp(ctx context.Context) (int, error) {
+	var st wire.StatusInfo
+	if err := s.call(ctx, wire.MethodStatus, wire.Empty{}, &st); err != nil {
+		return 0, err
+	}
+	return st.NodesUp, nil
+}
+
+// cycles returns the number and total seconds of scheduling cycles.
+func (s *simHead) cycles() (uint64, float64) {
+	mfs, err := s.reg.Gather()
+	if err != nil {
+		return 0, 0
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "ducc_head_rm_cycle_seconds" && len(mf.GetMetric()) > 0 {
+			h := mf.GetMetric()[0].GetHistogram()
+			return h.GetSampleCount(), h.GetSampleSum()
+		}
+	}
+	return 0, 0
+}
+
+// headCounters is a snapshot of the head's counters and resource use.
+type headCounters struct {
+	use        usage
+	heartbeats uint64
+	hbBusy     time.Duration
+	pushes     uint64
+	pushErrs   uint64
+	cycles     uint64
+	cycleSum   float64
+}
+
+func (s *simHead) snapshot() (headCounters, error) {
+	u, err := sampleUsage()
+	c := headCounters{use: u, heartbeats: s.heartbeats.Load(), hbBusy: time.Duration(s.hbBusy.Load()),
+		pushes: s.pushes.Load(), pushErrs: s.pushErrs.Load()}
+	c.cycles, c.cycleSum = s.cycles()
+	return c, err
+}
+
+// phase turns two snapshots and the lags between them into a Phase.
+func phase(a, b headCounters, lags []float64) Phase {
+	secs := b.use.at.Sub(a.use.at).Seconds()
+	if secs <= 0 {
+		secs = 1e-9
+	}
+	p := Phase{
+		Seconds:       secs,
+		HeadCPU:       (b.use.cpu - a.use.cpu).Seconds() / secs,
+		HeadRSSMiB:    mib(b.use.rss),
+		HeadHeapMiB:   mib(int64(b.use.heap)),
+		Goroutines:    b.use.gor,
+		Heartbeats:    float64(b.heartbeats-a.heartbeats) / secs,
+		HeartbeatBusy: (b.hbBusy - a.hbBusy).Seconds() / secs,
+		Pushes:        float64(b.pushes-a.pushes) / secs,
+		PushErrors:    b.pushErrs - a.pushErrs,
+		Cycles:        b.cycles - a.cycles,
+	}
+	if p.Cycles > 0 {
+		p.CycleMeanMS = (b.cycleSum - a.cycleSum) / float64(p.Cycles) * 1000
+	}
+	p.HeartbeatLagP50MS, p.HeartbeatLagP99MS = quantile(lags, 0.5), quantile(lags, 0.99)
+	return p
+}
+
+// quantile sorts xs and returns its q-quantile (0 for none).
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	i := int(q * float64(len(xs)-1))
+	return xs[i]
+}

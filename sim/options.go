@@ -1,0 +1,187 @@
+package sim
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Options configures a simulation.
+type Options struct {
+	// Nodes is the number of fake nodes (default 1000).
+	Nodes int
+	// NodesPerHost is how many fake nodes share one libp2p host (default
+	// 250).
+	NodesPerHost int
+	// Duration is the length of each measurement window (idle, then busy;
+	// default 10 s).
+	Duration time.Duration
+	// Heartbeat is each fake node's heartbeat interval (default 1 s).
+	Heartbeat time.Duration
+	// NodeMemory is each fake node's schedulable memory in bytes (default
+	// 32 GiB).
+	NodeMemory int64
+	// Work is the number of managed reservations submitted after the idle
+	// window (default: one per node, which with the default WorkMemory
+	// fills the cluster; negative: none).
+	Work int
+	// WorkMemory is the memory of each managed reservation (default: a
+	// whole node's NodeMemory).
+	WorkMemory int64
+	// RunFor ends each fake process this long after it started (0: they
+	// run until the simulation ends).
+	RunFor time.Duration
+	// Submitters is how many submissions are in flight at once (default 16).
+	Submitters int
+	// SubscribeHeartbeats makes every fake host subscribe to the heartbeat
+	// topic, as every agent does today (agent.headHeartbeats): gossipsub
+	// then delivers every heartbeat to every host. Off by default: the
+	// fakes then model agents where only head candidates subscribe.
+	SubscribeHeartbeats bool
+	// NodeTimeout is the head's node timeout (default 10 s, as ducc's).
+	NodeTimeout time.Duration
+	// FakesCommand starts the fake agents in a child process (e.g.
+	// {"/usr/bin/ducc", "sim", "--fakes-only"}); nil runs them in this
+	// process, and the head's CPU and memory figures then include theirs.
+	FakesCommand []string
+	// Logger; nil means slog.Default(). component=sim is added.
+	Logger *slog.Logger
+}
+
+func (o *Options) defaults() error {
+	if o.Nodes == 0 {
+		o.Nodes = 1000
+	}
+	if o.NodesPerHost <= 0 {
+		o.NodesPerHost = 250
+	}
+	if o.Duration <= 0 {
+		o.Duration = 10 * time.Second
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = time.Second
+	}
+	if o.NodeMemory <= 0 {
+		o.NodeMemory = 32 << 30
+	}
+	if o.WorkMemory <= 0 {
+		o.WorkMemory = o.NodeMemory
+	}
+	if o.Work == 0 {
+		o.Work = o.Nodes
+	}
+	if o.Work < 0 {
+		o.Work = 0
+	}
+	if o.Submitters <= 0 {
+		o.Submitters = 16
+	}
+	if o.NodeTimeout <= 0 {
+		o.NodeTimeout = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	o.Logger = o.Logger.With("component", "sim")
+	if o.Nodes < 1 {
+		return fmt.Errorf("sim: --nodes must be at least 1, got %d", o.Nodes)
+	}
+	if o.WorkMemory > o.NodeMemory {
+		return fmt.Errorf("sim: work memory %d exceeds node memory %d: no node could hold it", o.WorkMemory, o.NodeMemory)
+	}
+	return nil
+}
+
+// capacity returns how many pieces of work fit in the cluster.
+func (o *Options) capacity() int { return o.Nodes * int(o.NodeMemory/o.WorkMemory) }
+
+// hosts returns the number of fake libp2p hosts.
+func (o *Options) hosts() int { return (o.Nodes + o.NodesPerHost - 1) / o.NodesPerHost }
+
+// Result is what a simulation measured.
+type Result struct {
+	Nodes        int     `json:"nodes"`
+	FakeHosts    int     `json:"fake_hosts"`
+	HeartbeatSec float64 `json:"heartbeat_seconds"`
+	// FakesInProcess is true when the fake agents ran in the head's
+	// process: the head figures then include the fakes' cost.
+	FakesInProcess bool `json:"fakes_in_process"`
+	// SubscribeHeartbeats: the fake hosts subscribed to the heartbeat topic.
+	SubscribeHeartbeats bool `json:"subscribe_heartbeats"`
+	// JoinSeconds is the time from starting the fakes until the head saw
+	// every node up.
+	JoinSeconds float64 `json:"join_seconds"`
+	// NodesUp is how many nodes the head saw up at the end; NodesUpMin the
+	// fewest at any sample after the join.
+	NodesUp    int        `json:"nodes_up"`
+	NodesUpMin int        `json:"nodes_up_min"`
+	Idle       Phase      `json:"idle"`
+	Submit     Phase      `json:"submit"`
+	Busy       Phase      `json:"busy"`
+	Work       WorkResult `json:"work"`
+	// HeadPeakRSSMiB is the head process's peak resident memory (VmHWM).
+	HeadPeakRSSMiB float64   `json:"head_peak_rss_mib"`
+	Fakes          FakeStats `json:"fakes"`
+}
+
+// Phase is what the head did during one window.
+type Phase struct {
+	Seconds float64 `json:"seconds"`
+	// HeadCPU is CPU seconds per second of the head process (1.0 = one
+	// core busy).
+	HeadCPU float64 `json:"head_cpu"`
+	// HeadRSSMiB is the head process's resident memory at the end of the
+	// window; HeadHeapMiB the Go heap's live bytes after the last GC.
+	HeadRSSMiB  float64 `json:"head_rss_mib"`
+	HeadHeapMiB float64 `json:"head_heap_mib"`
+	Goroutines  int     `json:"goroutines"`
+	// Heartbeats per second the head handled (Head.Heartbeat calls), and
+	// the fraction of the window its heartbeat loop was busy.
+	Heartbeats    float64 `json:"heartbeats_per_second"`
+	HeartbeatBusy float64 `json:"heartbeat_busy"`
+	// HeartbeatLagP50MS/P99MS: from the fake's send time to the head's
+	// handling (same clock).
+	HeartbeatLagP50MS float64 `json:"heartbeat_lag_p50_ms"`
+	HeartbeatLagP99MS float64 `json:"heartbeat_lag_p99_ms"`
+	// Pushes per second of desired state to nodes, and failed pushes.
+	Pushes     float64 `json:"pushes_per_second"`
+	PushErrors uint64  `json:"push_errors"`
+	// Cycles is the number of scheduling cycles, CycleMeanMS their mean
+	// duration (Resource Manager only).
+	Cycles      uint64  `json:"cycles"`
+	CycleMeanMS float64 `json:"cycle_mean_ms"`
+}
+
+// WorkResult is what the workload driver measured.
+type WorkResult struct {
+	Submitted     int     `json:"submitted"`
+	SubmitErrors  int     `json:"submit_errors"`
+	FirstError    string  `json:"first_error,omitempty"`
+	SubmitSeconds float64 `json:"submit_seconds"`
+	// Running is how many submitted pieces of work had their process
+	// reported Running (the report acknowledged by the head) in time.
+	Running int `json:"running"`
+	// Latency from the submit call to the process reported Running.
+	LatencyP50MS float64 `json:"latency_p50_ms"`
+	LatencyP99MS float64 `json:"latency_p99_ms"`
+	LatencyMaxMS float64 `json:"latency_max_ms"`
+	// AllRunningSeconds is from the first submission until the last
+	// process was reported Running.
+	AllRunningSeconds float64 `json:"all_running_seconds"`
+	// HeadRunning is how many of them the head lists as Running at the
+	// end of the busy window.
+	HeadRunning int `json:"head_running"`
+}
+
+// FakeStats is what the fake agents did, and what they cost.
+type FakeStats struct {
+	CPUSeconds     float64 `json:"cpu_seconds"`
+	PeakRSSMiB     float64 `json:"peak_rss_mib"`
+	HeartbeatsSent uint64  `json:"heartbeats_sent"`
+	PublishErrors  uint64  `json:"publish_errors"`
+	Pushes         uint64  `json:"pushes_received"`
+	Reports        uint64  `json:"reports_sent"`
+	ReportErrors   uint64  `json:"report_errors"`
+	Started        uint64  `json:"procs_started"`
+	Ended          uint64  `json:"procs_ended"`
+}

@@ -1,0 +1,141 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// fakesEnv makes the test binary the fakes process (see TestMain).
+const fakesEnv = "DUCC_SIM_TEST_FAKES"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(fakesEnv) == "1" {
+		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		if err := ServeFakes(context.Background(), os.Stdin, os.Stdout, logger); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	level := slog.LevelWarn
+	if testing.Verbose() {
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// childCommand runs the fakes in a child process: this test binary.
+func childCommand(t testing.TB) []string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(fakesEnv, "1")
+	return []string{exe, "-test.run=^$"}
+}
+
+// TestSimSmall runs a small simulation with the fakes in process: every
+// node must be seen up and stay up, the head must place every piece of
+// work and the fakes must report it running.
+func TestSimSmall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Options{
+		Nodes: 20, NodesPerHost: 8, Duration: 2 * time.Second, Heartbeat: 250 * time.Millisecond,
+		NodeMemory: 8 << 30, WorkMemory: 2 << 30, Work: 60, Logger: testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", res)
+	if res.FakeHosts != 3 {
+		t.Errorf("fake hosts = %d, want 3", res.FakeHosts)
+	}
+	if res.JoinSeconds < 0 || res.NodesUpMin != 20 || res.NodesUp != 20 {
+		t.Errorf("nodes up: joined after %.1fs, min %d, end %d; want all 20 throughout", res.JoinSeconds, res.NodesUpMin, res.NodesUp)
+	}
+	// 20 nodes at 4 heartbeats/s: 80/s; allow for scheduling noise.
+	if res.Idle.Heartbeats < 60 || res.Idle.Heartbeats > 100 {
+		t.Errorf("idle heartbeats/s = %.1f, want about 80", res.Idle.Heartbeats)
+	}
+	w := res.Work
+	if w.Submitted != 60 || w.SubmitErrors != 0 {
+		t.Errorf("submitted %d with %d errors (%s), want 60 and none", w.Submitted, w.SubmitErrors, w.FirstError)
+	}
+	if w.Running != 60 || w.HeadRunning != 60 {
+		t.Errorf("running: reported %d, head lists %d; want 60 (20 nodes × 4 slots of 2 GiB hold 80)", w.Running, w.HeadRunning)
+	}
+	if res.Fakes.Started != 60 {
+		t.Errorf("fakes started %d processes, want 60", res.Fakes.Started)
+	}
+	if res.Idle.HeadCPU <= 0 || res.Idle.HeadRSSMiB <= 0 {
+		t.Errorf("no resource figures: %+v", res.Idle)
+	}
+}
+
+// TestSimChild runs the fakes in a child process and lets processes end:
+// the head must see the ends and the fakes' CPU is reported separately.
+func TestSimChild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Options{
+		Nodes: 10, NodesPerHost: 5, Duration: 2 * time.Second, Heartbeat: 250 * time.Millisecond,
+		Work: 10, RunFor: 500 * time.Millisecond, Logger: testLogger(t), FakesCommand: childCommand(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", res)
+	if res.FakesInProcess || res.Fakes.CPUSeconds <= 0 || res.Fakes.HeartbeatsSent == 0 {
+		t.Errorf("fakes figures missing: %+v", res.Fakes)
+	}
+	if res.Work.Running != 10 || res.Fakes.Ended != 10 {
+		t.Errorf("work: %d reported running, %d ended; want 10 and 10", res.Work.Running, res.Fakes.Ended)
+	}
+	if res.Work.HeadRunning != 0 {
+		t.Errorf("head still lists %d running after every process ended", res.Work.HeadRunning)
+	}
+}
+
+// BenchmarkHeadNodes measures the head with 100 and 1,000 fake nodes (one
+// simulation per size; the fakes run in a child process). Reported:
+// head CPU (cores) and RSS idle and busy, heartbeats handled per second,
+// submit → Running latency.
+func BenchmarkHeadNodes(b *testing.B) {
+	if testing.Short() {
+		b.Skip("simulation benchmarks take tens of seconds")
+	}
+	for _, n := range []int{100, 1000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			var res *Result
+			for range b.N {
+				var err error
+				res, err = Run(context.Background(), Options{Nodes: n, Duration: 5 * time.Second,
+					Logger: testLogger(b), FakesCommand: childCommand(b)})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(res.Idle.HeadCPU, "idle-cores")
+			b.ReportMetric(res.Busy.HeadCPU, "busy-cores")
+			b.ReportMetric(res.Busy.HeadRSSMiB, "busy-MiB")
+			b.ReportMetric(res.Busy.Heartbeats, "hb/s")
+			b.ReportMetric(res.Work.LatencyP50MS, "p50-ms")
+			b.ReportMetric(res.Work.AllRunningSeconds, "all-running-s")
+			b.ReportMetric(float64(res.NodesUpMin), "min-up")
+		})
+	}
+}
