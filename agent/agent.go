@@ -403,7 +403,14 @@ func (a *Agent) PushDesired(ctx context.Context, node, peerID string, ds wire.De
 }
 
 // headHeartbeats feeds heartbeats to the head while this agent is the head.
+//
+// Only head-eligible agents subscribe: a worker never needs the others'
+// heartbeats, and with thousands of nodes receiving them all would cost
+// every agent (measured with ducc sim, docs/performance.md).
 func (a *Agent) headHeartbeats(ctx context.Context) {
+	if a.cands == nil {
+		return
+	}
 	sub, err := a.hbT.Subscribe()
 	if err != nil {
 		a.log.Error("cannot subscribe to heartbeats", "err", err)
@@ -425,9 +432,6 @@ func (a *Agent) headHeartbeats(ctx context.Context) {
 		a.learnAddrs(from, hb.Addrs)
 		if a.former != nil {
 			a.former.saw(from, hb)
-		}
-		if a.cands == nil {
-			continue
 		}
 		if h := a.cands.Head(); h != nil {
 			h.Heartbeat(ctx, hb, from.String())

@@ -131,6 +131,7 @@ func (o *Orchestrator) pushNode(ctx context.Context, node string, force bool) {
 	o.version++
 	ds.Version = o.version
 	o.sent[node] = fp
+	o.sentVer[node] = sentVersion{version: ds.Version, at: o.cfg.Now()}
 	ch := o.pushers[node]
 	if ch == nil {
 		ch = make(chan wire.DesiredState, 1)

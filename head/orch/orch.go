@@ -43,6 +43,16 @@ type Config struct {
 	Tick func(ctx context.Context, now time.Time)
 }
 
+// sentVersion is the version of the desired state last pushed to a node.
+type sentVersion struct {
+	version uint64
+	at      time.Time
+}
+
+// resendAfter is how long a push may take before a heartbeat that does not
+// show it triggers a resend.
+const resendAfter = time.Second
+
 // Node is the head's volatile view of one node.
 type Node struct {
 	Name     string
@@ -75,7 +85,8 @@ type Orchestrator struct {
 	nodes    map[string]*Node
 	pending  map[uint64]string // work id → why it waits
 	version  uint64
-	sent     map[string]string // node → fingerprint of last desired pushed
+	sent     map[string]string      // node → fingerprint of last desired pushed
+	sentVer  map[string]sentVersion // node → version of the last desired pushed
 	pushers  map[string]chan wire.DesiredState
 	reported map[string]wire.ProcStatus // proc id → last status applied
 	live     map[string]wire.ProcStatus // proc id → newest status an agent reported
@@ -106,6 +117,7 @@ func New(cfg Config) *Orchestrator {
 		nodes:    make(map[string]*Node),
 		pending:  make(map[uint64]string),
 		sent:     make(map[string]string),
+		sentVer:  make(map[string]sentVersion),
 		pushers:  make(map[string]chan wire.DesiredState),
 		reported: make(map[string]wire.ProcStatus),
 		live:     make(map[string]wire.ProcStatus),
@@ -230,7 +242,10 @@ func (o *Orchestrator) Heartbeat(ctx context.Context, hb wire.Heartbeat, peer st
 		return // stale, reordered
 	}
 	n.Peer, n.HB, n.LastSeen, n.State = peer, hb, o.cfg.Now(), NodeUp
-	resend := o.sent[hb.Node] != "" && hb.DesiredVersion < o.version
+	// Resend only what this node missed: its own last push, once it had
+	// time to arrive (the heartbeat may have crossed it).
+	sv := o.sentVer[hb.Node]
+	resend := o.sent[hb.Node] != "" && hb.DesiredVersion < sv.version && o.cfg.Now().Sub(sv.at) > resendAfter
 	o.mu.Unlock()
 	o.Report(ctx, hb.Node, hb.Procs)
 	if isNew {

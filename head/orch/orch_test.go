@@ -209,3 +209,35 @@ func TestNodeDeathWritesOffProcesses(t *testing.T) {
 		}
 	})
 }
+
+// A heartbeat that shows the node's own last push causes no resend, even
+// when other nodes got newer versions since; one that misses it does, once
+// the push had time to arrive.
+func TestHeartbeatResendsOnlyMissedPushes(t *testing.T) {
+	f := newFixture(t)
+	ctx := f.ctx
+	f.submit(t)
+	f.o.Heartbeat(ctx, wire.Heartbeat{Node: "n1", Seq: 1, MemSchedulable: 4 << 30}, "p1")
+	f.o.Heartbeat(ctx, wire.Heartbeat{Node: "n2", Seq: 1, MemSchedulable: 4 << 30}, "p2")
+	if err := f.o.cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d1 := f.waitPush(t, "n1", func(ds wire.DesiredState) bool { return len(ds.Procs) == 1 })
+	d2 := f.waitPush(t, "n2", func(ds wire.DesiredState) bool { return ds.Version > 0 })
+	count := func() int {
+		f.push.mu.Lock()
+		defer f.push.mu.Unlock()
+		return len(f.push.got["n1"]) + len(f.push.got["n2"])
+	}
+	before := count()
+	f.clock.Add(5 * time.Second)
+	// n1 applied its version, which is older than n2's: nothing to resend.
+	f.o.Heartbeat(ctx, wire.Heartbeat{Node: "n1", Seq: 2, MemSchedulable: 4 << 30, DesiredVersion: d1.Version}, "p1")
+	f.o.Heartbeat(ctx, wire.Heartbeat{Node: "n2", Seq: 2, MemSchedulable: 4 << 30, DesiredVersion: d2.Version}, "p2")
+	if got := count(); got != before {
+		t.Fatalf("%d pushes after heartbeats that showed the last push, want none", got-before)
+	}
+	// n2 lost its push (a restarted agent): it is sent again.
+	f.o.Heartbeat(ctx, wire.Heartbeat{Node: "n2", Seq: 3, MemSchedulable: 4 << 30}, "p2")
+	f.waitPush(t, "n2", func(ds wire.DesiredState) bool { return ds.Version > d2.Version })
+}
