@@ -128,6 +128,7 @@ func (a *Agent) tailRemote(ctx context.Context, ev *eventWriter, c wire.Caller, 
 				return fmt.Errorf("node %s has a bad peer id: %w", p.Node, err)
 			}
 			pid = id
+			a.learnAddrs(pid, n.Addrs)
 		}
 	}
 	if pid == "" {

@@ -152,6 +152,8 @@ type NodeInfo struct {
 	LastHeartbeat  int64   `cbor:"10,keyasint" json:"last_heartbeat"` // unix ms
 	CPUs           int     `cbor:"11,keyasint,omitempty" json:"cpus,omitempty"`
 	Load1          float64 `cbor:"12,keyasint,omitempty" json:"load1,omitempty"`
+	// Addrs are the agent's libp2p addresses, from its heartbeat.
+	Addrs []string `cbor:"13,keyasint,omitempty" json:"addrs,omitempty"`
 }
 
 // NodeList is a list of nodes.
