@@ -60,6 +60,9 @@ type Agent struct {
 // New prepares an agent: it takes the data-dir lock and loads identity and
 // cluster key, but starts nothing until Run.
 func New(cfg *Config, version string, logger *slog.Logger) (*Agent, error) {
+	if err := cfg.CheckRunnable(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}

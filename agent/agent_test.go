@@ -40,7 +40,11 @@ head: {eligible: true, bootstrap_expect: 3, node_timeout: 20s}
 		{name: "old flat layout", yaml: "head: true\n", wantErr: "cannot unmarshal"},
 		{name: "bad size", yaml: "head: {eligible: true}\nnode: {memory: 12X}\n", wantErr: "12X"},
 		{name: "bad join", yaml: "head: {eligible: true}\njoin: [10.0.0.1:42134]\n", wantErr: "join \"10.0.0.1:42134\""},
-		{name: "worker without join", yaml: "node: {name: w1}\n", wantErr: "needs the address of at least one other agent"},
+		{name: "scheduler only", yaml: "scheduler: {share_quantum: 2G}\n", check: func(t *testing.T, c *Config) {
+			if err := c.CheckRunnable(); err == nil || !strings.Contains(err.Error(), "needs the address of at least one other agent") {
+				t.Errorf("a worker without join runs: %v", err)
+			}
+		}},
 		{name: "bootstrap without eligible", yaml: "head: {bootstrap_expect: 3}\njoin: [/ip4/10.0.0.1/tcp/1]\n", wantErr: "head.eligible is false"},
 		{name: "node timeout too short", yaml: "head: {eligible: true, node_timeout: 1s}\n", wantErr: "at least two heartbeats"},
 		{name: "scheduler section validated", yaml: "head: {eligible: true}\nscheduler:\n  classes:\n    - {name: a, policy: FAIR_SHARE, weight: 1, priority: 1}\n    - {name: a, policy: FAIR_SHARE, weight: 1, priority: 1}\n", wantErr: "scheduler"},

@@ -153,9 +153,6 @@ func (c *Config) validate() error {
 	if !c.Head && c.BootstrapExpect > 0 {
 		return fmt.Errorf("head.bootstrap_expect is set but head.eligible is false; only head-eligible agents bootstrap the head")
 	}
-	if !c.Head && len(c.Join) == 0 {
-		return fmt.Errorf("join: an agent that is not head-eligible needs the address of at least one other agent to join through")
-	}
 	for _, a := range c.Listen {
 		if _, err := multiaddr.NewMultiaddr(a); err != nil {
 			return fmt.Errorf("node.listen %q: %v (write e.g. /ip4/0.0.0.0/tcp/42134)", a, err)
@@ -177,6 +174,16 @@ func (c *Config) validate() error {
 	}
 	if strings.ContainsAny(c.Node, " /\t\n") {
 		return fmt.Errorf("node.name %q: must not contain spaces or slashes", c.Node)
+	}
+	return nil
+}
+
+// CheckRunnable checks what an agent started from this file needs that a
+// file read only for its scheduler section (--dev --config, admin
+// reconfigure) does not.
+func (c *Config) CheckRunnable() error {
+	if !c.Head && len(c.Join) == 0 {
+		return fmt.Errorf("join: an agent that is not head-eligible needs the address of at least one other agent to join through (or set head.eligible: true for a one-node cluster)")
 	}
 	return nil
 }
