@@ -43,7 +43,7 @@ type Agent struct {
 
 	mu       sync.Mutex
 	leader   peer.ID
-	newHead  chan struct{} // closed (and replaced) when the leader changes
+	newHead  chan struct{}              // closed (and replaced) when the leader changes
 	applied  uint64                     // version of the desired state applied
 	want     map[string]wire.ProcSpec   // processes the head wants here
 	unacked  map[string]wire.ProcStatus // ended processes the head has not acknowledged

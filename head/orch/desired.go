@@ -121,7 +121,7 @@ func (o *Orchestrator) pushNode(ctx context.Context, node string, force bool) {
 	o.cfg.FSM.View(func(v *state.View) { idx = v.Index() })
 	o.mu.Lock()
 	n := o.nodes[node]
-	if n == nil || (!force && o.sent[node] == fp) {
+	if n == nil || n.State != NodeUp || (!force && o.sent[node] == fp) {
 		o.mu.Unlock()
 		return
 	}
