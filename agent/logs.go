@@ -172,13 +172,32 @@ func (a *Agent) tailFile(ctx context.Context, ev *eventWriter, c wire.Caller, id
 	} else {
 		close(done)
 	}
-	buf := make([]byte, 64<<10)
+	ended := func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	}
+	return followFile(ctx, f, func(b []byte) error {
+		return ev.send(AttachEvent{Output: append([]byte(nil), b...)})
+	}, ended)
+}
+
+// followFile sends f's content in chunks of up to wire.MaxLogChunk bytes,
+// and keeps reading as the file grows until ended reports true; one more
+// read then drains what was written last. It returns nil once the content
+// is sent, when ctx ends or when send fails (the reader went away), and
+// the error of a failed read.
+func followFile(ctx context.Context, f io.Reader, send func([]byte) error, ended func() bool) error {
+	buf := make([]byte, wire.MaxLogChunk)
 	idle := time.Millisecond
 	finished := false
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {
-			if ev.send(AttachEvent{Output: append([]byte(nil), buf[:n]...)}) != nil {
+			if send(buf[:n]) != nil {
 				return nil
 			}
 			idle = time.Millisecond
@@ -190,9 +209,11 @@ func (a *Agent) tailFile(ctx context.Context, ev *eventWriter, c wire.Caller, id
 		if finished {
 			return nil
 		}
+		if ended() {
+			finished = true
+			continue
+		}
 		select {
-		case <-done:
-			finished = true // one more read drains the rest
 		case <-ctx.Done():
 			return nil
 		case <-time.After(idle):

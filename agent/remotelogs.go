@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -78,38 +77,20 @@ func (a *Agent) serveLogStream(s network.Stream) {
 		st, ok := a.procs.Status(req.ProcID)
 		return ok && !ended(st)
 	}
-	buf := make([]byte, wire.MaxLogChunk)
-	idle := time.Millisecond
-	finished := !req.Follow
-	for {
-		n, err := f.Read(buf)
-		if n > 0 {
-			_ = s.SetWriteDeadline(time.Now().Add(30 * time.Second))
-			if wire.WriteMsg(s, &wire.LogChunk{Data: buf[:n]}) != nil {
-				_ = s.Reset()
-				return
-			}
-			idle = time.Millisecond
-			continue
+	send := func(b []byte) error {
+		_ = s.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		err := wire.WriteMsg(s, &wire.LogChunk{Data: b})
+		if err != nil {
+			_ = s.Reset()
 		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			fail(fmt.Errorf("read log: %w", err))
-			return
-		}
-		if finished {
-			_ = wire.WriteMsg(s, &wire.LogChunk{EOF: true})
-			return
-		}
-		if !running() {
-			finished = true // one more read drains the rest
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(idle):
-			idle = min(idle*2, 100*time.Millisecond)
-		}
+		return err
+	}
+	if err := followFile(ctx, f, send, func() bool { return !req.Follow || !running() }); err != nil {
+		fail(fmt.Errorf("read log: %w", err))
+		return
+	}
+	if ctx.Err() == nil {
+		_ = wire.WriteMsg(s, &wire.LogChunk{EOF: true})
 	}
 }
 

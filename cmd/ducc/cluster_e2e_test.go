@@ -123,10 +123,11 @@ func checkResults(t *testing.T, via *nsNode, id string, items int) {
 	}
 }
 
-// processedOnce checks the workers' own record: no item was started twice.
-func processedOnce(t *testing.T, c *netCluster, items int) {
+// processedOnce checks the record the workers keep in dir/seen: no item
+// was started twice, and items distinct items were started.
+func processedOnce(t *testing.T, dir string, items int) {
 	t.Helper()
-	b, _ := os.ReadFile(filepath.Join(c.dir, "seen"))
+	b, _ := os.ReadFile(filepath.Join(dir, "seen"))
 	count := map[string]int{}
 	for _, l := range strings.Fields(string(b)) {
 		count[l]++
@@ -261,7 +262,7 @@ func TestMultiNodeCluster(t *testing.T) {
 			}
 		}
 		checkResults(t, w1, id, 600)
-		processedOnce(t, c, 600)
+		processedOnce(t, c.dir, 600)
 		if !strings.Contains(head.agentLog(), "re-adopted process") && hasProcsOn(before, head.name) {
 			t.Errorf("the restarted agent %s did not re-adopt its processes", head.name)
 		}

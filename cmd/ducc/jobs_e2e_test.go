@@ -412,19 +412,7 @@ func TestJobSurvivesAgentKill9(t *testing.T) {
 			t.Errorf("unexpected process %+v", p)
 		}
 	}
-	b, _ := os.ReadFile(filepath.Join(f.dir, "seen"))
-	count := map[string]int{}
-	for _, l := range strings.Fields(string(b)) {
-		count[l]++
-	}
-	for item, n := range count {
-		if n > 1 {
-			t.Errorf("item %s was processed %d times", item, n)
-		}
-	}
-	if len(count) != 400 {
-		t.Errorf("%d distinct items processed, want 400", len(count))
-	}
+	processedOnce(t, f.dir, 400)
 	if !strings.Contains(f.agentLog(), "resuming a re-adopted worker") {
 		t.Errorf("the restarted agent did not resume feeding its workers")
 	}

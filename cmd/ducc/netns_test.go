@@ -232,23 +232,6 @@ func (n *nsNode) kill9() {
 	n.logFile.Close()
 }
 
-// stop sends SIGTERM to the agent and waits.
-func (n *nsNode) stop() {
-	if n.cmd == nil || n.cmd.ProcessState != nil {
-		return
-	}
-	_ = n.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = n.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		_ = n.cmd.Process.Kill()
-		<-done
-	}
-	n.logFile.Close()
-}
-
 func (n *nsNode) ducc(args ...string) (string, string, int) { return runDucc(n.sock, args...) }
 
 func (n *nsNode) agentLog() string {
