@@ -268,7 +268,7 @@ func (a *Agent) callHead(ctx context.Context, method string, c wire.Caller, req,
 	start := time.Now()
 	for {
 		a.mu.Lock()
-		before, changedCh := a.leader, a.newHead
+		changedCh := a.newHead
 		a.mu.Unlock()
 		cctx, cancel := context.WithCancel(ctx)
 		go func() {
@@ -302,18 +302,11 @@ func (a *Agent) callHead(ctx context.Context, method string, c wire.Caller, req,
 			return err
 		}
 		// Wait until a different head is announced (or a short while).
-		for i := 0; i < 20; i++ {
-			select {
-			case <-ctx.Done():
-				return err
-			case <-time.After(50 * time.Millisecond):
-			}
-			a.mu.Lock()
-			changed := a.leader != before
-			a.mu.Unlock()
-			if changed {
-				break
-			}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-changedCh:
+		case <-time.After(time.Second):
 		}
 	}
 }
