@@ -13,7 +13,7 @@ import (
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/sm"
 	"github.com/ducc-project/ducc/head/state"
-	"github.com/ducc-project/ducc/head/web"
+	"github.com/ducc-project/ducc/web"
 	"github.com/ducc-project/ducc/wire"
 )
 
