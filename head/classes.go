@@ -56,7 +56,7 @@ func (h *Head) reserve(ctx context.Context, c wire.Caller, r wire.ReserveRequest
 		return wire.SubmitReply{}, err
 	}
 	w := &state.Work{
-		Kind: state.KindReservation, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
+		Kind: wire.WorkReservation, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: r.Memory, Description: r.Description, MachineList: r.MachineList,
 		State: state.StateWaitingForResources,
 	}

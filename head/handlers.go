@@ -166,7 +166,7 @@ func (h *Head) run(ctx context.Context, c wire.Caller, r wire.RunRequest) (wire.
 		return wire.SubmitReply{}, err
 	}
 	w := &state.Work{
-		Kind: state.KindManaged, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
+		Kind: wire.WorkManaged, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: mem, Path: r.Path, Args: r.Args, Env: r.Env, Dir: r.Dir,
 		LogDir: r.LogDir, Description: r.Description, MachineList: r.MachineList,
 		State: state.StateWaitingForResources,

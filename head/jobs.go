@@ -59,7 +59,7 @@ func (h *Head) submitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobReq
 	s.Class = class.Name
 	dir := s.WorkingDirectory
 	w := &state.Work{
-		Kind: state.KindJob, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
+		Kind: wire.WorkJob, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: s.Memory, Path: s.Executable, Args: s.Args, Env: jobEnv(c, s),
 		Dir: dir, LogDir: s.LogDirectory, Description: s.Description, MachineList: s.MachineList,
 		Job: &state.Job{Spec: s}, Deps: s.ServiceDependency,

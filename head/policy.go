@@ -123,9 +123,9 @@ func (p *policy) Schedule(now time.Time, nodes []orch.Node, active []*state.Work
 		}
 		in.Nodes = append(in.Nodes, rm.Node{Name: n.Name, MemSchedulable: n.HB.MemSchedulable, State: st})
 	}
-	kinds := map[string]rm.WorkKind{
-		state.KindManaged: rm.ManagedReservation, state.KindJob: rm.Job,
-		state.KindService: rm.Service, state.KindReservation: rm.Reservation,
+	kinds := map[wire.WorkKind]rm.WorkKind{
+		wire.WorkManaged: rm.ManagedReservation, wire.WorkJob: rm.Job,
+		wire.WorkService: rm.Service, wire.WorkReservation: rm.Reservation,
 	}
 	for _, w := range active {
 		if w.State == state.StateWaitingForServices {

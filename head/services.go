@@ -33,7 +33,7 @@ func (h *Head) registerService(ctx context.Context, c wire.Caller, r wire.Servic
 	}
 	state.FillServiceDefaults(&s)
 	w := &state.Work{
-		Kind: state.KindService, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
+		Kind: wire.WorkService, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: s.Memory, Path: s.Executable, Args: s.Args,
 		Env: state.ServiceEnv(c.User, c.Home, s.Environment), Dir: s.WorkingDirectory, LogDir: s.LogDirectory,
 		Description: s.Description, Service: &state.Service{Spec: s},

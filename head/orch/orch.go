@@ -361,7 +361,7 @@ func (o *Orchestrator) checkNodes(ctx context.Context, now time.Time) {
 	var cmds []state.Command
 	o.cfg.FSM.View(func(v *state.View) {
 		for _, w := range v.Active() {
-			if w.Kind == state.KindReservation {
+			if w.Kind == wire.WorkReservation {
 				continue
 			}
 			for _, p := range w.Live() {

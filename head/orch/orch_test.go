@@ -97,7 +97,7 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) submit(t *testing.T) uint64 {
 	res, err := f.app.Apply(context.Background(), state.Command{Type: state.CmdSubmit, Time: 1,
-		Work: &state.Work{Kind: state.KindManaged, User: "alice", Path: "true", Memory: 1 << 30}})
+		Work: &state.Work{Kind: wire.WorkManaged, User: "alice", Path: "true", Memory: 1 << 30}})
 	if err != nil {
 		t.Fatal(err)
 	}

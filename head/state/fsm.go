@@ -223,7 +223,7 @@ func (f *FSM) assign(c *Command) Result {
 	if w.Ended() || w.Canceling {
 		return Result{Err: fmt.Errorf("assign: work %d is %s", w.ID, w.State)}
 	}
-	if w.Kind == KindService {
+	if w.Kind == wire.WorkService {
 		for _, p := range w.Live() {
 			if p.Instance == c.Assign.Instance {
 				return Result{Err: fmt.Errorf("assign: service %d instance %d already runs as %s", w.ID, p.Instance, p.ID)}
@@ -245,7 +245,7 @@ func (f *FSM) assign(c *Command) Result {
 	if w.State == StateWaitingForResources || w.State == StateReceived {
 		w.State = StateAssigned
 	}
-	if w.Kind == KindReservation {
+	if w.Kind == wire.WorkReservation {
 		// A reservation holds the machine; nothing is started on it.
 		p.State, p.StartedAt = wire.ProcRunning, c.Time
 		w.State, w.StartedAt = StateRunning, c.Time
@@ -317,7 +317,7 @@ func (f *FSM) workAfterProc(w *Work, p *Proc, now int64) {
 		}
 		return
 	}
-	if w.Kind != KindManaged {
+	if w.Kind != wire.WorkManaged {
 		return
 	}
 	switch {
@@ -371,7 +371,7 @@ func (f *FSM) cancel(c *Command) Result {
 		return Result{ID: w.ID}
 	}
 	w.Canceling, w.CancelBy = true, c.By
-	if w.Kind == KindReservation {
+	if w.Kind == wire.WorkReservation {
 		for _, p := range w.Live() {
 			p.State, p.EndedAt, p.Reason = wire.ProcExited, c.Time, "released"
 		}
