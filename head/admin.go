@@ -31,7 +31,7 @@ func (h *Head) reconfigure(ctx context.Context, c wire.Caller, r wire.Reconfigur
 	h.schedMu.Lock()
 	h.cfg.Scheduler = sc
 	h.schedMu.Unlock()
-	h.policy.setConfig(sc)
+	h.orch.SetScheduler(sc)
 	h.orch.Trigger()
 	h.log.Info("scheduler reconfigured", "by", c.User, "classes", len(sc.Classes))
 	return h.classes(), nil

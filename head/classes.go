@@ -16,7 +16,7 @@ import (
 func (h *Head) classes() wire.ClassList {
 	sc := h.sched()
 	usage := map[string]rm.ClassUsage{}
-	for _, u := range h.policy.lastClasses() {
+	for _, u := range h.orch.Classes() {
 		usage[u.Name] = u
 	}
 	var out wire.ClassList

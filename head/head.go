@@ -45,7 +45,6 @@ type Head struct {
 	orch    *orch.Orchestrator
 	jd      *jd.Driver
 	sm      *sm.Manager
-	policy  *policy
 	rates   rates
 }
 
@@ -76,12 +75,13 @@ func New(cfg Config) *Head {
 	h.jd.OnItems = cfg.Metrics.ItemsDone
 	h.sm = sm.New(sm.Config{FSM: cfg.FSM, Apply: cfg.Apply, Now: cfg.Now, Logger: cfg.Logger,
 		Trigger: func() { h.orch.Trigger() }})
-	h.policy = newPolicy(cfg.Scheduler, h.jd, h.sm.Wanted)
 	h.orch = orch.New(orch.Config{
 		FSM:       cfg.FSM,
 		Apply:     cfg.Apply,
 		Push:      cfg.Push,
-		Policy:    h.policy,
+		Scheduler: cfg.Scheduler,
+		Demand:    h.jd.Demand,
+		Wanted:    h.sm.Wanted,
 		Metrics:   cfg.Metrics,
 		ProcEnded: h.jd.ProcGone,
 		Tick: func(ctx context.Context, now time.Time) {

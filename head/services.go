@@ -79,8 +79,8 @@ func (h *Head) checkServiceSpec(s *wire.ServiceSpec) error {
 	if s.MaxInstances > 0 && s.Instances > s.MaxInstances {
 		return wire.Errorf(codeUsage, "instances (%d) is more than max_instances (%d)", s.Instances, s.MaxInstances)
 	}
-	if s.Instances >= maxInstances || s.MaxInstances >= maxInstances {
-		return wire.Errorf(codeUsage, "at most %d instances", maxInstances-1)
+	if s.Instances >= wire.MaxServiceInstances || s.MaxInstances >= wire.MaxServiceInstances {
+		return wire.Errorf(codeUsage, "at most %d instances", wire.MaxServiceInstances-1)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package orch
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,30 +39,6 @@ func (p *recPusher) last(node string) (wire.DesiredState, bool) {
 	return l[len(l)-1], true
 }
 
-// firstFit places each unplaced piece of work on the first up node.
-type firstFit struct{}
-
-func (firstFit) Schedule(_ time.Time, nodes []Node, active []*state.Work) Plan {
-	p := Plan{Pending: map[uint64]string{}}
-	for _, w := range active {
-		if len(w.Procs) > 0 || w.Canceling {
-			continue
-		}
-		placed := false
-		for _, n := range nodes {
-			if n.State == NodeUp {
-				p.Starts = append(p.Starts, Start{WorkID: w.ID, Node: n.Name, Shares: 1, Memory: 1 << 30})
-				placed = true
-				break
-			}
-		}
-		if !placed {
-			p.Pending[w.ID] = "no node is up"
-		}
-	}
-	return p
-}
-
 type fakeClock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -87,7 +64,7 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{fsm: state.New(), push: &recPusher{got: map[string][]wire.DesiredState{}, cond: make(chan struct{}, 1)},
 		clock: &fakeClock{t: time.Unix(1_800_000_000, 0)}}
 	f.app = &statetest.Applier{FSM: f.fsm}
-	f.o = New(Config{FSM: f.fsm, Apply: f.app, Push: f.push, Policy: firstFit{}, Now: f.clock.Now,
+	f.o = New(Config{FSM: f.fsm, Apply: f.app, Push: f.push, Now: f.clock.Now,
 		Cycle: time.Hour, NodeTimeout: 10 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	f.ctx = ctx
@@ -97,7 +74,7 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) submit(t *testing.T) uint64 {
 	res, err := f.app.Apply(context.Background(), state.Command{Type: state.CmdSubmit, Time: 1,
-		Work: &state.Work{Kind: wire.WorkManaged, User: "alice", Path: "true", Memory: 1 << 30}})
+		Work: &state.Work{Kind: wire.WorkManaged, User: "alice", Class: "fixed", Path: "true", Memory: 1 << 30}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +108,7 @@ func TestAssignPushReportAck(t *testing.T) {
 	if err := f.o.cycle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.o.Pending(id); got != "no node is up" {
+	if got := f.o.Pending(id); !strings.Contains(got, "no node can hold 1 GiB") {
 		t.Errorf("pending reason %q", got)
 	}
 
@@ -173,7 +150,7 @@ func TestReportIsIdempotent(t *testing.T) {
 	f := newFixture(t)
 	ctx := f.ctx
 	id := f.submit(t)
-	f.o.Heartbeat(ctx, wire.Heartbeat{Node: "n1", Seq: 1}, "p")
+	f.o.Heartbeat(ctx, wire.Heartbeat{Node: "n1", Seq: 1, MemSchedulable: 4 << 30}, "p")
 	if err := f.o.cycle(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +168,7 @@ func TestNodeDeathWritesOffProcesses(t *testing.T) {
 	f := newFixture(t)
 	ctx := f.ctx
 	id := f.submit(t)
-	f.o.Heartbeat(ctx, wire.Heartbeat{Node: "n1", Seq: 1}, "p")
+	f.o.Heartbeat(ctx, wire.Heartbeat{Node: "n1", Seq: 1, MemSchedulable: 4 << 30}, "p")
 	if err := f.o.cycle(ctx); err != nil {
 		t.Fatal(err)
 	}
