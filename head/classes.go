@@ -67,7 +67,6 @@ func (h *Head) reserve(ctx context.Context, c wire.Caller, r wire.ReserveRequest
 	if len(res) != 1 || res[0].Err != nil {
 		return wire.SubmitReply{}, fmt.Errorf("reserve: %v", res)
 	}
-	h.orch.Trigger()
 	h.log.Info("reservation submitted", "work", res[0].ID, "user", c.User, "memory", r.Memory)
 	return wire.SubmitReply{ID: res[0].ID}, nil
 }

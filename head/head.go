@@ -100,7 +100,6 @@ func New(cfg Config) *Head {
 
 // Run runs the head until ctx ends.
 func (h *Head) Run(ctx context.Context) {
-	h.orch.Trigger()
 	h.orch.Run(ctx)
 	h.sm.Wait()
 }

@@ -81,7 +81,6 @@ func (h *Head) submitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobReq
 	if len(res) != 1 || res[0].Err != nil {
 		return wire.SubmitReply{}, fmt.Errorf("submit: %v", res)
 	}
-	h.orch.Trigger()
 	h.log.Info("job submitted", "job", res[0].ID, "user", c.User, "class", class.Name, "items", len(r.Items), "more", r.More)
 	return wire.SubmitReply{ID: res[0].ID}, nil
 }
@@ -156,9 +155,6 @@ func (h *Head) addItems(ctx context.Context, c wire.Caller, r wire.ItemsRequest)
 		return wire.Empty{}, wire.Errorf(codeUsage, "%v", res[0].Err)
 	}
 	h.jd.Notify(r.ID)
-	if r.Last {
-		h.orch.Trigger()
-	}
 	return wire.Empty{}, nil
 }
 

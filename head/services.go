@@ -48,7 +48,6 @@ func (h *Head) registerService(ctx context.Context, c wire.Caller, r wire.Servic
 	if res[0].Err != nil {
 		return wire.SubmitReply{}, wire.Errorf(codeUsage, "%v", res[0].Err)
 	}
-	h.orch.Trigger()
 	h.log.Info("service registered", "service", res[0].ID, "user", c.User, "endpoint", s.Endpoint)
 	return wire.SubmitReply{ID: res[0].ID}, nil
 }
@@ -200,7 +199,6 @@ func (h *Head) controlService(ctx context.Context, c wire.Caller, r wire.Service
 		return wire.ServiceInfo{}, wire.Errorf(codeUsage, "%v", res[0].Err)
 	}
 	h.log.Info("service changed", "service", w.ID, "action", r.Action, "by", by, "instances", r.Instances, "keys", r.Keys)
-	h.orch.Trigger()
 	var after *state.Work
 	h.cfg.FSM.View(func(v *state.View) {
 		if x := v.Work(w.ID); x != nil {

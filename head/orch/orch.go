@@ -146,7 +146,9 @@ func New(cfg Config) *Orchestrator {
 	}
 }
 
-// Trigger asks for a scheduling cycle soon.
+// Trigger asks for a scheduling cycle soon. Changes to the durable state
+// need no trigger (Run follows state.FSM.SchedulingChanged); Trigger is for
+// volatile inputs the state does not hold, such as a pinger's answer.
 func (o *Orchestrator) Trigger() {
 	select {
 	case o.trigger <- struct{}{}:
@@ -154,27 +156,35 @@ func (o *Orchestrator) Trigger() {
 	}
 }
 
-// Run schedules until ctx ends, then waits for its pushers.
+// Run schedules until ctx ends, then waits for its pushers. It runs a cycle
+// at once, then whenever the state applies a change a cycle acts on
+// (state.FSM.SchedulingChanged), on Trigger, and at least every Cycle.
 func (o *Orchestrator) Run(ctx context.Context) {
 	defer o.wg.Wait()
 	o.seedNodes()
 	tick := time.NewTicker(o.cfg.Cycle)
 	defer tick.Stop()
 	var last time.Time
+	changed := o.cfg.FSM.SchedulingChanged()
+	o.Trigger()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		case <-o.trigger:
-			if wait := o.cfg.MinInterval - time.Since(last); wait > 0 {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(wait):
-				}
+		case <-changed:
+		}
+		if wait := o.cfg.MinInterval - time.Since(last); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
 			}
 		}
+		// Take the channel before the cycle reads the state: a change
+		// applied from now on, during the cycle too, asks for the next one.
+		changed = o.cfg.FSM.SchedulingChanged()
 		last = time.Now()
 		if err := o.cycle(ctx); err != nil && ctx.Err() == nil {
 			o.log.Warn("scheduling cycle failed", "err", err)
@@ -324,7 +334,6 @@ func (o *Orchestrator) Report(ctx context.Context, node string, procs []wire.Pro
 			if o.cfg.ProcEnded != nil {
 				o.cfg.ProcEnded(ctx, c.Proc.WorkID, c.Proc.ID)
 			}
-			o.Trigger()
 		}
 	}
 	// Acks for ended processes go out with the next desired state.

@@ -60,12 +60,18 @@ type fixture struct {
 	clock *fakeClock
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture returns an orchestrator whose periodic cycle never comes
+// during a test; opts adjust its Config.
+func newFixture(t *testing.T, opts ...func(*Config)) *fixture {
 	f := &fixture{fsm: state.New(), push: &recPusher{got: map[string][]wire.DesiredState{}, cond: make(chan struct{}, 1)},
 		clock: &fakeClock{t: time.Unix(1_800_000_000, 0)}}
 	f.app = &statetest.Applier{FSM: f.fsm}
-	f.o = New(Config{FSM: f.fsm, Apply: f.app, Push: f.push, Now: f.clock.Now,
-		Cycle: time.Hour, NodeTimeout: 10 * time.Second})
+	cfg := Config{FSM: f.fsm, Apply: f.app, Push: f.push, Now: f.clock.Now,
+		Cycle: time.Hour, NodeTimeout: 10 * time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	f.o = New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.ctx = ctx
 	t.Cleanup(func() { cancel(); f.o.wg.Wait() })
@@ -217,4 +223,66 @@ func TestHeartbeatResendsOnlyMissedPushes(t *testing.T) {
 	// n2 lost its push (a restarted agent): it is sent again.
 	f.o.Heartbeat(ctx, wire.Heartbeat{Node: "n2", Seq: 3, MemSchedulable: 4 << 30}, "p2")
 	f.waitPush(t, "n2", func(ds wire.DesiredState) bool { return ds.Version > d2.Version })
+}
+
+// Run's cycles follow the state's changes and the volatile inputs without
+// anyone calling Trigger after a write. Each cycle waits in Tick until the
+// test takes it from cycles, so the test knows which cycle saw what; the
+// periodic cycle (an hour) never comes.
+func TestRunCyclesOnStateChanges(t *testing.T) {
+	cycles := make(chan struct{})
+	f := newFixture(t, func(c *Config) {
+		c.Tick = func(ctx context.Context, _ time.Time) {
+			select {
+			case cycles <- struct{}{}:
+			case <-ctx.Done():
+			}
+		}
+	})
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); f.o.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	nextCycle := func(why string) {
+		t.Helper()
+		select {
+		case <-cycles:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no scheduling cycle after %s", why)
+		}
+	}
+	apply := func(c state.Command) {
+		t.Helper()
+		if res, err := f.app.Apply(context.Background(), c); err != nil || res[0].Err != nil {
+			t.Fatalf("apply %d: %v %v", c.Type, err, res)
+		}
+	}
+
+	nextCycle("the start")
+	id := f.submit(t)
+	nextCycle("a submission") // no node yet: the work waits
+	f.o.Heartbeat(f.ctx, wire.Heartbeat{Node: "n1", Seq: 1, MemSchedulable: 1 << 30}, "p1")
+	nextCycle("a new node")
+	f.waitPush(t, "n1", func(ds wire.DesiredState) bool { return len(ds.Procs) == 1 })
+
+	second := f.submit(t)
+	nextCycle("a submission") // n1 is full: the second work waits
+	f.o.Heartbeat(f.ctx, wire.Heartbeat{Node: "n1", Seq: 2, MemSchedulable: 2 << 30}, "p1")
+	nextCycle("a node's capacity grew")
+	f.waitPush(t, "n1", func(ds wire.DesiredState) bool { return len(ds.Procs) == 2 })
+
+	apply(state.Command{Type: state.CmdCancel, Time: 2, WorkID: second, By: "alice"})
+	nextCycle("a cancel")
+	f.waitPush(t, "n1", func(ds wire.DesiredState) bool {
+		return len(ds.Procs) == 2 && ds.Procs[1].ID == "2.1" && ds.Procs[1].Stop
+	})
+
+	f.o.Report(f.ctx, "n1", []wire.ProcStatus{{ID: "1.1", WorkID: id, State: wire.ProcExited, ExitCode: 0}})
+	nextCycle("a process exit")
+
+	apply(state.Command{Type: state.CmdNodeAdmin, Time: 3, Node: "n1", Reason: state.NodeVariedOff})
+	nextCycle("a node varied off")
+
+	f.o.SetScheduler(f.o.cfg.Scheduler)
+	nextCycle("a new scheduler configuration")
 }

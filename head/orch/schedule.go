@@ -213,9 +213,11 @@ func (o *Orchestrator) Classes() []rm.ClassUsage {
 	return o.classes
 }
 
-// SetScheduler switches the scheduler configuration for the next cycles.
+// SetScheduler switches the scheduler configuration and asks for a cycle
+// that uses it.
 func (o *Orchestrator) SetScheduler(c *rm.Config) {
 	o.mu.Lock()
 	o.sched = c
 	o.mu.Unlock()
+	o.Trigger()
 }
