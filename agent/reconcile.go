@@ -75,7 +75,7 @@ func (a *Agent) reconcile(ctx context.Context, ds wire.DesiredState) {
 			a.stop(ctx, spec.ID, time.Duration(spec.GraceMS)*time.Millisecond, spec.StopReason)
 		case !spec.Stop && !running:
 			a.start(ctx, spec)
-		case !spec.Stop && running && st.State == proc.Running && spec.Kind == "JP":
+		case !spec.Stop && running && st.State == proc.Running && spec.Kind == wire.ProcJob:
 			a.startFeeder(ctx, spec, st) // a re-adopted job process
 		}
 	}
@@ -105,12 +105,12 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 		a.mu.Unlock()
 	}()
 	ps := proc.Spec{
-		ID: spec.ID, WorkID: spec.WorkID, Kind: spec.Kind, Node: a.cfg.Node,
+		ID: spec.ID, WorkID: spec.WorkID, Kind: string(spec.Kind), Node: a.cfg.Node,
 		User: spec.User, UID: spec.UID, GID: spec.GID, Groups: spec.Groups,
 		Path: spec.Path, Args: spec.Args, Env: spec.Env, Dir: spec.Dir, Umask: 0o022,
 		LogDir: spec.LogDir, MemoryLimit: spec.MemoryLimit,
 	}
-	if spec.Kind == "JP" {
+	if spec.Kind == wire.ProcJob {
 		ps.Stdin = true // the agent feeds items over FIFOs
 		if spec.Protocol == wire.ProtocolExec {
 			exe, err := os.Executable()
@@ -135,7 +135,7 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 	if st.State == proc.Running {
 		a.obs.agent.ProcStarted()
 		a.log.Info("process started", "proc", spec.ID, "pid", st.PID, "user", spec.User, "memory_limit", spec.MemoryLimit)
-		if spec.Kind == "JP" {
+		if spec.Kind == wire.ProcJob {
 			a.startFeeder(ctx, spec, st)
 		}
 		a.report(ctx, []wire.ProcStatus{toWire(st, a.cfg.Node)})

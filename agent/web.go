@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/ducc-project/ducc/head/web"
+	"github.com/ducc-project/ducc/web"
 	"github.com/ducc-project/ducc/wire"
 )
 

@@ -31,8 +31,7 @@ func (h *Head) reconfigure(ctx context.Context, c wire.Caller, r wire.Reconfigur
 	h.schedMu.Lock()
 	h.cfg.Scheduler = sc
 	h.schedMu.Unlock()
-	h.policy.setConfig(sc)
-	h.orch.Trigger()
+	h.orch.SetScheduler(sc)
 	h.log.Info("scheduler reconfigured", "by", c.User, "classes", len(sc.Classes))
 	return h.classes(), nil
 }
@@ -58,6 +57,5 @@ func (h *Head) nodeAdmin(ctx context.Context, c wire.Caller, r wire.NodeAdminReq
 	if _, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdNodeAdmin, Time: h.cfg.Now().UnixMilli(), Node: r.Node, Reason: r.State}); err != nil {
 		return wire.NodeList{}, err
 	}
-	h.orch.Trigger()
 	return h.nodes(), nil
 }

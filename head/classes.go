@@ -16,7 +16,7 @@ import (
 func (h *Head) classes() wire.ClassList {
 	sc := h.sched()
 	usage := map[string]rm.ClassUsage{}
-	for _, u := range h.policy.lastClasses() {
+	for _, u := range h.orch.Classes() {
 		usage[u.Name] = u
 	}
 	var out wire.ClassList
@@ -56,7 +56,7 @@ func (h *Head) reserve(ctx context.Context, c wire.Caller, r wire.ReserveRequest
 		return wire.SubmitReply{}, err
 	}
 	w := &state.Work{
-		Kind: state.KindReservation, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
+		Kind: wire.WorkReservation, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: r.Memory, Description: r.Description, MachineList: r.MachineList,
 		State: state.StateWaitingForResources,
 	}
@@ -67,7 +67,6 @@ func (h *Head) reserve(ctx context.Context, c wire.Caller, r wire.ReserveRequest
 	if len(res) != 1 || res[0].Err != nil {
 		return wire.SubmitReply{}, fmt.Errorf("reserve: %v", res)
 	}
-	h.orch.Trigger()
 	h.log.Info("reservation submitted", "work", res[0].ID, "user", c.User, "memory", r.Memory)
 	return wire.SubmitReply{ID: res[0].ID}, nil
 }

@@ -166,7 +166,7 @@ func (h *Head) run(ctx context.Context, c wire.Caller, r wire.RunRequest) (wire.
 		return wire.SubmitReply{}, err
 	}
 	w := &state.Work{
-		Kind: state.KindManaged, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
+		Kind: wire.WorkManaged, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: mem, Path: r.Path, Args: r.Args, Env: r.Env, Dir: r.Dir,
 		LogDir: r.LogDir, Description: r.Description, MachineList: r.MachineList,
 		State: state.StateWaitingForResources,
@@ -178,7 +178,6 @@ func (h *Head) run(ctx context.Context, c wire.Caller, r wire.RunRequest) (wire.
 	if len(res) != 1 || res[0].Err != nil {
 		return wire.SubmitReply{}, fmt.Errorf("submit: %v", res)
 	}
-	h.orch.Trigger()
 	h.log.Info("managed reservation submitted", "work", res[0].ID, "user", c.User, "memory", mem)
 	return wire.SubmitReply{ID: res[0].ID}, nil
 }
@@ -254,7 +253,6 @@ func (h *Head) cancel(ctx context.Context, c wire.Caller, r wire.CancelRequest) 
 		if _, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdCancel, Time: h.cfg.Now().UnixMilli(), WorkID: r.ID, By: c.User}); err != nil {
 			return wire.WorkInfo{}, err
 		}
-		h.orch.Trigger()
 	}
 	return h.show(r.ID)
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/sm"
 	"github.com/ducc-project/ducc/head/state"
-	"github.com/ducc-project/ducc/head/web"
+	"github.com/ducc-project/ducc/web"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -45,7 +45,6 @@ type Head struct {
 	orch    *orch.Orchestrator
 	jd      *jd.Driver
 	sm      *sm.Manager
-	policy  *policy
 	rates   rates
 }
 
@@ -76,12 +75,13 @@ func New(cfg Config) *Head {
 	h.jd.OnItems = cfg.Metrics.ItemsDone
 	h.sm = sm.New(sm.Config{FSM: cfg.FSM, Apply: cfg.Apply, Now: cfg.Now, Logger: cfg.Logger,
 		Trigger: func() { h.orch.Trigger() }})
-	h.policy = newPolicy(cfg.Scheduler, h.jd, h.sm.Wanted)
 	h.orch = orch.New(orch.Config{
 		FSM:       cfg.FSM,
 		Apply:     cfg.Apply,
 		Push:      cfg.Push,
-		Policy:    h.policy,
+		Scheduler: cfg.Scheduler,
+		Demand:    h.jd.Demand,
+		Wanted:    h.sm.Wanted,
 		Metrics:   cfg.Metrics,
 		ProcEnded: h.jd.ProcGone,
 		Tick: func(ctx context.Context, now time.Time) {
@@ -100,7 +100,6 @@ func New(cfg Config) *Head {
 
 // Run runs the head until ctx ends.
 func (h *Head) Run(ctx context.Context) {
-	h.orch.Trigger()
 	h.orch.Run(ctx)
 	h.sm.Wait()
 }

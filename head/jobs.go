@@ -59,7 +59,7 @@ func (h *Head) submitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobReq
 	s.Class = class.Name
 	dir := s.WorkingDirectory
 	w := &state.Work{
-		Kind: state.KindJob, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
+		Kind: wire.WorkJob, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: s.Memory, Path: s.Executable, Args: s.Args, Env: jobEnv(c, s),
 		Dir: dir, LogDir: s.LogDirectory, Description: s.Description, MachineList: s.MachineList,
 		Job: &state.Job{Spec: s}, Deps: s.ServiceDependency,
@@ -81,7 +81,6 @@ func (h *Head) submitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobReq
 	if len(res) != 1 || res[0].Err != nil {
 		return wire.SubmitReply{}, fmt.Errorf("submit: %v", res)
 	}
-	h.orch.Trigger()
 	h.log.Info("job submitted", "job", res[0].ID, "user", c.User, "class", class.Name, "items", len(r.Items), "more", r.More)
 	return wire.SubmitReply{ID: res[0].ID}, nil
 }
@@ -156,9 +155,6 @@ func (h *Head) addItems(ctx context.Context, c wire.Caller, r wire.ItemsRequest)
 		return wire.Empty{}, wire.Errorf(codeUsage, "%v", res[0].Err)
 	}
 	h.jd.Notify(r.ID)
-	if r.Last {
-		h.orch.Trigger()
-	}
 	return wire.Empty{}, nil
 }
 

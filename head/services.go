@@ -33,7 +33,7 @@ func (h *Head) registerService(ctx context.Context, c wire.Caller, r wire.Servic
 	}
 	state.FillServiceDefaults(&s)
 	w := &state.Work{
-		Kind: state.KindService, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
+		Kind: wire.WorkService, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: s.Memory, Path: s.Executable, Args: s.Args,
 		Env: state.ServiceEnv(c.User, c.Home, s.Environment), Dir: s.WorkingDirectory, LogDir: s.LogDirectory,
 		Description: s.Description, Service: &state.Service{Spec: s},
@@ -48,7 +48,6 @@ func (h *Head) registerService(ctx context.Context, c wire.Caller, r wire.Servic
 	if res[0].Err != nil {
 		return wire.SubmitReply{}, wire.Errorf(codeUsage, "%v", res[0].Err)
 	}
-	h.orch.Trigger()
 	h.log.Info("service registered", "service", res[0].ID, "user", c.User, "endpoint", s.Endpoint)
 	return wire.SubmitReply{ID: res[0].ID}, nil
 }
@@ -79,8 +78,8 @@ func (h *Head) checkServiceSpec(s *wire.ServiceSpec) error {
 	if s.MaxInstances > 0 && s.Instances > s.MaxInstances {
 		return wire.Errorf(codeUsage, "instances (%d) is more than max_instances (%d)", s.Instances, s.MaxInstances)
 	}
-	if s.Instances >= maxInstances || s.MaxInstances >= maxInstances {
-		return wire.Errorf(codeUsage, "at most %d instances", maxInstances-1)
+	if s.Instances >= wire.MaxServiceInstances || s.MaxInstances >= wire.MaxServiceInstances {
+		return wire.Errorf(codeUsage, "at most %d instances", wire.MaxServiceInstances-1)
 	}
 	return nil
 }
@@ -200,7 +199,6 @@ func (h *Head) controlService(ctx context.Context, c wire.Caller, r wire.Service
 		return wire.ServiceInfo{}, wire.Errorf(codeUsage, "%v", res[0].Err)
 	}
 	h.log.Info("service changed", "service", w.ID, "action", r.Action, "by", by, "instances", r.Instances, "keys", r.Keys)
-	h.orch.Trigger()
 	var after *state.Work
 	h.cfg.FSM.View(func(v *state.View) {
 		if x := v.Work(w.ID); x != nil {

@@ -14,7 +14,7 @@ import (
 type Spec struct {
 	ID     string `json:"id"`      // "17.1" (work id . process number); a safe file name
 	WorkID uint64 `json:"work_id"` // for the log file name
-	Kind   string `json:"kind"`    // "POP", "JP", "SVC"
+	Kind   string `json:"kind"`    // a label for the log file name: the head's process kind ("JP", "SVC", "POP")
 	Node   string `json:"node"`    // node name, for the log file name
 
 	// Target user. As root the shim always switches to UID/GID/Groups; if

@@ -19,7 +19,7 @@ import (
 
 	"github.com/ducc-project/ducc/head"
 	"github.com/ducc-project/ducc/head/rm"
-	"github.com/ducc-project/ducc/head/web"
+	"github.com/ducc-project/ducc/web"
 	"github.com/ducc-project/ducc/wire"
 )
 

@@ -114,7 +114,7 @@ type ProcInfo struct {
 // WorkInfo describes one piece of work (job, managed reservation, ...).
 type WorkInfo struct {
 	ID          uint64     `cbor:"1,keyasint" json:"id"`
-	Kind        string     `cbor:"2,keyasint" json:"kind"`
+	Kind        WorkKind   `cbor:"2,keyasint" json:"kind"`
 	User        string     `cbor:"3,keyasint" json:"user"`
 	Class       string     `cbor:"4,keyasint" json:"class"`
 	State       string     `cbor:"5,keyasint" json:"state"`

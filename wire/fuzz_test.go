@@ -65,7 +65,7 @@ func FuzzHeartbeat(f *testing.F) {
 
 func FuzzDesiredState(f *testing.F) {
 	fuzzDecode(f, MaxMessageSize, DesiredState{Node: "n1", Version: 9, Head: "12D3", Ack: []string{"1.1"}, Procs: []ProcSpec{{
-		ID: "17.1", WorkID: 17, Kind: "POP", User: "alice", UID: 1000, GID: 1000, Groups: []uint32{10, 20},
+		ID: "17.1", WorkID: 17, Kind: ProcPOP, User: "alice", UID: 1000, GID: 1000, Groups: []uint32{10, 20},
 		Path: "/bin/sleep", Args: []string{"60"}, Env: []string{"A=b"}, MemoryLimit: 4 << 30, GraceMS: 30000,
 	}}})
 }

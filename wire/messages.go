@@ -84,7 +84,7 @@ const RaftWaiting = "Waiting"
 type ProcSpec struct {
 	ID          string   `cbor:"1,keyasint" json:"id"`
 	WorkID      uint64   `cbor:"2,keyasint" json:"work_id"`
-	Kind        string   `cbor:"3,keyasint" json:"kind"` // POP, JP, SVC
+	Kind        ProcKind `cbor:"3,keyasint" json:"kind"`
 	User        string   `cbor:"4,keyasint" json:"user"`
 	UID         uint32   `cbor:"5,keyasint" json:"uid"`
 	GID         uint32   `cbor:"6,keyasint" json:"gid"`

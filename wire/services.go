@@ -19,6 +19,10 @@ const (
 	SvcIgnore     = "ignore-references"
 )
 
+// MaxServiceInstances bounds a service's instance ids: instances and
+// max_instances must be below it.
+const MaxServiceInstances = 1 << 16
+
 // ServiceSpec is a service registration: the keys of SPEC §6, with sizes in
 // bytes and times in milliseconds. Zero values mean "the default".
 type ServiceSpec struct {

@@ -35,7 +35,7 @@ func (s *scriptedJob) install(fa *fakeAgent) {
 			return nil, &apiErr{3, "head unreachable"}
 		}
 		if s.canceled {
-			return wire.WorkInfo{ID: 17, Kind: "job", State: "Completed", Completion: "CanceledByUser", Ended: true, Reason: "canceled by u", Job: &wire.JobStats{Total: 10, Done: 4}}, nil
+			return wire.WorkInfo{ID: 17, Kind: wire.WorkJob, State: "Completed", Completion: "CanceledByUser", Ended: true, Reason: "canceled by u", Job: &wire.JobStats{Total: 10, Done: 4}}, nil
 		}
 		info := s.steps[s.i]
 		if s.i < len(s.steps)-1 {
@@ -52,11 +52,11 @@ func (s *scriptedJob) install(fa *fakeAgent) {
 }
 
 func running(done, failed, procs int) wire.WorkInfo {
-	return wire.WorkInfo{ID: 17, Kind: "job", State: "Running", Job: &wire.JobStats{Total: 10, Done: done, Failed: failed, Processes: procs}}
+	return wire.WorkInfo{ID: 17, Kind: wire.WorkJob, State: "Running", Job: &wire.JobStats{Total: 10, Done: done, Failed: failed, Processes: procs}}
 }
 
 func ended(completion, reason string, done, failed int) wire.WorkInfo {
-	return wire.WorkInfo{ID: 17, Kind: "job", State: "Completed", Completion: completion, Reason: reason, Ended: true,
+	return wire.WorkInfo{ID: 17, Kind: wire.WorkJob, State: "Completed", Completion: completion, Reason: reason, Ended: true,
 		StartedAt: 1_000, EndedAt: 3_000, Job: &wire.JobStats{Total: 10, Done: done, Failed: failed}}
 }
 
@@ -65,7 +65,7 @@ func testOpts() waitOpts {
 }
 
 func TestProgressWaitJob(t *testing.T) {
-	waiting := wire.WorkInfo{ID: 17, Kind: "job", State: "WaitingForResources", Reason: "no node has 64 GiB free"}
+	waiting := wire.WorkInfo{ID: 17, Kind: wire.WorkJob, State: "WaitingForResources", Reason: "no node has 64 GiB free"}
 	tests := []struct {
 		name     string
 		steps    []wire.WorkInfo

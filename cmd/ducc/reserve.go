@@ -143,7 +143,7 @@ func newUnreserveCmd(g *globals) *cobra.Command {
 				if err := c.call(cmd.Context(), wire.MethodShow, wire.IDRequest{ID: id}, &info); err != nil {
 					return err
 				}
-				if info.Kind != "reservation" {
+				if info.Kind != wire.WorkReservation {
 					return usageErr("%d is a %s, not a reservation; use 'ducc cancel %d'", id, info.Kind, id)
 				}
 				if err := c.call(cmd.Context(), wire.MethodCancel, wire.CancelRequest{ID: id}, &info); err != nil {

@@ -47,7 +47,7 @@ func newWaitCmd(g *globals) *cobra.Command {
 			if err := c.call(ctx, wire.MethodShow, wire.IDRequest{ID: id}, &info); err != nil {
 				return err
 			}
-			if info.Kind == "job" {
+			if info.Kind == wire.WorkJob {
 				return waitJob(ctx, c, id, cmd.OutOrStdout(), cmd.ErrOrStderr(), cancelOnInterrupt, g.json)
 			}
 			for {

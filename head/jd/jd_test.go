@@ -26,7 +26,7 @@ func setup(t *testing.T, n int, spec wire.JobSpec) (*state.FSM, *statetest.Appli
 	}
 	state.FillDefaults(&spec)
 	if _, err := app.Apply(ctx, state.Command{Type: state.CmdSubmit, Time: 1, Last: true,
-		Work: &state.Work{Kind: state.KindJob, User: "u", Job: &state.Job{Spec: spec, Items: items}}}); err != nil {
+		Work: &state.Work{Kind: wire.WorkJob, User: "u", Job: &state.Job{Spec: spec, Items: items}}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"1.1", "1.2"} {

@@ -12,18 +12,6 @@ import (
 	"github.com/ducc-project/ducc/wire"
 )
 
-// kindCode maps a work kind to the process type used in log names.
-func kindCode(kind string) string {
-	switch kind {
-	case state.KindJob:
-		return "JP"
-	case state.KindService:
-		return "SVC"
-	default:
-		return "POP"
-	}
-}
-
 // desired computes the desired state of one node from the durable state.
 func (o *Orchestrator) desired(node string) wire.DesiredState {
 	ds := wire.DesiredState{Node: node}
@@ -39,7 +27,7 @@ func (o *Orchestrator) desired(node string) wire.DesiredState {
 	o.cfg.FSM.View(func(v *state.View) {
 		for _, w := range v.All() {
 			for _, p := range w.Procs {
-				if p.Node != node || p.Ended() || w.Kind == state.KindReservation {
+				if p.Node != node || p.Ended() || w.Kind == wire.WorkReservation {
 					continue // reservations hold a node; nothing runs for them
 				}
 				ds.Procs = append(ds.Procs, procSpec(w, p, o.cfg.Grace))
@@ -65,7 +53,7 @@ func procSpec(w *state.Work, p *state.Proc, grace time.Duration) wire.ProcSpec {
 		logDir = filepath.Join(w.Home, "ducc", "logs")
 	}
 	ps := wire.ProcSpec{
-		ID: p.ID, WorkID: w.ID, Kind: kindCode(w.Kind),
+		ID: p.ID, WorkID: w.ID, Kind: w.Kind.Proc(),
 		User: w.User, UID: w.UID, GID: w.GID, Groups: w.Groups,
 		Path: w.Path, Args: w.Args, Env: w.Env, Dir: w.Dir,
 		LogDir:      filepath.Join(logDir, strconv.FormatUint(w.ID, 10)),
@@ -76,7 +64,7 @@ func procSpec(w *state.Work, p *state.Proc, grace time.Duration) wire.ProcSpec {
 	if w.Job != nil {
 		ps.Protocol, ps.Pipelines = w.Job.Spec.WorkerProtocol, w.Job.Spec.Pipelines
 	}
-	if w.Kind == state.KindService {
+	if w.Kind == wire.WorkService {
 		// Stable instance ids (SPEC §6): in the environment and in place
 		// of ${DUCC_SERVICE_INSTANCE} in the arguments.
 		inst := strconv.Itoa(p.Instance)

@@ -5,7 +5,8 @@
 // One Orchestrator lives for one leadership term. Its Run loop coalesces
 // triggers (a submission, an exit, a node change) into scheduling cycles no
 // more often than the configured minimum interval and at least once per
-// cycle period, applies the resulting assignments and stops through Raft,
-// and pushes each node's desired state when it changes. Process reports
+// cycle period. A cycle hands the state to head/rm (schedule.go builds the
+// rm.Input), turns the rm.Plan into assignments and stops applied through
+// Raft, and pushes each node's desired state when it changes. Process reports
 // from agents are folded into the state through Raft as well, batched.
 package orch

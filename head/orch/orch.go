@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/wire"
 )
@@ -23,9 +24,19 @@ type Config struct {
 	FSM    *state.FSM
 	Apply  state.Applier
 	Push   Pusher
-	Policy Policy
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Scheduler is the scheduler configuration until SetScheduler; nil
+	// means rm.DefaultConfig.
+	Scheduler *rm.Config
+	// Demand returns the items a job driver holds queued for a job and the
+	// number of its processes holding items (ok false: it does not know
+	// the job). The scheduler asks for no more processes than that work
+	// needs. Nil: the job's remaining item count alone.
+	Demand func(workID uint64) (queued, holding int, ok bool)
+	// Wanted returns the instance ids the Service Manager wants held for a
+	// service (nil: none).
+	Wanted func(serviceID uint64) []int
 	// Cycle is the longest time between scheduling cycles.
 	Cycle time.Duration
 	// MinInterval is the shortest time between scheduling cycles.
@@ -81,7 +92,11 @@ type Orchestrator struct {
 
 	trigger chan struct{}
 
+	carry rm.Carry // the scheduler's memory; used by the cycle only
+
 	mu       sync.Mutex
+	sched    *rm.Config
+	classes  []rm.ClassUsage // per-class usage of the last cycle
 	nodes    map[string]*Node
 	pending  map[uint64]string // work id → why it waits
 	version  uint64
@@ -110,8 +125,15 @@ func New(cfg Config) *Orchestrator {
 	if cfg.Grace == 0 {
 		cfg.Grace = 15 * time.Second
 	}
+	if cfg.Scheduler == nil {
+		cfg.Scheduler = rm.DefaultConfig()
+	}
+	if cfg.Demand == nil {
+		cfg.Demand = func(uint64) (int, int, bool) { return 0, 0, false }
+	}
 	return &Orchestrator{
 		cfg:      cfg,
+		sched:    cfg.Scheduler,
 		log:      cfg.Logger.With("component", "orch"),
 		trigger:  make(chan struct{}, 1),
 		nodes:    make(map[string]*Node),
@@ -124,7 +146,9 @@ func New(cfg Config) *Orchestrator {
 	}
 }
 
-// Trigger asks for a scheduling cycle soon.
+// Trigger asks for a scheduling cycle soon. Changes to the durable state
+// need no trigger (Run follows state.FSM.SchedulingChanged); Trigger is for
+// volatile inputs the state does not hold, such as a pinger's answer.
 func (o *Orchestrator) Trigger() {
 	select {
 	case o.trigger <- struct{}{}:
@@ -132,27 +156,35 @@ func (o *Orchestrator) Trigger() {
 	}
 }
 
-// Run schedules until ctx ends, then waits for its pushers.
+// Run schedules until ctx ends, then waits for its pushers. It runs a cycle
+// at once, then whenever the state applies a change a cycle acts on
+// (state.FSM.SchedulingChanged), on Trigger, and at least every Cycle.
 func (o *Orchestrator) Run(ctx context.Context) {
 	defer o.wg.Wait()
 	o.seedNodes()
 	tick := time.NewTicker(o.cfg.Cycle)
 	defer tick.Stop()
 	var last time.Time
+	changed := o.cfg.FSM.SchedulingChanged()
+	o.Trigger()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		case <-o.trigger:
-			if wait := o.cfg.MinInterval - time.Since(last); wait > 0 {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(wait):
-				}
+		case <-changed:
+		}
+		if wait := o.cfg.MinInterval - time.Since(last); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
 			}
 		}
+		// Take the channel before the cycle reads the state: a change
+		// applied from now on, during the cycle too, asks for the next one.
+		changed = o.cfg.FSM.SchedulingChanged()
 		last = time.Now()
 		if err := o.cycle(ctx); err != nil && ctx.Err() == nil {
 			o.log.Warn("scheduling cycle failed", "err", err)
@@ -171,7 +203,7 @@ func (o *Orchestrator) cycle(ctx context.Context) error {
 	var admin map[string]string
 	o.cfg.FSM.View(func(v *state.View) {
 		for _, w := range v.Active() {
-			active = append(active, w.Copy()) // the policy sees a job's counters, not its items
+			active = append(active, w.Copy()) // the scheduler sees a job's counters, not its items
 		}
 		admin = v.NodeAdmin()
 	})
@@ -180,23 +212,13 @@ func (o *Orchestrator) cycle(ctx context.Context) error {
 		nodes[i].Admin = admin[nodes[i].Name]
 	}
 	t0 := time.Now()
-	plan := o.cfg.Policy.Schedule(now, nodes, active)
-	o.observeCycle(time.Since(t0), plan, active, now)
+	plan := rm.Schedule(o.input(now, nodes, active))
+	o.carry = plan.Carry
+	cmds, pending := planCommands(plan, active, now.UnixMilli())
+	o.observeCycle(time.Since(t0), cmds, active, now)
 	o.mu.Lock()
-	o.pending = plan.Pending
+	o.pending, o.classes = pending, plan.Classes
 	o.mu.Unlock()
-	var cmds []state.Command
-	ts := now.UnixMilli()
-	for _, s := range plan.Starts {
-		cmds = append(cmds, state.Command{Type: state.CmdAssign, Time: ts, WorkID: s.WorkID,
-			Assign: &state.Assignment{Node: s.Node, Shares: s.Shares, MemoryLimit: s.Memory, Instance: s.Instance}})
-	}
-	for _, s := range plan.Stops {
-		cmds = append(cmds, state.Command{Type: state.CmdStopProc, Time: ts, WorkID: s.WorkID, ProcID: s.ProcID, Reason: s.Reason})
-	}
-	for _, f := range plan.Fail {
-		cmds = append(cmds, state.Command{Type: state.CmdFinish, Time: ts, WorkID: f.WorkID, Completion: f.Completion, Reason: f.Reason})
-	}
 	if len(cmds) > 0 {
 		if _, err := o.cfg.Apply.Apply(ctx, cmds...); err != nil {
 			return fmt.Errorf("apply plan: %w", err)
@@ -312,7 +334,6 @@ func (o *Orchestrator) Report(ctx context.Context, node string, procs []wire.Pro
 			if o.cfg.ProcEnded != nil {
 				o.cfg.ProcEnded(ctx, c.Proc.WorkID, c.Proc.ID)
 			}
-			o.Trigger()
 		}
 	}
 	// Acks for ended processes go out with the next desired state.
@@ -361,7 +382,7 @@ func (o *Orchestrator) checkNodes(ctx context.Context, now time.Time) {
 	var cmds []state.Command
 	o.cfg.FSM.View(func(v *state.View) {
 		for _, w := range v.Active() {
-			if w.Kind == state.KindReservation {
+			if w.Kind == wire.WorkReservation {
 				continue
 			}
 			for _, p := range w.Live() {
@@ -421,18 +442,24 @@ type Metrics interface {
 
 // observeCycle records a cycle's cost, its preemptions and the queue wait
 // of work getting its first process.
-func (o *Orchestrator) observeCycle(d time.Duration, plan Plan, active []*state.Work, now time.Time) {
+func (o *Orchestrator) observeCycle(d time.Duration, cmds []state.Command, active []*state.Work, now time.Time) {
 	m := o.cfg.Metrics
 	if m == nil {
 		return
 	}
 	m.ObserveCycle(d)
-	if n := len(plan.Stops); n > 0 {
-		m.Preempted(n)
-	}
+	stops := 0
 	first := map[uint64]bool{}
-	for _, s := range plan.Starts {
-		first[s.WorkID] = true
+	for _, c := range cmds {
+		switch c.Type {
+		case state.CmdStopProc:
+			stops++
+		case state.CmdAssign:
+			first[c.WorkID] = true
+		}
+	}
+	if stops > 0 {
+		m.Preempted(stops)
 	}
 	for _, w := range active {
 		if first[w.ID] && len(w.Procs) == 0 {

@@ -2,6 +2,7 @@ package orch
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,30 +39,6 @@ func (p *recPusher) last(node string) (wire.DesiredState, bool) {
 	return l[len(l)-1], true
 }
 
-// firstFit places each unplaced piece of work on the first up node.
-type firstFit struct{}
-
-func (firstFit) Schedule(_ time.Time, nodes []Node, active []*state.Work) Plan {
-	p := Plan{Pending: map[uint64]string{}}
-	for _, w := range active {
-		if len(w.Procs) > 0 || w.Canceling {
-			continue
-		}
-		placed := false
-		for _, n := range nodes {
-			if n.State == NodeUp {
-				p.Starts = append(p.Starts, Start{WorkID: w.ID, Node: n.Name, Shares: 1, Memory: 1 << 30})
-				placed = true
-				break
-			}
-		}
-		if !placed {
-			p.Pending[w.ID] = "no node is up"
-		}
-	}
-	return p
-}
-
 type fakeClock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -83,12 +60,18 @@ type fixture struct {
 	clock *fakeClock
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture returns an orchestrator whose periodic cycle never comes
+// during a test; opts adjust its Config.
+func newFixture(t *testing.T, opts ...func(*Config)) *fixture {
 	f := &fixture{fsm: state.New(), push: &recPusher{got: map[string][]wire.DesiredState{}, cond: make(chan struct{}, 1)},
 		clock: &fakeClock{t: time.Unix(1_800_000_000, 0)}}
 	f.app = &statetest.Applier{FSM: f.fsm}
-	f.o = New(Config{FSM: f.fsm, Apply: f.app, Push: f.push, Policy: firstFit{}, Now: f.clock.Now,
-		Cycle: time.Hour, NodeTimeout: 10 * time.Second})
+	cfg := Config{FSM: f.fsm, Apply: f.app, Push: f.push, Now: f.clock.Now,
+		Cycle: time.Hour, NodeTimeout: 10 * time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	f.o = New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.ctx = ctx
 	t.Cleanup(func() { cancel(); f.o.wg.Wait() })
@@ -97,7 +80,7 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) submit(t *testing.T) uint64 {
 	res, err := f.app.Apply(context.Background(), state.Command{Type: state.CmdSubmit, Time: 1,
-		Work: &state.Work{Kind: state.KindManaged, User: "alice", Path: "true", Memory: 1 << 30}})
+		Work: &state.Work{Kind: wire.WorkManaged, User: "alice", Class: "fixed", Path: "true", Memory: 1 << 30}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +114,7 @@ func TestAssignPushReportAck(t *testing.T) {
 	if err := f.o.cycle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.o.Pending(id); got != "no node is up" {
+	if got := f.o.Pending(id); !strings.Contains(got, "no node can hold 1 GiB") {
 		t.Errorf("pending reason %q", got)
 	}
 
@@ -173,7 +156,7 @@ func TestReportIsIdempotent(t *testing.T) {
 	f := newFixture(t)
 	ctx := f.ctx
 	id := f.submit(t)
-	f.o.Heartbeat(ctx, wire.Heartbeat{Node: "n1", Seq: 1}, "p")
+	f.o.Heartbeat(ctx, wire.Heartbeat{Node: "n1", Seq: 1, MemSchedulable: 4 << 30}, "p")
 	if err := f.o.cycle(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +174,7 @@ func TestNodeDeathWritesOffProcesses(t *testing.T) {
 	f := newFixture(t)
 	ctx := f.ctx
 	id := f.submit(t)
-	f.o.Heartbeat(ctx, wire.Heartbeat{Node: "n1", Seq: 1}, "p")
+	f.o.Heartbeat(ctx, wire.Heartbeat{Node: "n1", Seq: 1, MemSchedulable: 4 << 30}, "p")
 	if err := f.o.cycle(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -240,4 +223,66 @@ func TestHeartbeatResendsOnlyMissedPushes(t *testing.T) {
 	// n2 lost its push (a restarted agent): it is sent again.
 	f.o.Heartbeat(ctx, wire.Heartbeat{Node: "n2", Seq: 3, MemSchedulable: 4 << 30}, "p2")
 	f.waitPush(t, "n2", func(ds wire.DesiredState) bool { return ds.Version > d2.Version })
+}
+
+// Run's cycles follow the state's changes and the volatile inputs without
+// anyone calling Trigger after a write. Each cycle waits in Tick until the
+// test takes it from cycles, so the test knows which cycle saw what; the
+// periodic cycle (an hour) never comes.
+func TestRunCyclesOnStateChanges(t *testing.T) {
+	cycles := make(chan struct{})
+	f := newFixture(t, func(c *Config) {
+		c.Tick = func(ctx context.Context, _ time.Time) {
+			select {
+			case cycles <- struct{}{}:
+			case <-ctx.Done():
+			}
+		}
+	})
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); f.o.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	nextCycle := func(why string) {
+		t.Helper()
+		select {
+		case <-cycles:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no scheduling cycle after %s", why)
+		}
+	}
+	apply := func(c state.Command) {
+		t.Helper()
+		if res, err := f.app.Apply(context.Background(), c); err != nil || res[0].Err != nil {
+			t.Fatalf("apply %d: %v %v", c.Type, err, res)
+		}
+	}
+
+	nextCycle("the start")
+	id := f.submit(t)
+	nextCycle("a submission") // no node yet: the work waits
+	f.o.Heartbeat(f.ctx, wire.Heartbeat{Node: "n1", Seq: 1, MemSchedulable: 1 << 30}, "p1")
+	nextCycle("a new node")
+	f.waitPush(t, "n1", func(ds wire.DesiredState) bool { return len(ds.Procs) == 1 })
+
+	second := f.submit(t)
+	nextCycle("a submission") // n1 is full: the second work waits
+	f.o.Heartbeat(f.ctx, wire.Heartbeat{Node: "n1", Seq: 2, MemSchedulable: 2 << 30}, "p1")
+	nextCycle("a node's capacity grew")
+	f.waitPush(t, "n1", func(ds wire.DesiredState) bool { return len(ds.Procs) == 2 })
+
+	apply(state.Command{Type: state.CmdCancel, Time: 2, WorkID: second, By: "alice"})
+	nextCycle("a cancel")
+	f.waitPush(t, "n1", func(ds wire.DesiredState) bool {
+		return len(ds.Procs) == 2 && ds.Procs[1].ID == "2.1" && ds.Procs[1].Stop
+	})
+
+	f.o.Report(f.ctx, "n1", []wire.ProcStatus{{ID: "1.1", WorkID: id, State: wire.ProcExited, ExitCode: 0}})
+	nextCycle("a process exit")
+
+	apply(state.Command{Type: state.CmdNodeAdmin, Time: 3, Node: "n1", Reason: state.NodeVariedOff})
+	nextCycle("a node varied off")
+
+	f.o.SetScheduler(f.o.cfg.Scheduler)
+	nextCycle("a new scheduler configuration")
 }

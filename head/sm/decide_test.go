@@ -19,7 +19,7 @@ func ms(d time.Duration) int64 { return t0.Add(d).UnixMilli() }
 func service(id uint64, ep string, opts ...func(*state.Work)) *state.Work {
 	sp := wire.ServiceSpec{Endpoint: ep, Executable: "/bin/srv", Instances: 1}
 	state.FillServiceDefaults(&sp)
-	w := &state.Work{ID: id, Kind: state.KindService, User: "alice", State: state.StateRunning,
+	w := &state.Work{ID: id, Kind: wire.WorkService, User: "alice", State: state.StateRunning,
 		Service: &state.Service{Spec: sp, IDs: []int{0}}}
 	for _, o := range opts {
 		o(w)
@@ -63,7 +63,7 @@ func proc(inst int, st string) func(*state.Work) {
 }
 
 func job(id uint64, st string, dep ...string) *state.Work {
-	return &state.Work{ID: id, Kind: state.KindJob, State: st, Deps: dep, Job: &state.Job{}}
+	return &state.Work{ID: id, Kind: wire.WorkJob, State: st, Deps: dep, Job: &state.Job{}}
 }
 
 func alive(d time.Duration) Ping {

@@ -106,9 +106,6 @@ func (m *Manager) Tick(ctx context.Context, now time.Time) {
 	m.soft, m.last, m.states = out.Soft, out, states
 	m.mu.Unlock()
 	m.reconcile(ctx, out.Pingers)
-	if len(out.Commands) > 0 {
-		m.cfg.Trigger()
-	}
 }
 
 func (m *Manager) logCommand(c state.Command) {

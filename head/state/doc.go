@@ -11,5 +11,8 @@
 // Apply is deterministic: the leader stamps the time into each command, so
 // every replica computes the same state. Readers take a consistent view with
 // View; Changed returns a channel closed on the next applied change, which
-// is how `ducc wait` blocks without polling.
+// is how `ducc wait` blocks without polling. SchedulingChanged is closed
+// only by the changes a scheduling cycle acts on (a submission, a cancel,
+// an exit, a reconfiguration...): the orchestrator runs a cycle on it, so
+// no writer has to remember to ask for one.
 package state

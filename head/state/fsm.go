@@ -23,7 +23,11 @@ type FSM struct {
 	nextID  uint64
 	work    map[uint64]*Work
 	changed chan struct{}
-	index   uint64
+	// scheduling is closed at the next applied change a scheduling cycle
+	// acts on; reschedule records such a change while a batch is applied.
+	scheduling chan struct{}
+	reschedule bool
+	index      uint64
 	// sched is the scheduler configuration applied by `ducc admin
 	// reconfigure` (YAML), nil until then; nodeAdmin holds vary-off and
 	// quiesce states.
@@ -33,7 +37,8 @@ type FSM struct {
 
 // New returns an empty state. Ids start at 1.
 func New() *FSM {
-	return &FSM{nextID: 1, work: make(map[uint64]*Work), changed: make(chan struct{}), nodeAdmin: map[string]string{}}
+	return &FSM{nextID: 1, work: make(map[uint64]*Work), changed: make(chan struct{}), scheduling: make(chan struct{}),
+		nodeAdmin: map[string]string{}}
 }
 
 // Encode encodes a batch of commands as one log entry.
@@ -54,10 +59,18 @@ func (f *FSM) Apply(l *raft.Log) any {
 	res := make([]Result, len(b.Commands))
 	for i := range b.Commands {
 		res[i] = f.apply(&b.Commands[i])
+		if res[i].Err == nil && schedules(&b.Commands[i]) {
+			f.reschedule = true
+		}
 	}
 	f.index = l.Index
 	close(f.changed)
 	f.changed = make(chan struct{})
+	if f.reschedule {
+		f.reschedule = false
+		close(f.scheduling)
+		f.scheduling = make(chan struct{})
+	}
 	f.mu.Unlock()
 	return res
 }
@@ -67,6 +80,35 @@ func (f *FSM) Changed() <-chan struct{} {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.changed
+}
+
+// SchedulingChanged returns a channel that is closed at the next applied
+// change that a scheduling cycle acts on: work submitted, canceled or
+// ended, a process ended, a job's last items received, a service
+// registered or changed, dependencies met, the scheduler reconfigured, a
+// node varied off or on. The orchestrator takes the channel before it reads
+// the state for a cycle, so no such change is missed. The scheduler's own
+// decisions (assignments, stops) and job progress (outcomes, readiness,
+// re-queues) do not close it: the next periodic cycle sees them.
+func (f *FSM) SchedulingChanged() <-chan struct{} {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.scheduling
+}
+
+// schedules reports whether c, applied without error, is a change that
+// SchedulingChanged announces. A work that ends on any other command is
+// announced too (finish sets reschedule).
+func schedules(c *Command) bool {
+	switch c.Type {
+	case CmdSubmit, CmdCancel, CmdFinish, CmdConfig, CmdNodeAdmin, CmdSvcRegister, CmdSvcChange, CmdDepsMet:
+		return true
+	case CmdItems:
+		return c.Last // the job's demand is known: it may get processes
+	case CmdProc:
+		return c.Proc != nil && c.Proc.Ended() // its memory is free again
+	}
+	return false
 }
 
 // View calls fn with read access to the state. fn must not keep pointers.
@@ -223,7 +265,7 @@ func (f *FSM) assign(c *Command) Result {
 	if w.Ended() || w.Canceling {
 		return Result{Err: fmt.Errorf("assign: work %d is %s", w.ID, w.State)}
 	}
-	if w.Kind == KindService {
+	if w.Kind == wire.WorkService {
 		for _, p := range w.Live() {
 			if p.Instance == c.Assign.Instance {
 				return Result{Err: fmt.Errorf("assign: service %d instance %d already runs as %s", w.ID, p.Instance, p.ID)}
@@ -245,7 +287,7 @@ func (f *FSM) assign(c *Command) Result {
 	if w.State == StateWaitingForResources || w.State == StateReceived {
 		w.State = StateAssigned
 	}
-	if w.Kind == KindReservation {
+	if w.Kind == wire.WorkReservation {
 		// A reservation holds the machine; nothing is started on it.
 		p.State, p.StartedAt = wire.ProcRunning, c.Time
 		w.State, w.StartedAt = StateRunning, c.Time
@@ -317,7 +359,7 @@ func (f *FSM) workAfterProc(w *Work, p *Proc, now int64) {
 		}
 		return
 	}
-	if w.Kind != KindManaged {
+	if w.Kind != wire.WorkManaged {
 		return
 	}
 	switch {
@@ -371,7 +413,7 @@ func (f *FSM) cancel(c *Command) Result {
 		return Result{ID: w.ID}
 	}
 	w.Canceling, w.CancelBy = true, c.By
-	if w.Kind == KindReservation {
+	if w.Kind == wire.WorkReservation {
 		for _, p := range w.Live() {
 			p.State, p.EndedAt, p.Reason = wire.ProcExited, c.Time, "released"
 		}
@@ -393,6 +435,7 @@ func (f *FSM) finish(w *Work, now int64, completion, reason string, exit int) {
 	if w.Ended() {
 		return
 	}
+	f.reschedule = true // its processes are stopped, its memory freed
 	w.State = StateCompleted
 	w.Completion = completion
 	w.Reason = reason
@@ -500,6 +543,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	close(f.changed)
 	f.changed = make(chan struct{})
+	close(f.scheduling)
+	f.scheduling = make(chan struct{})
 	return nil
 }
 

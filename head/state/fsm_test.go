@@ -22,7 +22,7 @@ func apply(t *testing.T, f *FSM, idx uint64, cmds ...Command) []Result {
 }
 
 func managed() *Work {
-	return &Work{Kind: KindManaged, User: "alice", UID: 1000, Class: "fixed", Memory: 1 << 30, Path: "true"}
+	return &Work{Kind: wire.WorkManaged, User: "alice", UID: 1000, Class: "fixed", Memory: 1 << 30, Path: "true"}
 }
 
 func TestManagedLifecycle(t *testing.T) {

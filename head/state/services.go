@@ -133,7 +133,7 @@ func (f *FSM) svcRegister(c *Command) Result {
 		}
 	}
 	w := *c.Work
-	w.Kind = KindService
+	w.Kind = wire.WorkService
 	w.ID = f.nextID
 	f.nextID++
 	w.SubmittedAt = c.Time

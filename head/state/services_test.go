@@ -13,7 +13,7 @@ import (
 func svcWork(ep string) *Work {
 	sp := wire.ServiceSpec{Endpoint: ep, Executable: "/bin/srv", Instances: 2, FailuresLimit: 2}
 	FillServiceDefaults(&sp)
-	return &Work{Kind: KindService, User: "alice", Class: "fixed", Memory: 1 << 30, Path: "/bin/srv", Service: &Service{Spec: sp}}
+	return &Work{Kind: wire.WorkService, User: "alice", Class: "fixed", Memory: 1 << 30, Path: "/bin/srv", Service: &Service{Spec: sp}}
 }
 
 // runInstance assigns instance inst and reports it running; ready marks it
@@ -131,7 +131,7 @@ func TestServiceRegistryAndFailures(t *testing.T) {
 
 func TestJobWaitsForServices(t *testing.T) {
 	f := New()
-	j := &Work{Kind: KindJob, User: "bob", Deps: []string{"TCP:h:1"}, Job: &Job{Items: []Item{{Data: "x"}}}}
+	j := &Work{Kind: wire.WorkJob, User: "bob", Deps: []string{"TCP:h:1"}, Job: &Job{Items: []Item{{Data: "x"}}}}
 	res := apply(t, f, 1, Command{Type: CmdSubmit, Time: 1, Work: j, Last: true})
 	var st string
 	f.View(func(v *View) { st = v.Work(res[0].ID).State })

@@ -6,14 +6,6 @@ import (
 	"github.com/ducc-project/ducc/wire"
 )
 
-// Kinds of work (SPEC §1).
-const (
-	KindJob         = "job"
-	KindService     = "service"
-	KindManaged     = "managed" // managed reservation, `ducc run`
-	KindReservation = "reservation"
-)
-
 // Work states (SPEC §5; managed reservations use a subset).
 const (
 	StateReceived            = "Received"
@@ -46,22 +38,22 @@ const (
 // Work is one piece of work: a job, a service, a managed reservation or a
 // reservation.
 type Work struct {
-	ID          uint64   `cbor:"1,keyasint"`
-	Kind        string   `cbor:"2,keyasint"`
-	User        string   `cbor:"3,keyasint"`
-	UID         uint32   `cbor:"4,keyasint"`
-	GID         uint32   `cbor:"5,keyasint"`
-	Groups      []uint32 `cbor:"6,keyasint,omitempty"`
-	Home        string   `cbor:"7,keyasint,omitempty"`
-	Class       string   `cbor:"8,keyasint"`
-	Memory      int64    `cbor:"9,keyasint"` // requested bytes
-	Path        string   `cbor:"10,keyasint,omitempty"`
-	Args        []string `cbor:"11,keyasint,omitempty"`
-	Env         []string `cbor:"12,keyasint,omitempty"`
-	Dir         string   `cbor:"13,keyasint,omitempty"`
-	LogDir      string   `cbor:"14,keyasint,omitempty"`
-	Description string   `cbor:"15,keyasint,omitempty"`
-	MachineList []string `cbor:"16,keyasint,omitempty"`
+	ID          uint64        `cbor:"1,keyasint"`
+	Kind        wire.WorkKind `cbor:"2,keyasint"`
+	User        string        `cbor:"3,keyasint"`
+	UID         uint32        `cbor:"4,keyasint"`
+	GID         uint32        `cbor:"5,keyasint"`
+	Groups      []uint32      `cbor:"6,keyasint,omitempty"`
+	Home        string        `cbor:"7,keyasint,omitempty"`
+	Class       string        `cbor:"8,keyasint"`
+	Memory      int64         `cbor:"9,keyasint"` // requested bytes
+	Path        string        `cbor:"10,keyasint,omitempty"`
+	Args        []string      `cbor:"11,keyasint,omitempty"`
+	Env         []string      `cbor:"12,keyasint,omitempty"`
+	Dir         string        `cbor:"13,keyasint,omitempty"`
+	LogDir      string        `cbor:"14,keyasint,omitempty"`
+	Description string        `cbor:"15,keyasint,omitempty"`
+	MachineList []string      `cbor:"16,keyasint,omitempty"`
 
 	State       string  `cbor:"17,keyasint"`
 	Completion  string  `cbor:"18,keyasint,omitempty"`
@@ -75,7 +67,7 @@ type Work struct {
 	Procs       []*Proc `cbor:"26,keyasint,omitempty"`
 	NextProc    int     `cbor:"27,keyasint,omitempty"`
 	Job         *Job    `cbor:"28,keyasint,omitempty"`
-	// Service is set for KindService: the registration and its durable
+	// Service is set for wire.WorkService: the registration and its durable
 	// state (SPEC §6).
 	Service *Service `cbor:"29,keyasint,omitempty"`
 	// Deps are the service endpoints the work needs (service_dependency).

@@ -76,7 +76,10 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	if work, err := c.data.jobs(ctx, wire.ListRequest{}); err == nil {
-		type key struct{ state, kind string }
+		type key struct {
+			state string
+			kind  wire.WorkKind
+		}
 		by := map[key]int{}
 		for _, w := range work.Work {
 			if !w.Ended {
@@ -84,7 +87,7 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		for k, n := range by {
-			gauge(c.work, float64(n), k.state, k.kind)
+			gauge(c.work, float64(n), k.state, string(k.kind))
 		}
 	}
 }

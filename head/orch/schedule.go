@@ -1,35 +1,18 @@
-package head
+package orch
 
 import (
 	"strconv"
-	"sync"
 	"time"
 
-	"github.com/ducc-project/ducc/head/jd"
-	"github.com/ducc-project/ducc/head/orch"
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/wire"
 )
 
-// policy adapts head/rm to the orchestrator: it turns the durable state and
-// the node view into an rm.Input, and the rm.Plan back into assignments,
-// stops and pending reasons. It keeps the scheduler's Carry between cycles
+// This file is the orchestrator's side of head/rm: it turns the durable
+// state and the node view into an rm.Input, and the rm.Plan into the Raft
+// commands that carry it out. The scheduler's Carry is kept between cycles
 // (a new head starts with a fresh one, which rm treats as a restart).
-type policy struct {
-	mu    sync.Mutex // guards last and cfg
-	cfg   *rm.Config
-	jd    *jd.Driver
-	carry rm.Carry
-	last  []rm.ClassUsage
-	// wanted returns the instance ids the Service Manager wants held for
-	// a service (nil: none).
-	wanted func(id uint64) []int
-}
-
-func newPolicy(cfg *rm.Config, d *jd.Driver, wanted func(uint64) []int) *policy {
-	return &policy{cfg: cfg, jd: d, wanted: wanted}
-}
 
 // Service instances are separate rm works (one process each) under
 // synthetic ids: svcBit | service id << 16 | instance.
@@ -37,7 +20,9 @@ const (
 	svcBit       = uint64(1) << 63
 	svcInstBits  = 16
 	svcInstMask  = uint64(1)<<svcInstBits - 1
-	maxInstances = 1 << svcInstBits
+	maxInstances = wire.MaxServiceInstances
+	// Every instance id fits in svcInstBits (else this overflows).
+	_ = uint64(1)<<svcInstBits - maxInstances
 )
 
 func svcKey(id uint64, inst int) uint64 { return svcBit | id<<svcInstBits | uint64(inst) }
@@ -72,7 +57,7 @@ func rmProc(w *state.Work, pr *state.Proc) rm.Proc {
 
 // serviceWork adds one rm work per service instance: those that run and
 // those the Service Manager wants started.
-func (p *policy) serviceWork(w *state.Work, in *rm.Input) {
+func (o *Orchestrator) serviceWork(w *state.Work, in *rm.Input) {
 	base := rm.Work{Kind: rm.Service, User: w.User, Class: w.Class, Memory: w.Memory,
 		SubmitTime: time.UnixMilli(w.SubmittedAt), MachineList: w.MachineList, ServiceID: strconv.FormatUint(w.ID, 10)}
 	have := map[int]bool{}
@@ -89,10 +74,10 @@ func (p *policy) serviceWork(w *state.Work, in *rm.Input) {
 		rw.Procs = []rm.Proc{rmProc(w, pr)}
 		in.Work = append(in.Work, rw)
 	}
-	if w.Canceling || p.wanted == nil {
+	if w.Canceling || o.cfg.Wanted == nil {
 		return
 	}
-	for _, i := range p.wanted(w.ID) {
+	for _, i := range o.cfg.Wanted(w.ID) {
 		if have[i] || i < 0 || i >= maxInstances {
 			continue
 		}
@@ -102,19 +87,18 @@ func (p *policy) serviceWork(w *state.Work, in *rm.Input) {
 	}
 }
 
-// Schedule implements orch.Policy. The orchestrator calls it from one
-// goroutine.
-func (p *policy) Schedule(now time.Time, nodes []orch.Node, active []*state.Work) orch.Plan {
-	p.mu.Lock()
-	cfg := p.cfg
-	p.mu.Unlock()
-	in := rm.Input{Now: now, Config: cfg, Carry: p.carry, NoTrace: true}
+// input builds the scheduler's input for one cycle.
+func (o *Orchestrator) input(now time.Time, nodes []Node, active []*state.Work) rm.Input {
+	o.mu.Lock()
+	cfg := o.sched
+	o.mu.Unlock()
+	in := rm.Input{Now: now, Config: cfg, Carry: o.carry, NoTrace: true}
 	for _, n := range nodes {
 		st := rm.NodeUp
 		switch {
-		case n.State == orch.NodeUnknown:
+		case n.State == NodeUnknown:
 			st = rm.NodeQuiescing // its processes stand; nothing new until it reports
-		case n.State != orch.NodeUp:
+		case n.State != NodeUp:
 			st = rm.NodeDown
 		case n.Admin == state.NodeVariedOff:
 			st = rm.NodeVariedOff
@@ -123,23 +107,19 @@ func (p *policy) Schedule(now time.Time, nodes []orch.Node, active []*state.Work
 		}
 		in.Nodes = append(in.Nodes, rm.Node{Name: n.Name, MemSchedulable: n.HB.MemSchedulable, State: st})
 	}
-	kinds := map[string]rm.WorkKind{
-		state.KindManaged: rm.ManagedReservation, state.KindJob: rm.Job,
-		state.KindService: rm.Service, state.KindReservation: rm.Reservation,
-	}
 	for _, w := range active {
 		if w.State == state.StateWaitingForServices {
 			continue // the Service Manager lets it go on
 		}
 		if w.Service != nil {
-			p.serviceWork(w, &in)
+			o.serviceWork(w, &in)
 			continue
 		}
 		rw := rm.Work{
-			ID: w.ID, Kind: kinds[w.Kind], User: w.User, Class: w.Class, Memory: w.Memory,
+			ID: w.ID, Kind: rmKinds[w.Kind], User: w.User, Class: w.Class, Memory: w.Memory,
 			SubmitTime: time.UnixMilli(w.SubmittedAt), MachineList: w.MachineList,
 		}
-		if w.Job != nil && !p.jobDemand(w, &rw) {
+		if w.Job != nil && !o.jobDemand(w, &rw) {
 			continue // not all items received yet
 		}
 		for _, pr := range w.Live() {
@@ -150,22 +130,31 @@ func (p *policy) Schedule(now time.Time, nodes []orch.Node, active []*state.Work
 		}
 		in.Work = append(in.Work, rw)
 	}
-	plan := rm.Schedule(in)
-	p.carry = plan.Carry
-	p.mu.Lock()
-	p.last = plan.Classes
-	p.mu.Unlock()
-	out := orch.Plan{Pending: make(map[uint64]string, len(plan.Pending))}
+	return in
+}
+
+// rmKinds maps the kinds of durable work to the scheduler's.
+var rmKinds = map[wire.WorkKind]rm.WorkKind{
+	wire.WorkManaged: rm.ManagedReservation, wire.WorkJob: rm.Job,
+	wire.WorkService: rm.Service, wire.WorkReservation: rm.Reservation,
+}
+
+// planCommands turns a plan into the Raft commands that carry it out
+// (assignments, then stops) and the reason each waiting work waits. Starts
+// for work being canceled are dropped.
+func planCommands(plan rm.Plan, active []*state.Work, ts int64) ([]state.Command, map[uint64]string) {
 	canceling := map[uint64]bool{}
 	for _, w := range active {
 		canceling[w.ID] = w.Canceling
 	}
+	var cmds []state.Command
 	for _, s := range plan.Starts {
 		id, inst := fromKey(s.WorkID)
 		if canceling[id] {
 			continue
 		}
-		out.Starts = append(out.Starts, orch.Start{WorkID: id, Node: s.Node, Shares: s.Shares, Memory: s.Memory, Instance: inst})
+		cmds = append(cmds, state.Command{Type: state.CmdAssign, Time: ts, WorkID: id,
+			Assign: &state.Assignment{Node: s.Node, Shares: s.Shares, MemoryLimit: s.Memory, Instance: inst}})
 	}
 	for _, s := range plan.Stops {
 		text := s.Text
@@ -173,32 +162,33 @@ func (p *policy) Schedule(now time.Time, nodes []orch.Node, active []*state.Work
 			text = s.Reason.String()
 		}
 		id, _ := fromKey(s.WorkID)
-		out.Stops = append(out.Stops, orch.Stop{WorkID: id, ProcID: s.ProcID, Reason: text})
+		cmds = append(cmds, state.Command{Type: state.CmdStopProc, Time: ts, WorkID: id, ProcID: s.ProcID, Reason: text})
 	}
+	pending := make(map[uint64]string, len(plan.Pending))
 	for _, pd := range plan.Pending {
 		id, _ := fromKey(pd.WorkID)
-		if _, ok := out.Pending[id]; !ok {
-			out.Pending[id] = pd.Reason
+		if _, ok := pending[id]; !ok {
+			pending[id] = pd.Reason
 		}
 	}
 	for _, sh := range plan.Shrinking {
 		id, _ := fromKey(sh.WorkID)
-		out.Pending[id] = sh.Reason // shown by `ducc jobs` and `ducc show`
+		pending[id] = sh.Reason // shown by `ducc jobs` and `ducc show`
 	}
-	return out
+	return cmds, pending
 }
 
 // jobDemand fills the job fields the scheduler needs. Items already handed
 // to a process count once per holding process (a pipeline's worth), so a
 // job whose queue is empty wants no more processes than hold work.
-func (p *policy) jobDemand(w *state.Work, rw *rm.Work) bool {
+func (o *Orchestrator) jobDemand(w *state.Work, rw *rm.Work) bool {
 	j := w.Job
 	if !j.Committed {
 		return false
 	}
 	s := j.Spec
 	remaining := j.Remaining()
-	if q, holding, ok := p.jd.Demand(w.ID); ok {
+	if q, holding, ok := o.cfg.Demand(w.ID); ok {
 		remaining = min(remaining, q+holding*max(s.Pipelines, 1))
 	}
 	rw.ItemsRemaining = remaining
@@ -216,16 +206,18 @@ func (p *policy) jobDemand(w *state.Work, rw *rm.Work) bool {
 	return true
 }
 
-// lastClasses returns the per-class usage of the last cycle.
-func (p *policy) lastClasses() []rm.ClassUsage {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.last
+// Classes returns the per-class usage of the last cycle.
+func (o *Orchestrator) Classes() []rm.ClassUsage {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.classes
 }
 
-// setConfig switches the scheduler configuration for the next cycles.
-func (p *policy) setConfig(c *rm.Config) {
-	p.mu.Lock()
-	p.cfg = c
-	p.mu.Unlock()
+// SetScheduler switches the scheduler configuration and asks for a cycle
+// that uses it.
+func (o *Orchestrator) SetScheduler(c *rm.Config) {
+	o.mu.Lock()
+	o.sched = c
+	o.mu.Unlock()
+	o.Trigger()
 }

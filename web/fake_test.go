@@ -78,22 +78,22 @@ func ms(d time.Duration) int64 { return testNow.Add(-d).UnixMilli() }
 func newFake() *fakeSource {
 	return &fakeSource{
 		work: []wire.WorkInfo{
-			{ID: 2, Kind: "managed", User: "alice", Class: "fixed", State: "Running", Memory: 4 << 30, Node: "n1",
+			{ID: 2, Kind: wire.WorkManaged, User: "alice", Class: "fixed", State: "Running", Memory: 4 << 30, Node: "n1",
 				SubmittedAt: ms(2 * time.Minute), StartedAt: ms(90 * time.Second), Command: []string{"sleep", "60"},
 				Procs: []wire.ProcInfo{{ID: "2.1", Node: "n1", State: "Running", PID: 4242, MemoryLimit: 4 << 30, RSS: 12 << 20,
 					CPUSeconds: 1.5, StartedAt: ms(90 * time.Second), LogPath: "/home/alice/ducc/logs/2/2-POP-n1-4242.log"}}},
-			{ID: 3, Kind: "managed", User: "bob", Class: "fixed", State: "WaitingForResources", Memory: 64 << 30,
+			{ID: 3, Kind: wire.WorkManaged, User: "bob", Class: "fixed", State: "WaitingForResources", Memory: 64 << 30,
 				Reason: "no node in pool default has 64 GiB", SubmittedAt: ms(time.Minute), Command: []string{"true"}},
-			{ID: 1, Kind: "managed", User: "alice", Class: "fixed", State: "Completed", Completion: "ProgramExit",
+			{ID: 1, Kind: wire.WorkManaged, User: "alice", Class: "fixed", State: "Completed", Completion: "ProgramExit",
 				Ended: true, ExitCode: 3, Memory: 1 << 30, SubmittedAt: ms(time.Hour), StartedAt: ms(time.Hour), EndedAt: ms(59 * time.Minute),
 				Command: []string{"sh", "-c", "exit 3"}},
-			{ID: 5, Kind: "job", User: "carol", Class: "normal", State: "Running", Memory: 2 << 30,
+			{ID: 5, Kind: wire.WorkJob, User: "carol", Class: "normal", State: "Running", Memory: 2 << 30,
 				SubmittedAt: ms(5 * time.Minute), StartedAt: ms(4 * time.Minute), Command: []string{"worker.py"},
 				Job: &wire.JobStats{Total: 100, Done: 40, Failed: 2, Retried: 1, Dispatched: 8, MinMS: 120, MaxMS: 2500,
 					MeanMS: 800, StddevMS: 90, Rate: 3.5, Processes: 2, Pipelines: 4, Protocol: "stream", InitMeanMS: 45000},
 				Procs: []wire.ProcInfo{{ID: "5.1", Node: "n1", State: "Running", PID: 77, MemoryLimit: 2 << 30,
 					StartedAt: ms(4 * time.Minute), InitMS: 45000, Done: 25, Errors: 1}}},
-			{ID: 4, Kind: "managed", User: "<script>alert(1)</script>", Class: "fixed", State: "Running",
+			{ID: 4, Kind: wire.WorkManaged, User: "<script>alert(1)</script>", Class: "fixed", State: "Running",
 				Command: []string{"echo", "<b>x</b>"}, SubmittedAt: ms(time.Second)},
 		},
 		nodes: []wire.NodeInfo{

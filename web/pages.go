@@ -270,7 +270,7 @@ func fillReservations(s *server, r *http.Request, d *pageData) error {
 	}
 	var rows []wire.WorkInfo
 	for _, w := range list.Work {
-		if w.Kind == "reservation" {
+		if w.Kind == wire.WorkReservation {
 			rows = append(rows, w)
 		}
 	}

@@ -1,0 +1,88 @@
+package orch
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/head/state"
+)
+
+func TestServiceKeyRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		id   uint64
+		inst int
+	}{{1, 0}, {7, 3}, {1 << 40, maxInstances - 1}} {
+		id, inst := fromKey(svcKey(c.id, c.inst))
+		if id != c.id || inst != c.inst {
+			t.Errorf("fromKey(svcKey(%d, %d)) = %d, %d", c.id, c.inst, id, inst)
+		}
+	}
+	if id, inst := fromKey(42); id != 42 || inst != 0 {
+		t.Errorf("fromKey(42) = %d, %d", id, inst)
+	}
+}
+
+func TestPlanCommands(t *testing.T) {
+	const ts = 1000
+	active := []*state.Work{{ID: 1}, {ID: 2, Canceling: true}, {ID: 3}}
+	tests := []struct {
+		name        string
+		plan        rm.Plan
+		wantCmds    []state.Command
+		wantPending map[uint64]string
+	}{
+		{
+			name:        "empty plan",
+			wantPending: map[uint64]string{},
+		},
+		{
+			name: "starts of canceling work are dropped, service instances keep their id",
+			plan: rm.Plan{Starts: []rm.Start{
+				{WorkID: 1, Node: "n1", Shares: 2, Memory: 2 << 30},
+				{WorkID: 2, Node: "n1", Shares: 1, Memory: 1 << 30},
+				{WorkID: svcKey(3, 4), Node: "n2", Shares: 1, Memory: 1 << 30},
+			}},
+			wantCmds: []state.Command{
+				{Type: state.CmdAssign, Time: ts, WorkID: 1, Assign: &state.Assignment{Node: "n1", Shares: 2, MemoryLimit: 2 << 30}},
+				{Type: state.CmdAssign, Time: ts, WorkID: 3, Assign: &state.Assignment{Node: "n2", Shares: 1, MemoryLimit: 1 << 30, Instance: 4}},
+			},
+			wantPending: map[uint64]string{},
+		},
+		{
+			name: "stops say why, in the scheduler's words or its reason",
+			plan: rm.Plan{Stops: []rm.Stop{
+				{ProcID: "1.1", WorkID: 1, Reason: rm.Preempted},
+				{ProcID: "3.2", WorkID: svcKey(3, 1), Reason: rm.Evicted, Text: "evicted for work 9"},
+			}},
+			wantCmds: []state.Command{
+				{Type: state.CmdStopProc, Time: ts, WorkID: 1, ProcID: "1.1", Reason: "preempted"},
+				{Type: state.CmdStopProc, Time: ts, WorkID: 3, ProcID: "3.2", Reason: "evicted for work 9"},
+			},
+			wantPending: map[uint64]string{},
+		},
+		{
+			name: "first pending reason of a work wins; shrinking overrides",
+			plan: rm.Plan{
+				Pending: []rm.Pending{
+					{WorkID: svcKey(3, 0), Reason: "instance 0 waits"},
+					{WorkID: svcKey(3, 1), Reason: "instance 1 waits"},
+					{WorkID: 1, Reason: "no room"},
+				},
+				Shrinking: []rm.Shrinking{{WorkID: 1, Procs: []string{"1.1"}, Reason: "gives back its share"}},
+			},
+			wantPending: map[uint64]string{1: "gives back its share", 3: "instance 0 waits"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cmds, pending := planCommands(tc.plan, active, ts)
+			if !reflect.DeepEqual(cmds, tc.wantCmds) {
+				t.Errorf("commands\n got %+v\nwant %+v", cmds, tc.wantCmds)
+			}
+			if !reflect.DeepEqual(pending, tc.wantPending) {
+				t.Errorf("pending %v, want %v", pending, tc.wantPending)
+			}
+		})
+	}
+}
