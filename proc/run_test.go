@@ -41,10 +41,10 @@ func TestRun(t *testing.T) {
 	m := e.manager(t)
 	uid, gid := ensureTestUser(t)
 	tests := []struct {
-		name     string
-		spec     RunSpec
-		stdout   string
-		stderr   string
+		name      string
+		spec      RunSpec
+		stdout    string
+		stderr    string
 		exitCode  int
 		reason    string
 		truncated bool
