@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/host"
+
 	"github.com/ducc-project/ducc/cgroup"
 	"github.com/ducc-project/ducc/proc"
 	"github.com/ducc-project/ducc/wire"
@@ -95,8 +97,8 @@ func TestRunPinger(t *testing.T) {
 }
 
 // TestPingRunOnAgent runs a real pinger through a real process manager, as
-// another user, both through the RPC handler (what the head's ping.run
-// reaches) and through RunPinger on the head's own node.
+// another user: on another node's agent (ping.run over libp2p, as the head
+// sends it) and on the head's own node.
 func TestPingRunOnAgent(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root")
@@ -125,33 +127,47 @@ func TestPingRunOnAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(m.Close)
-	a := &Agent{cfg: &Config{Node: "n1"}, procs: m}
+	psk, err := wire.GenerateClusterKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	newHost := func() host.Host {
+		h, err := wire.NewHost(context.Background(), wire.HostConfig{ClusterKey: psk, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close() })
+		return h
+	}
+	worker := &Agent{cfg: &Config{Node: "n1"}, procs: m, host: newHost()}
+	wire.Serve(worker.host, worker.handleRPC)
+	t.Cleanup(func() { wire.StopServing(worker.host) })
+	head := &Agent{cfg: &Config{Node: "head"}, host: newHost()}
+	head.host.Peerstore().AddAddrs(worker.host.ID(), worker.host.Addrs(), time.Hour)
 
 	req := pingReq()
 	req.Path, req.Args = "/bin/sh", []string{"-c", `read state; echo "{\"alive\": true, \"info\": \"uid $(id -u) pwd $(pwd) read ${#state}\"}"`}
 	req.UID, req.GID, req.User, req.Dir = uid, gid, "ducctest", "/tmp"
-	body, err := wire.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
 	state, _ := json.Marshal(req.State)
 	want := fmt.Sprintf("uid %d pwd /tmp read %d", uid, len(state))
 
-	out, err := a.handleRPC(context.Background(), "", &wire.Request{Method: wire.MethodPingRun, Body: body})
-	if err != nil {
-		t.Fatal(err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := head.RunPinger(ctx, "n1", worker.host.ID().String(), req)
+	if err != nil || r.Error != "" || !r.Answer.Alive || r.Answer.Info != want {
+		t.Fatalf("ping.run on another node: %+v %v, want info %q", r, err, want)
 	}
-	if r := out.(wire.PingRunReply); r.Error != "" || !r.Answer.Alive || r.Answer.Info != want {
-		t.Fatalf("reply %+v, want info %q", r, want)
-	}
-	r, err := a.RunPinger(context.Background(), "n1", "", req)
+	r, err = worker.RunPinger(ctx, "n1", "", req)
 	if err != nil || r.Error != "" || r.Answer.Info != want {
-		t.Fatalf("RunPinger: %+v %v", r, err)
+		t.Fatalf("RunPinger on its own node: %+v %v", r, err)
 	}
 
 	// At the timeout the pinger's process group is killed.
 	req.Args, req.TimeoutMS = []string{"-c", "sleep 300"}, 500
-	if r, err := a.RunPinger(context.Background(), "n1", "", req); err != nil || r.Error != "pinger /bin/sh did not answer within 500ms" {
+	if r, err := head.RunPinger(ctx, "n1", worker.host.ID().String(), req); err != nil || r.Error != "pinger /bin/sh did not answer within 500ms" {
 		t.Fatalf("RunPinger: %+v %v", r, err)
+	}
+	if _, err := head.RunPinger(ctx, "n2", "not-a-peer", req); err == nil || !strings.Contains(err.Error(), "bad peer id") {
+		t.Fatalf("RunPinger to a bad peer id: %v", err)
 	}
 }
