@@ -144,7 +144,7 @@ func (m *Manager) Run(ctx context.Context, rs RunSpec) (RunResult, error) {
 		return RunResult{}, fmt.Errorf("proc: run %s: %w", id, err)
 	}
 
-	r := &run{id: id, dir: dir, m: m, max: rs.MaxOutput}
+	r := &run{dir: dir, m: m, max: rs.MaxOutput}
 	defer r.closeAll()
 	p, err := r.launch()
 	if err != nil {
@@ -157,7 +157,7 @@ func (m *Manager) Run(ctx context.Context, rs RunSpec) (RunResult, error) {
 	}()
 	killed, timedOut := false, false
 	kill := func() {
-		killed, timedOut = true, ctx.Err() == context.DeadlineExceeded
+		killed, timedOut = true, errors.Is(ctx.Err(), context.DeadlineExceeded)
 		_ = p.Signal(syscall.SIGUSR1) // the shim kills the process group and the cgroup
 		if err := group.Kill(); err != nil {
 			m.log.Warn("run: kill", "id", id, "err", err)
@@ -228,9 +228,9 @@ func (m *Manager) Run(ctx context.Context, rs RunSpec) (RunResult, error) {
 
 // run holds the pipes of one Manager.Run.
 type run struct {
-	id, dir string
-	m       *Manager
-	max     int
+	dir string
+	m   *Manager
+	max int
 
 	hs             *os.File // handshake, read end
 	stdin          *os.File // the program's stdin, write end
