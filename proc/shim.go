@@ -127,7 +127,7 @@ func (s *shim) run() error {
 	pid := child.Pid
 	s.st.State, s.st.PID, s.st.StartedAt = Running, pid, time.Now()
 
-	// Rename the log to carry the child pid (SPEC §7).
+	// Rename the log to carry the child pid (<WorkID>-<Kind>-<Node>-<pid>.log).
 	final := ""
 	if cmd.logPath != "" {
 		final = filepath.Join(filepath.Dir(cmd.logPath), sp.logName(pid))

@@ -1,6 +1,6 @@
 package wire
 
-// Service Manager methods (SPEC §6).
+// Service Manager methods (docs/services.md).
 const (
 	MethodServiceRegister = "services.register" // ServiceRegisterRequest → SubmitReply
 	MethodServiceControl  = "services.control"  // ServiceControlRequest → ServiceInfo
@@ -124,7 +124,7 @@ type ServiceList struct {
 }
 
 // PingState is what a custom pinger reads on its standard input (JSON)
-// before each ping (SPEC §6).
+// before each ping (docs/services.md).
 type PingState struct {
 	Service      uint64   `cbor:"1,keyasint" json:"service"`
 	Endpoint     string   `cbor:"2,keyasint" json:"endpoint"`

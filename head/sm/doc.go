@@ -1,4 +1,4 @@
-// Package sm is the Service Manager (SPEC §6): it decides, from the
+// Package sm is the Service Manager (docs/services.md): it decides, from the
 // durable state of registered services, the work that references them and
 // the soft results of their pingers, which service instances should run,
 // which references start and stop services, when work waiting for services

@@ -15,7 +15,7 @@ import (
 	"github.com/ducc-project/ducc/wire"
 )
 
-// Endpoint kinds (SPEC §6; HTTP and TCP are *ducc*).
+// Endpoint kinds (docs/services.md; HTTP and TCP are *ducc* additions).
 const (
 	EndpointCustom = "CUSTOM"
 	EndpointHTTP   = "HTTP"
