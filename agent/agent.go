@@ -133,7 +133,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.cands, err = head.NewCandidate(head.CandidateConfig{
 			DataDir: a.cfg.DataDir, Host: a.host, BootstrapExpect: a.cfg.BootstrapExpect, Logger: a.base, Elect: a.cfg.Elect,
 			HeadConfig: head.Config{
-				Node: a.cfg.Node, Peer: a.host.ID().String(), Version: a.version, Push: a,
+				Node: a.cfg.Node, Peer: a.host.ID().String(), Version: a.version, Push: a, Pingers: a,
 				Scheduler: a.cfg.Scheduler, Administrators: a.cfg.Administrators,
 				NodeTimeout: a.cfg.NodeTimeout.D(), Logger: a.base, Metrics: a.obs.head,
 			},
@@ -370,6 +370,9 @@ func (a *Agent) handleRPC(ctx context.Context, from peer.ID, req *wire.Request) 
 		}
 		a.acceptDesired(ds)
 		return wire.Empty{}, nil
+	}
+	if req.Method == wire.MethodPingRun {
+		return a.handlePingRun(ctx, req)
 	}
 	if req.Method == wire.MethodRaftJoin {
 		if a.cands == nil || a.cands.Head() == nil {

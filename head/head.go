@@ -28,6 +28,7 @@ type Config struct {
 	Version string
 
 	Push           orch.Pusher
+	Pingers        PingRunner // runs custom service pingers on agents
 	Scheduler      *rm.Config
 	Administrators []string
 	NodeTimeout    time.Duration
@@ -74,7 +75,7 @@ func New(cfg Config) *Head {
 	h.jd = jd.New(cfg.FSM, cfg.Apply, cfg.Now, cfg.Logger)
 	h.jd.OnItems = cfg.Metrics.ItemsDone
 	h.sm = sm.New(sm.Config{FSM: cfg.FSM, Apply: cfg.Apply, Now: cfg.Now, Logger: cfg.Logger,
-		Trigger: func() { h.orch.Trigger() }})
+		Trigger: func() { h.orch.Trigger() }, RunPinger: h.runPinger})
 	h.orch = orch.New(orch.Config{
 		FSM:       cfg.FSM,
 		Apply:     cfg.Apply,

@@ -52,6 +52,19 @@
 // time are checked) is reported with State Lost and its cgroup is emptied. [Manager.Close] stops the
 // watchers and never kills anything.
 //
+// # Short-lived runs
+//
+// [Manager.Run] runs a program to completion for the agent (custom service
+// pingers): through the same shim, as the user, in its own cgroup with a
+// memory cap, with given bytes on its standard input and its standard output
+// and error captured (the last [RunSpec.MaxOutput] bytes of each). The shim
+// gets the handshake pipe as fd 3 and the program's stdin, stdout and stderr
+// as fds 4-6 (spec.json says "oneshot"), writes no log file, and otherwise
+// behaves as above. At the timeout Run kills the process group and the
+// cgroup. A run lives in DataDir/runs/<id>/ and in a cgroup of that id only
+// while Run waits; [NewManager] removes what a crashed agent left there. Runs
+// are never reported through OnExit nor adopted.
+//
 // Production note: the agent's systemd unit must not kill the shims when the
 // agent restarts (KillMode=process, or Delegate=yes with the shims moved
 // elsewhere); the shims run in their own session but, on cgroup v2, in the

@@ -30,6 +30,7 @@ type Manager struct {
 
 	mu     sync.Mutex
 	procs  map[string]*entry
+	runSeq uint64 // numbers Run's processes
 	closed bool
 	wg     sync.WaitGroup // watchers and OnExit goroutines
 }
@@ -42,8 +43,9 @@ type entry struct {
 	stopped   bool          // Stop was called (the shim may not have seen the signal before the cgroup kill)
 }
 
-// NewManager prepares DataDir/procs. It starts no goroutine; call Adopt to
-// pick up processes left by a previous agent.
+// NewManager prepares DataDir/procs and removes what runs (Manager.Run) of
+// a previous agent left. It starts no goroutine; call Adopt to pick up
+// processes left by a previous agent.
 func NewManager(cfg Config) (*Manager, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("proc: no data directory")
@@ -68,7 +70,9 @@ func NewManager(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proc: %w", err)
 	}
-	return &Manager{cfg: cfg, log: logger, procsDir: dir, cg: cg, devnull: devnull, procs: map[string]*entry{}}, nil
+	m := &Manager{cfg: cfg, log: logger, procsDir: dir, cg: cg, devnull: devnull, procs: map[string]*entry{}}
+	m.cleanRuns()
+	return m, nil
 }
 
 // Start launches spec through the shim and returns once the shim has

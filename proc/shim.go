@@ -19,6 +19,10 @@ import (
 
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// oneshotFD is the first of the three fds (the child's stdin, stdout and
+// stderr) that Manager.Run passes to the shim.
+const oneshotFD = 4
+
 // RunShim is the entry point of `ducc shim <procdir>`; it returns the exit
 // code for os.Exit. It expects the handshake pipe on fd 3 (the agent passes
 // it) and logs its own diagnostics on stderr.
@@ -27,6 +31,11 @@ func RunShim(args []string) int {
 	if len(args) != 1 {
 		fmt.Fprintln(os.Stderr, "usage: ducc shim <process directory> (started by the ducc agent, not by hand)")
 		return 2
+	}
+	// The pipes the agent passed (fd 3 and, for Manager.Run, fds 4-6)
+	// must not leak into the child beyond what start gives it.
+	for fd := 3; fd < oneshotFD+3; fd++ {
+		syscall.CloseOnExec(fd)
 	}
 	hs := os.NewFile(3, "handshake")
 	s := &shim{dir: args[0], log: log, hs: hs}
@@ -89,7 +98,9 @@ func (s *shim) run() error {
 	if err != nil {
 		return s.launchFailed(err.Error())
 	}
-	defer cmd.logFile.Close()
+	if cmd.logFile != nil {
+		defer cmd.logFile.Close()
+	}
 
 	var cg *cgroup.Manager
 	var group cgroup.Group
@@ -99,7 +110,7 @@ func (s *shim) run() error {
 			group, err = cg.Load(s.spec.CgroupName)
 		}
 		if err != nil {
-			os.Remove(cmd.logPath)
+			cmd.removeLog()
 			return s.launchFailed("cgroup: " + err.Error())
 		}
 	} else {
@@ -110,17 +121,20 @@ func (s *shim) run() error {
 
 	child, err := s.start(cmd, cg, group)
 	if err != nil {
-		os.Remove(cmd.logPath)
+		cmd.removeLog()
 		return s.launchFailed(err.Error())
 	}
 	pid := child.Pid
 	s.st.State, s.st.PID, s.st.StartedAt = Running, pid, time.Now()
 
-	// Rename the log to carry the child pid (SPEC §7).
-	final := filepath.Join(filepath.Dir(cmd.logPath), sp.logName(pid))
-	if err := os.Rename(cmd.logPath, final); err != nil {
-		s.log.Warn("rename log", "err", err)
-		final = cmd.logPath
+	// Rename the log to carry the child pid (<WorkID>-<Kind>-<Node>-<pid>.log).
+	final := ""
+	if cmd.logPath != "" {
+		final = filepath.Join(filepath.Dir(cmd.logPath), sp.logName(pid))
+		if err := os.Rename(cmd.logPath, final); err != nil {
+			s.log.Warn("rename log", "err", err)
+			final = cmd.logPath
+		}
 	}
 	s.st.LogPath = final
 	shimStart, _ := startTime(os.Getpid())
@@ -209,6 +223,13 @@ type preparedCmd struct {
 	umask   int
 }
 
+// removeLog removes the log file of a process that did not start.
+func (c *preparedCmd) removeLog() {
+	if c.logPath != "" {
+		os.Remove(c.logPath)
+	}
+}
+
 // prepare resolves everything that can fail before forking; its errors are
 // launch failures and read as such.
 func (s *shim) prepare() (*preparedCmd, error) {
@@ -264,6 +285,10 @@ func (s *shim) prepare() (*preparedCmd, error) {
 		return nil, fmt.Errorf("working directory %s: not a directory", c.dir)
 	}
 
+	if s.spec.Oneshot {
+		return c, nil // stdout and stderr go to the agent (Manager.Run)
+	}
+
 	// Log directory and file, owned by the user.
 	logDir := sp.LogDir
 	if logDir == "" {
@@ -306,7 +331,15 @@ func (s *shim) start(c *preparedCmd, cg *cgroup.Manager, group cgroup.Group) (*o
 		}
 	}
 	files := []*os.File{devnull, c.logFile, c.logFile}
-	if s.spec.Stdin {
+	if s.spec.Oneshot {
+		// Manager.Run passes the child's stdin, stdout and stderr as fds
+		// 4, 5 and 6; the shim closes its copies once the child runs, so
+		// that the agent sees end of file when the child is gone.
+		for i := range files {
+			files[i] = os.NewFile(uintptr(oneshotFD+i), "oneshot")
+			defer files[i].Close()
+		}
+	} else if s.spec.Stdin {
 		in, out, err := openPipes(s.dir)
 		if err != nil {
 			return nil, fmt.Errorf("worker pipes: %w", err)

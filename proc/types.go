@@ -163,6 +163,9 @@ type shimSpec struct {
 	CgroupMode    string `json:"cgroup_mode,omitempty"`
 	CgroupMount   string `json:"cgroup_mount,omitempty"`
 	CgroupName    string `json:"cgroup_name,omitempty"`
+	// Oneshot: a Manager.Run process, with its stdin, stdout and stderr
+	// on the shim's fds 4, 5 and 6 (oneshotFD) and no log file.
+	Oneshot bool `json:"oneshot,omitempty"`
 }
 
 // childInfo is child.json.

@@ -51,6 +51,8 @@ type childRunner struct {
 // startChild starts the fakes command and waits until its fakes are
 // connected.
 func startChild(ctx context.Context, command []string, cfg fakesConfig, log *slog.Logger) (_ *childRunner, err error) {
+	// The command is the ducc binary itself (`ducc sim` re-running as its
+	// fakes child), not a user program: only proc starts those.
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()

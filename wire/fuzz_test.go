@@ -131,6 +131,18 @@ func FuzzServiceRequests(f *testing.F) {
 	})
 }
 
+func FuzzPingRunRequest(f *testing.F) {
+	fuzzDecode(f, MaxMessageSize, PingRunRequest{Service: 7, Path: "/usr/bin/python3", Args: []string{"ping.py"}, User: "alice", UID: 1000, GID: 1000,
+		Groups: []uint32{10}, Env: []string{"HOME=/home/alice"}, Dir: "/tmp", TimeoutMS: 5000, MemoryLimit: 256 << 20,
+		State: PingState{Service: 7, Endpoint: "CUSTOM:x", Instances: []int{1, 2}, Active: []int{1}, StartedAt: []int64{1700000000000}, References: []uint64{9}}})
+}
+
+func FuzzPingRunReply(f *testing.F) {
+	yes := true
+	fuzzDecode(f, MaxMessageSize, PingRunReply{Answer: PingAnswer{Alive: true, Healthy: &yes, Info: "ok", Deletions: []int{2}, Autostart: &yes, LastUse: 5}},
+		PingRunReply{Error: "pinger /x did not answer within 5s"})
+}
+
 func FuzzSmallRequests(f *testing.F) {
 	// One fuzzer for the small request/reply bodies: the first byte picks
 	// the type.

@@ -1,10 +1,13 @@
 package wire
 
-// Service Manager methods (SPEC §6).
+// Service Manager methods (docs/services.md).
 const (
 	MethodServiceRegister = "services.register" // ServiceRegisterRequest → SubmitReply
 	MethodServiceControl  = "services.control"  // ServiceControlRequest → ServiceInfo
 	MethodServiceQuery    = "services.query"    // ServiceQueryRequest → ServiceList
+	// MethodPingRun asks an agent to run a service's custom pinger once:
+	// PingRunRequest → PingRunReply (head → agent).
+	MethodPingRun = "ping.run"
 )
 
 // Service control actions.
@@ -125,26 +128,55 @@ type ServiceList struct {
 }
 
 // PingState is what a custom pinger reads on its standard input (JSON)
-// before each ping (SPEC §6).
+// before each ping (docs/services.md).
 type PingState struct {
-	Service      uint64   `json:"service"`
-	Endpoint     string   `json:"endpoint"`
-	Instances    []int    `json:"instances"`    // all instance ids wanted
-	Active       []int    `json:"active"`       // ids whose process runs
-	StartedAt    []int64  `json:"started_at"`   // per active id: unix ms
-	References   []uint64 `json:"references"`   // work that names the service
-	Autostart    bool     `json:"autostart"`    // autostart as registered or modified
-	RunFailures  int      `json:"run_failures"` // runtime failures in the window
-	MaxInstances int      `json:"max_instances"`
+	Service      uint64   `cbor:"1,keyasint" json:"service"`
+	Endpoint     string   `cbor:"2,keyasint" json:"endpoint"`
+	Instances    []int    `cbor:"3,keyasint" json:"instances"`    // all instance ids wanted
+	Active       []int    `cbor:"4,keyasint" json:"active"`       // ids whose process runs
+	StartedAt    []int64  `cbor:"5,keyasint" json:"started_at"`   // per active id: unix ms
+	References   []uint64 `cbor:"6,keyasint" json:"references"`   // work that names the service
+	Autostart    bool     `cbor:"7,keyasint" json:"autostart"`    // autostart as registered or modified
+	RunFailures  int      `cbor:"8,keyasint" json:"run_failures"` // runtime failures in the window
+	MaxInstances int      `cbor:"9,keyasint" json:"max_instances"`
 }
 
 // PingAnswer is a pinger's answer, one JSON object on its standard output.
 type PingAnswer struct {
-	Alive     bool   `json:"alive"`
-	Healthy   *bool  `json:"healthy,omitempty"` // default: alive
-	Info      string `json:"info,omitempty"`
-	Additions int    `json:"additions,omitempty"`
-	Deletions []int  `json:"deletions,omitempty"`
-	Autostart *bool  `json:"autostart,omitempty"`
-	LastUse   int64  `json:"last_use,omitempty"`
+	Alive     bool   `cbor:"1,keyasint" json:"alive"`
+	Healthy   *bool  `cbor:"2,keyasint,omitempty" json:"healthy,omitempty"` // default: alive
+	Info      string `cbor:"3,keyasint,omitempty" json:"info,omitempty"`
+	Additions int    `cbor:"4,keyasint,omitempty" json:"additions,omitempty"`
+	Deletions []int  `cbor:"5,keyasint,omitempty" json:"deletions,omitempty"`
+	Autostart *bool  `cbor:"6,keyasint,omitempty" json:"autostart,omitempty"`
+	LastUse   int64  `cbor:"7,keyasint,omitempty" json:"last_use,omitempty"`
+}
+
+// PingRunRequest asks an agent to run a service's custom pinger once, as
+// the service's owner, in a cgroup capped at MemoryLimit, with State as
+// JSON on its standard input, killed after TimeoutMS.
+type PingRunRequest struct {
+	Service uint64   `cbor:"1,keyasint" json:"service"`
+	Path    string   `cbor:"2,keyasint" json:"path"` // service_ping_executable
+	Args    []string `cbor:"3,keyasint,omitempty" json:"args,omitempty"`
+	User    string   `cbor:"4,keyasint" json:"user"`
+	UID     uint32   `cbor:"5,keyasint" json:"uid"`
+	GID     uint32   `cbor:"6,keyasint" json:"gid"`
+	Groups  []uint32 `cbor:"7,keyasint,omitempty" json:"groups,omitempty"`
+	// Env is the pinger's complete environment.
+	Env []string `cbor:"8,keyasint,omitempty" json:"env,omitempty"`
+	// Dir is the working directory; one missing on the agent's node means
+	// "/".
+	Dir         string    `cbor:"9,keyasint,omitempty" json:"dir,omitempty"`
+	State       PingState `cbor:"10,keyasint" json:"state"`
+	TimeoutMS   int64     `cbor:"11,keyasint" json:"timeout_ms"`
+	MemoryLimit int64     `cbor:"12,keyasint" json:"memory_limit"` // bytes
+}
+
+// PingRunReply is the pinger's answer, or in Error why there is none ("pinger
+// /x did not answer within 5s", "pinger /x: exited with code 2: <the last
+// line of its stderr>", "pinger /x answered "ok", not JSON like ...").
+type PingRunReply struct {
+	Answer PingAnswer `cbor:"1,keyasint" json:"answer"`
+	Error  string     `cbor:"2,keyasint,omitempty" json:"error,omitempty"`
 }

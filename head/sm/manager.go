@@ -19,6 +19,9 @@ type Config struct {
 	// Trigger asks the orchestrator for a scheduling cycle soon (after a
 	// pinger's answer changed something).
 	Trigger func()
+	// RunPinger runs custom pingers on agents; nil makes every custom ping
+	// fail.
+	RunPinger PingRunner
 }
 
 // Manager runs the Service Manager for one leadership term: Tick decides
@@ -33,6 +36,7 @@ type Manager struct {
 	pings   map[uint64]Ping
 	last    Output
 	states  map[uint64]wire.PingState // what custom pingers read
+	nodes   map[uint64]string         // where custom pingers run ("" = the head's node)
 	runners map[uint64]*runner
 	seq     uint64
 	wg      sync.WaitGroup
@@ -96,14 +100,15 @@ func (m *Manager) Tick(ctx context.Context, now time.Time) {
 			m.logCommand(c)
 		}
 	}
-	states := map[uint64]wire.PingState{}
+	states, nodes := map[uint64]wire.PingState{}, map[uint64]string{}
 	for _, w := range work {
 		if w.Service != nil {
 			states[w.ID] = PingState(w, out.Status[w.ID].Refs)
+			nodes[w.ID] = pingNode(w)
 		}
 	}
 	m.mu.Lock()
-	m.soft, m.last, m.states = out.Soft, out, states
+	m.soft, m.last, m.states, m.nodes = out.Soft, out, states, nodes
 	m.mu.Unlock()
 	m.reconcile(ctx, out.Pingers)
 }
@@ -204,17 +209,17 @@ func (m *Manager) pingLoop(ctx context.Context, p Pinger) {
 		case <-t.C:
 		}
 		m.mu.Lock()
-		ps := m.states[p.Service]
+		ps, node := m.states[p.Service], m.nodes[p.Service]
 		m.mu.Unlock()
 		at := m.cfg.Now()
-		res, err := ping(ctx, p, ps)
+		res, err := m.ping(ctx, p, ps, node)
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
 			missed++
 			res = Ping{Info: err.Error()}
-			log.Debug("ping failed", "err", err, "missed", missed)
+			log.Debug("ping failed", "err", err, "missed", missed, "node", node)
 		} else {
 			missed = 0
 		}

@@ -1,24 +1,21 @@
 package sm
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/wire"
 )
 
-// Endpoint kinds (SPEC §6; HTTP and TCP are *ducc*).
+// Endpoint kinds (docs/services.md; HTTP and TCP are *ducc* additions).
 const (
 	EndpointCustom = "CUSTOM"
 	EndpointHTTP   = "HTTP"
@@ -49,17 +46,31 @@ func ParseEndpoint(ep string) (kind, target string, err error) {
 	return "", "", fmt.Errorf("service_request_endpoint %q: unknown kind %q; use CUSTOM:<name>, HTTP:<url> or TCP:<host:port>", ep, kind)
 }
 
-// maxPingOutput bounds what a custom pinger may print.
+// maxPingOutput bounds what the built-in HTTP pinger reads of a reply.
 const maxPingOutput = 64 << 10
 
-// ping runs one ping: the custom pinger if there is one, else the built-in
-// pinger of the endpoint's kind.
-func ping(ctx context.Context, p Pinger, st wire.PingState) (Ping, error) {
+// PingerMemoryLimit caps the memory of a custom pinger (its cgroup on the
+// agent that runs it).
+const PingerMemoryLimit = 256 << 20
+
+// pingSlack is how much longer than a custom pinger's timeout the Service
+// Manager waits for the agent's answer (starting the process, the network).
+const pingSlack = 5 * time.Second
+
+// PingRunner runs a custom pinger once on node ("" means the head's own
+// node) and returns the agent's reply; an error means the agent could not
+// be asked. Custom pingers never run in the head's process: an agent starts
+// them through proc.
+type PingRunner func(ctx context.Context, node string, req wire.PingRunRequest) (wire.PingRunReply, error)
+
+// ping runs one ping: the custom pinger if there is one (on node, through
+// Config.RunPinger), else the built-in pinger of the endpoint's kind.
+func (m *Manager) ping(ctx context.Context, p Pinger, st wire.PingState, node string) (Ping, error) {
+	if p.Exec != "" {
+		return m.pingCustom(ctx, p, st, node)
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
-	if p.Exec != "" {
-		return pingCustom(ctx, p, st)
-	}
 	kind, target, err := ParseEndpoint(p.Endpoint)
 	if err != nil {
 		return Ping{}, err
@@ -90,48 +101,23 @@ func ping(ctx context.Context, p Pinger, st wire.PingState) (Ping, error) {
 	return Ping{}, fmt.Errorf("endpoint %s needs a custom pinger (service_ping_executable)", p.Endpoint)
 }
 
-// pingCustom runs the custom pinger as the service's owner: the ping
-// state as JSON on its standard input, one JSON answer on its standard
-// output (the last non-empty line counts).
-func pingCustom(ctx context.Context, p Pinger, st wire.PingState) (Ping, error) {
-	in, err := json.Marshal(st)
+// pingCustom has an agent run the custom pinger as the service's owner: the
+// ping state as JSON on its standard input, one JSON answer on its
+// standard output (the last non-empty line counts).
+func (m *Manager) pingCustom(ctx context.Context, p Pinger, st wire.PingState, node string) (Ping, error) {
+	if m.cfg.RunPinger == nil {
+		return Ping{}, fmt.Errorf("pinger %s: no agent runs custom pingers for this head", p.Exec)
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.Timeout+pingSlack)
+	defer cancel()
+	reply, err := m.cfg.RunPinger(ctx, node, PingRequest(p, st))
 	if err != nil {
-		return Ping{}, fmt.Errorf("encode ping state: %w", err)
+		return Ping{}, fmt.Errorf("pinger %s: %w", p.Exec, err)
 	}
-	cmd := exec.CommandContext(ctx, p.Exec, p.Args...)
-	cmd.Stdin = bytes.NewReader(append(in, '\n'))
-	var stdout, stderr limitedBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	home := p.Home
-	if home == "" {
-		home = "/"
+	if reply.Error != "" {
+		return Ping{}, errors.New(reply.Error)
 	}
-	cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "USER=" + p.User, "LOGNAME=" + p.User,
-		"DUCC_SERVICE_ID=" + strconv.FormatUint(p.Service, 10), "DUCC_SERVICE_ENDPOINT=" + p.Endpoint}, p.Env...)
-	if p.Dir != "" {
-		if fi, err := os.Stat(p.Dir); err == nil && fi.IsDir() {
-			cmd.Dir = p.Dir
-		}
-	}
-	attr := &syscall.SysProcAttr{Setpgid: true}
-	if os.Geteuid() == 0 && p.UID != 0 {
-		attr.Credential = &syscall.Credential{Uid: p.UID, Gid: p.GID, Groups: p.Groups}
-	}
-	cmd.SysProcAttr = attr
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 200 * time.Millisecond
-	err = cmd.Run()
-	if ctx.Err() != nil {
-		return Ping{}, fmt.Errorf("pinger %s did not answer within %s", p.Exec, p.Timeout)
-	}
-	if err != nil {
-		return Ping{}, fmt.Errorf("pinger %s: %v: %s", p.Exec, err, lastLine(stderr.String()))
-	}
-	line := lastLine(stdout.String())
-	var a wire.PingAnswer
-	if err := json.Unmarshal([]byte(line), &a); err != nil {
-		return Ping{}, fmt.Errorf("pinger %s answered %q, not JSON like {\"alive\": true}: %v", p.Exec, truncate(line, 200), err)
-	}
+	a := reply.Answer
 	healthy := a.Alive
 	if a.Healthy != nil {
 		healthy = *a.Healthy
@@ -139,24 +125,30 @@ func pingCustom(ctx context.Context, p Pinger, st wire.PingState) (Ping, error) 
 	return Ping{Alive: a.Alive, Healthy: healthy, Info: a.Info, Answer: &a}, nil
 }
 
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
+// PingRequest is what an agent needs to run a custom pinger once: the
+// program, the service owner's identity and environment, the ping state, the
+// timeout and the memory cap.
+func PingRequest(p Pinger, st wire.PingState) wire.PingRunRequest {
+	home := p.Home
+	if home == "" {
+		home = "/"
+	}
+	env := append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "USER=" + p.User, "LOGNAME=" + p.User,
+		"DUCC_SERVICE_ID=" + strconv.FormatUint(p.Service, 10), "DUCC_SERVICE_ENDPOINT=" + p.Endpoint}, p.Env...)
+	return wire.PingRunRequest{Service: p.Service, Path: p.Exec, Args: p.Args, User: p.User, UID: p.UID, GID: p.GID,
+		Groups: p.Groups, Env: env, Dir: p.Dir, State: st, TimeoutMS: p.Timeout.Milliseconds(), MemoryLimit: PingerMemoryLimit}
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
+// pingNode picks the node that runs a service's custom pinger: the node of
+// its running instance with the lowest instance id (the pinger usually
+// talks to the service, and this keeps it on one node while that instance
+// runs), or "" (the head's own node) when none runs.
+func pingNode(w *state.Work) string {
+	node, best := "", -1
+	for _, p := range w.Live() {
+		if p.State == wire.ProcRunning && !p.Stop && p.Node != "" && (best < 0 || p.Instance < best) {
+			node, best = p.Node, p.Instance
+		}
 	}
-	return s[:n] + "…"
-}
-
-// limitedBuffer keeps the first maxPingOutput bytes written to it.
-type limitedBuffer struct{ bytes.Buffer }
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if room := maxPingOutput - b.Len(); room > 0 {
-		b.Buffer.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
+	return node
 }
