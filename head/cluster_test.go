@@ -121,9 +121,9 @@ func TestNodeTimeoutWritesOffProcesses(t *testing.T) {
 	f.report(t, "n1", wire.ProcStatus{ID: p.ID, WorkID: id, State: wire.ProcRunning, PID: 5})
 	f.clock.Add(11 * time.Second)
 	f.node("n2", 8*gib) // a new node asks for a cycle
-	eventually(t, "n1 is declared down", func() bool {
+	eventually(t, "n1 is declared down and its process written off", func() bool {
 		n, _ := f.nodeInfo(t, "n1")
-		return n.State == "Down"
+		return n.State == "Down" && f.work(id).Ended()
 	})
 	info := f.show(t, id)
 	if !info.Ended || info.Completion != state.CompletionProcessFailure || !strings.Contains(info.Reason, "node n1 stopped sending heartbeats") {
