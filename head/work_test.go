@@ -332,3 +332,28 @@ func TestJobsList(t *testing.T) {
 		})
 	}
 }
+
+func TestGroupLimitsCountEveryMember(t *testing.T) {
+	f := newFixture(t, options{scheduler: `
+classes:
+  - {name: normal, policy: FAIR_SHARE, priority: 10, default: true}
+  - name: team
+    policy: FIXED_SHARE
+    priority: 5
+    default: true
+    limits:
+      - {group: "4242424", max_jobs: 1}
+      - {group: root, max_jobs: 1}
+`})
+	// A group id the system does not know is named by its number.
+	team := func(c wire.Caller, gids ...uint32) wire.Caller { c.Groups = gids; return c }
+	f.submitRun(t, team(alice, 4242424), wire.RunRequest{Path: "/bin/true"})
+	err := call(t, f.h, wire.MethodRun, team(bob, 4242424), wire.RunRequest{Path: "/bin/true"}, &wire.SubmitReply{})
+	wantErr(t, err, wire.CodeUsage, "limit reached: group 4242424 has 1 of at most 1 jobs")
+	// Group id 0 is root on every system.
+	f.submitRun(t, team(bob, 0), wire.RunRequest{Path: "/bin/true"})
+	err = call(t, f.h, wire.MethodRun, team(alice, 0), wire.RunRequest{Path: "/bin/true"}, &wire.SubmitReply{})
+	wantErr(t, err, wire.CodeUsage, "limit reached: group root has 1 of at most 1 jobs")
+	// Outside the group, nothing is counted.
+	f.submitRun(t, bob, wire.RunRequest{Path: "/bin/true"})
+}
