@@ -136,7 +136,7 @@ func TestSeededNodesAreUnknownUntilTheyReport(t *testing.T) {
 	f := newFixture(t, options{seed: func(t *testing.T, app *statetest.Applier) {
 		t.Helper()
 		res, err := app.Apply(t.Context(), state.Command{Type: state.CmdSubmit, Time: 1,
-			Work: &state.Work{Kind: state.KindManaged, User: "alice", Class: "fixed", Path: "/bin/sleep", Memory: gib}})
+			Work: &state.Work{Kind: wire.WorkManaged, User: "alice", Class: "fixed", Path: "/bin/sleep", Memory: gib}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -83,7 +83,7 @@ func TestSubmitJobDefaults(t *testing.T) {
 	id := f.submitJob(t, alice, wire.SubmitJobRequest{Spec: wire.JobSpec{Executable: "/bin/worker",
 		Args: []string{"-v"}, Environment: []string{"X=1"}, WorkingDirectory: "/work"}, Items: []string{"a", "b"}})
 	w := f.work(id)
-	if w.Kind != state.KindJob || w.Class != "normal" || w.Memory != 4*gib || w.Path != "/bin/worker" || w.Dir != "/work" {
+	if w.Kind != wire.WorkJob || w.Class != "normal" || w.Memory != 4*gib || w.Path != "/bin/worker" || w.Dir != "/work" {
 		t.Errorf("job %+v; want the default FAIR_SHARE class and 4 GiB", w)
 	}
 	s := w.Job.Spec

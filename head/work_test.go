@@ -71,7 +71,7 @@ func TestRunDefaultsAndKeepsTheRequest(t *testing.T) {
 	id := f.submitRun(t, alice, wire.RunRequest{Path: "/bin/echo", Args: []string{"hi"}, Env: []string{"A=1"},
 		Dir: "/tmp", Description: "greeting", MachineList: []string{"n1"}})
 	w := f.work(id)
-	if w.Kind != state.KindManaged || w.Class != "fixed" || w.Memory != 4*gib {
+	if w.Kind != wire.WorkManaged || w.Class != "fixed" || w.Memory != 4*gib {
 		t.Errorf("kind %s class %s memory %d; want managed in the default FIXED_SHARE class with 4 GiB", w.Kind, w.Class, w.Memory)
 	}
 	if w.User != "alice" || w.UID != 1001 || w.Home != "/home/alice" || w.Path != "/bin/echo" ||
@@ -168,7 +168,7 @@ func TestReserve(t *testing.T) {
 	var rep wire.SubmitReply
 	f.mustCall(t, wire.MethodReserve, alice, wire.ReserveRequest{Memory: 8 * gib, Description: "mine"}, &rep)
 	w := f.work(rep.ID)
-	if w.Kind != state.KindReservation || w.Class != "reserve" || w.Memory != 8*gib || w.Description != "mine" {
+	if w.Kind != wire.WorkReservation || w.Class != "reserve" || w.Memory != 8*gib || w.Description != "mine" {
 		t.Errorf("reservation %+v", w)
 	}
 	eventually(t, "the reservation holds n1", func() bool {
