@@ -95,21 +95,23 @@ func fingerprint(ds wire.DesiredState) string {
 func (o *Orchestrator) pushAll(ctx context.Context) {
 	for _, n := range o.Nodes() {
 		if n.State == NodeUp {
-			o.pushNode(ctx, n.Name, false)
+			o.pushNode(n.Name, false)
 		}
 	}
 }
 
 // pushNode computes a node's desired state and hands it to the node's
 // pusher when it changed (or when force is set).
-func (o *Orchestrator) pushNode(ctx context.Context, node string, force bool) {
+func (o *Orchestrator) pushNode(node string, force bool) {
 	ds := o.desired(node)
 	fp := fingerprint(ds)
 	var idx uint64
 	o.cfg.FSM.View(func(v *state.View) { idx = v.Index() })
 	o.mu.Lock()
 	n := o.nodes[node]
-	if n == nil || n.State != NodeUp || (!force && o.sent[node] == fp) {
+	// Before Run starts, the first cycle pushes every node; after it
+	// returned, nothing may be pushed by this term any more.
+	if o.runCtx == nil || o.stopped || n == nil || n.State != NodeUp || (!force && o.sent[node] == fp) {
 		o.mu.Unlock()
 		return
 	}
@@ -126,7 +128,7 @@ func (o *Orchestrator) pushNode(ctx context.Context, node string, force bool) {
 		o.pushers[node] = ch
 		peer := n.Peer
 		o.wg.Add(1)
-		go o.pusher(ctx, node, peer, ch)
+		go o.pusher(o.runCtx, node, peer, ch)
 	}
 	o.mu.Unlock()
 	// Keep only the newest desired state queued.

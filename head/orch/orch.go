@@ -103,6 +103,8 @@ type Orchestrator struct {
 	sent     map[string]string      // node → fingerprint of last desired pushed
 	sentVer  map[string]sentVersion // node → version of the last desired pushed
 	pushers  map[string]chan wire.DesiredState
+	runCtx   context.Context // Run's context: pushers live as long as the term, not the call that first pushed
+	stopped  bool            // Run has returned: no new pushers
 	reported map[string]wire.ProcStatus // proc id → last status applied
 	live     map[string]wire.ProcStatus // proc id → newest status an agent reported
 	wg       sync.WaitGroup
@@ -160,7 +162,15 @@ func (o *Orchestrator) Trigger() {
 // at once, then whenever the state applies a change a cycle acts on
 // (state.FSM.SchedulingChanged), on Trigger, and at least every Cycle.
 func (o *Orchestrator) Run(ctx context.Context) {
-	defer o.wg.Wait()
+	o.mu.Lock()
+	o.runCtx = ctx
+	o.mu.Unlock()
+	defer func() {
+		o.mu.Lock()
+		o.stopped = true
+		o.mu.Unlock()
+		o.wg.Wait()
+	}()
 	o.seedNodes()
 	tick := time.NewTicker(o.cfg.Cycle)
 	defer tick.Stop()
@@ -274,7 +284,7 @@ func (o *Orchestrator) Heartbeat(ctx context.Context, hb wire.Heartbeat, peer st
 		o.Trigger()
 	}
 	if resend {
-		o.pushNode(ctx, hb.Node, true)
+		o.pushNode(hb.Node, true)
 	}
 }
 
@@ -337,7 +347,7 @@ func (o *Orchestrator) Report(ctx context.Context, node string, procs []wire.Pro
 		}
 	}
 	// Acks for ended processes go out with the next desired state.
-	o.pushNode(ctx, node, false)
+	o.pushNode(node, false)
 }
 
 // seedNodes records the nodes that run processes according to the durable

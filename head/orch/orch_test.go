@@ -74,6 +74,7 @@ func newFixture(t *testing.T, opts ...func(*Config)) *fixture {
 	f.o = New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.ctx = ctx
+	f.o.runCtx = ctx // as Run sets it; the tests drive cycles by hand
 	t.Cleanup(func() { cancel(); f.o.wg.Wait() })
 	return f
 }
@@ -285,4 +286,42 @@ func TestRunCyclesOnStateChanges(t *testing.T) {
 
 	f.o.SetScheduler(f.o.cfg.Scheduler)
 	nextCycle("a new scheduler configuration")
+}
+
+// A node's pusher lives as long as the term, not as long as the call that
+// created it. After a head change the first push to a node that already
+// runs work comes from its first heartbeat, whose context ends with the
+// call; later desired states must still reach the node.
+func TestPusherOutlivesTheCallThatStartedIt(t *testing.T) {
+	f := newFixture(t)
+	first := f.submit(t)
+	f.o.Heartbeat(f.ctx, wire.Heartbeat{Node: "n1", Seq: 1, MemSchedulable: 4 << 30}, "p")
+	if err := f.o.cycle(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	ds := f.waitPush(t, "n1", func(ds wire.DesiredState) bool { return len(ds.Procs) == 1 })
+	running := wire.ProcStatus{ID: ds.Procs[0].ID, WorkID: first, State: wire.ProcRunning, PID: 7}
+
+	// A new term over the same state: n1 is Unknown until it reports.
+	cfg := f.o.cfg
+	f.o = New(cfg)
+	f.o.runCtx = f.ctx
+	f.o.seedNodes()
+	call, cancel := context.WithCancel(context.Background())
+	f.o.Heartbeat(call, wire.Heartbeat{Node: "n1", Seq: 2, MemSchedulable: 4 << 30, Procs: []wire.ProcStatus{running}}, "p")
+	cancel()
+	f.o.mu.Lock()
+	started := f.o.pushers["n1"] != nil
+	f.o.mu.Unlock()
+	if !started {
+		t.Fatal("the heartbeat did not start n1's pusher; this test no longer covers the case")
+	}
+
+	second := f.submit(t)
+	if err := f.o.cycle(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.waitPush(t, "n1", func(ds wire.DesiredState) bool {
+		return len(ds.Procs) == 2 && ds.Procs[0].WorkID == first && ds.Procs[1].WorkID == second
+	})
 }
