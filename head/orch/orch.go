@@ -103,8 +103,8 @@ type Orchestrator struct {
 	sent     map[string]string      // node → fingerprint of last desired pushed
 	sentVer  map[string]sentVersion // node → version of the last desired pushed
 	pushers  map[string]chan wire.DesiredState
-	runCtx   context.Context // Run's context: pushers live as long as the term, not the call that first pushed
-	stopped  bool            // Run has returned: no new pushers
+	runCtx   context.Context            // Run's context: pushers live as long as the term, not the call that first pushed
+	stopped  bool                       // Run has returned: no new pushers
 	reported map[string]wire.ProcStatus // proc id → last status applied
 	live     map[string]wire.ProcStatus // proc id → newest status an agent reported
 	wg       sync.WaitGroup
