@@ -9,17 +9,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/multiformats/go-multiaddr"
 
 	"github.com/ducc-project/ducc/cgroup"
-	"github.com/ducc-project/ducc/head"
+	"github.com/ducc-project/ducc/head/server"
 	"github.com/ducc-project/ducc/proc"
 	"github.com/ducc-project/ducc/wire"
 )
@@ -36,7 +34,7 @@ type Agent struct {
 	hbT    *wire.Topic[wire.Heartbeat]
 	leadT  *wire.Topic[wire.LeaderAnnounce]
 	procs  *proc.Manager
-	cands  *head.Candidate
+	server *server.Server // the head side, on a head-eligible agent
 	inv    inventory
 	lock   *os.File
 	desire chan wire.DesiredState
@@ -53,7 +51,6 @@ type Agent struct {
 	feeders  map[string]context.CancelFunc // job processes being fed
 	obs      *agentObs                     // metrics
 	joiner   *joiner                       // keeps us connected to the join peers
-	former   *former                       // forms or joins the head group
 	bg       sync.WaitGroup                // background stops and reports
 }
 
@@ -130,32 +127,29 @@ func (a *Agent) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	if a.cfg.Head {
-		a.cands, err = head.NewCandidate(head.CandidateConfig{
-			DataDir: a.cfg.DataDir, Host: a.host, BootstrapExpect: a.cfg.BootstrapExpect, Logger: a.base, Elect: a.cfg.Elect,
-			HeadConfig: head.Config{
-				Node: a.cfg.Node, Peer: a.host.ID().String(), Version: a.version, Push: a,
-				Scheduler: a.cfg.Scheduler, Administrators: a.cfg.Administrators,
-				NodeTimeout: a.cfg.NodeTimeout.D(), Logger: a.base, Metrics: a.obs.head,
-			},
+		a.server, err = server.New(server.Config{
+			Host: a.host, Heartbeats: a.hbT, Leaders: a.leadT,
+			DataDir: a.cfg.DataDir, BootstrapExpect: a.cfg.BootstrapExpect, Elect: a.cfg.Elect, Heartbeat: a.cfg.Heartbeat.D(),
+			Node: a.cfg.Node, Version: a.version,
+			Scheduler: a.cfg.Scheduler, Administrators: a.cfg.Administrators,
+			NodeTimeout: a.cfg.NodeTimeout.D(), Metrics: a.obs.head,
+			FollowedLeader: a.followedLeader,
+			LocalDesired:   a.acceptDesired,
+			Logger:         a.base,
 		})
 		if err != nil {
 			return err
 		}
 		defer func() {
-			if err := a.cands.Close(); err != nil {
+			if err := a.server.Close(); err != nil {
 				a.log.Warn("raft shutdown", "err", err)
 			}
 		}()
 		wg.Add(1)
-		go func() { defer wg.Done(); a.cands.Run(ctx) }()
+		go func() { defer wg.Done(); a.server.Run(ctx) }()
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); a.joiner.run(ctx) }()
-	if a.cands != nil {
-		a.former = &former{a: a, peers: map[peer.ID]eligiblePeer{}}
-		wg.Add(1)
-		go func() { defer wg.Done(); a.former.run(ctx) }()
-	}
 	wire.Serve(a.host, a.handleRPC, wire.WithServeLogger(a.base))
 	defer wire.StopServing(a.host)
 	a.host.SetStreamHandler(wire.ProtoLogs, a.serveLogStream)
@@ -172,7 +166,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	defer stopWeb()
 
-	for _, f := range []func(context.Context){a.heartbeatLoop, a.reconcileLoop, a.followLeader, a.announceLoop, a.headHeartbeats} {
+	for _, f := range []func(context.Context){a.heartbeatLoop, a.reconcileLoop, a.followLeader} {
 		wg.Add(1)
 		go func(f func(context.Context)) { defer wg.Done(); f(ctx) }(f)
 	}
@@ -247,7 +241,7 @@ func (a *Agent) report(ctx context.Context, ps []wire.ProcStatus) {
 }
 
 // errNoHead is returned when no head is known.
-var errNoHead = wire.Errorf(3, "no head elected yet; the cluster may be starting (retry in a few seconds)")
+var errNoHead = wire.Errorf(wire.CodeUnreachable, "no head elected yet; the cluster may be starting (retry in a few seconds)")
 
 // How long callHead waits for a head across a failover.
 const (
@@ -285,8 +279,8 @@ func (a *Agent) callHead(ctx context.Context, method string, c wire.Caller, req,
 			return err
 		}
 		if headChanged {
-			if !readOnly[method] {
-				return wire.Errorf(3, "the head changed while it handled this %s request; it may or may not have been applied: check (e.g. 'ducc jobs') before retrying", method)
+			if m, _ := wire.LookupMethod(method); !m.ReadOnly {
+				return wire.Errorf(wire.CodeUnreachable, "the head changed while it handled this %s request; it may or may not have been applied: check (e.g. 'ducc jobs') before retrying", method)
 			}
 			continue
 		}
@@ -294,7 +288,7 @@ func (a *Agent) callHead(ctx context.Context, method string, c wire.Caller, req,
 		switch {
 		case errors.Is(err, errNoHead):
 			limit = noHeadWait
-		case errors.Is(err, wire.ErrNotDelivered), strings.Contains(err.Error(), notHeadText):
+		case errors.Is(err, wire.ErrNotDelivered), wire.IsNotHead(err):
 		default:
 			return err
 		}
@@ -311,30 +305,16 @@ func (a *Agent) callHead(ctx context.Context, method string, c wire.Caller, req,
 	}
 }
 
-// readOnly are the methods callHead may send again to a new head.
-var readOnly = map[string]bool{
-	wire.MethodStatus: true, wire.MethodShow: true, wire.MethodJobs: true, wire.MethodNodes: true,
-	wire.MethodWait: true, wire.MethodClasses: true, wire.MethodResults: true, wire.MethodReport: true,
-}
-
-// notHeadText is in the answer of an agent that is asked to act as head
-// but is not (any more).
-const notHeadText = "is not the head"
-
 // callHeadOnce calls the head once, in process when this agent is the head.
 func (a *Agent) callHeadOnce(ctx context.Context, method string, c wire.Caller, req, resp any) error {
-	if a.cands != nil {
-		if h := a.cands.Head(); h != nil {
-			return localCall(ctx, h, a.host.ID(), method, c, req, resp)
-		}
+	if a.server != nil && a.server.Leading() {
+		return a.server.Call(ctx, method, c, req, resp)
 	}
-	a.mu.Lock()
-	leader := a.leader
-	a.mu.Unlock()
+	leader := a.followedLeader()
 	if leader == "" || leader == a.host.ID() {
 		if a.joiner != nil {
 			if err := a.joiner.err(); err != nil {
-				return wire.Errorf(3, "%v: %v", errNoHead, err)
+				return wire.Errorf(wire.CodeUnreachable, "%v: %v", errNoHead, err)
 			}
 		}
 		return errNoHead
@@ -342,28 +322,23 @@ func (a *Agent) callHeadOnce(ctx context.Context, method string, c wire.Caller, 
 	return wire.Call(ctx, a.host, leader, method, c, req, resp)
 }
 
-// localCall runs a head RPC in process, encoding as the wire would so both
-// paths behave the same.
-func localCall(ctx context.Context, h *head.Head, self peer.ID, method string, c wire.Caller, req, resp any) error {
-	body, err := wire.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("encode %s request: %w", method, err)
+// handleRPC answers RPCs from other agents: the methods the head sends
+// to agents, and, when this agent runs the head, the head's methods.
+func (a *Agent) handleRPC(ctx context.Context, from peer.ID, req *wire.Request) (any, error) {
+	if m, ok := wire.LookupMethod(req.Method); ok && m.Callers&wire.FromHead != 0 {
+		return a.handleFromHead(ctx, from, req)
 	}
-	out, err := h.Handle(ctx, self, &wire.Request{Method: method, Caller: c, Body: body})
-	if err != nil {
-		return err
+	if a.server != nil {
+		return a.server.Handle(ctx, from, req)
 	}
-	b, err := wire.Marshal(out)
-	if err != nil {
-		return fmt.Errorf("encode %s reply: %w", method, err)
-	}
-	return wire.Unmarshal(b, resp)
+	return nil, wire.NotHead(a.cfg.Node)
 }
 
-// handleRPC answers RPCs from other agents: the head's desired-state
-// pushes, and, when this agent is the head, forwarded CLI calls.
-func (a *Agent) handleRPC(ctx context.Context, from peer.ID, req *wire.Request) (any, error) {
-	if req.Method == wire.MethodDesired {
+// handleFromHead answers the methods the head sends to agents
+// (wire.FromHead in the method table).
+func (a *Agent) handleFromHead(_ context.Context, _ peer.ID, req *wire.Request) (any, error) {
+	switch req.Method {
+	case wire.MethodDesired:
 		var ds wire.DesiredState
 		if err := req.DecodeBody(&ds); err != nil {
 			return nil, err
@@ -371,81 +346,7 @@ func (a *Agent) handleRPC(ctx context.Context, from peer.ID, req *wire.Request) 
 		a.acceptDesired(ds)
 		return wire.Empty{}, nil
 	}
-	if req.Method == wire.MethodRaftJoin {
-		if a.cands == nil || a.cands.Head() == nil {
-			return nil, wire.Errorf(3, "%s %s", a.cfg.Node, notHeadText)
-		}
-		return wire.Empty{}, a.cands.AddVoter(from.String())
-	}
-	if a.cands != nil {
-		if h := a.cands.Head(); h != nil {
-			return h.Handle(ctx, from, req)
-		}
-	}
-	return nil, wire.Errorf(3, "%s %s", a.cfg.Node, notHeadText)
-}
-
-// PushDesired implements orch.Pusher for the head running in this agent.
-func (a *Agent) PushDesired(ctx context.Context, node, peerID string, ds wire.DesiredState) error {
-	if node == a.cfg.Node {
-		a.acceptDesired(ds)
-		return nil
-	}
-	p, err := peer.Decode(peerID)
-	if err != nil {
-		return fmt.Errorf("node %s has bad peer id %q: %w", node, peerID, err)
-	}
-	return wire.Call(ctx, a.host, p, wire.MethodDesired, wire.Caller{Node: a.cfg.Node}, ds, &wire.Empty{})
-}
-
-// headHeartbeats feeds heartbeats to the head while this agent is the head.
-//
-// Only head-eligible agents subscribe: a worker never needs the others'
-// heartbeats, and with thousands of nodes receiving them all would cost
-// every agent (measured with ducc sim, docs/performance.md).
-func (a *Agent) headHeartbeats(ctx context.Context) {
-	if a.cands == nil {
-		return
-	}
-	sub, err := a.hbT.Subscribe()
-	if err != nil {
-		a.log.Error("cannot subscribe to heartbeats", "err", err)
-		return
-	}
-	defer sub.Cancel()
-	for {
-		hb, from, err := sub.Next(ctx)
-		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
-				a.log.Warn("heartbeat subscription ended", "err", err)
-			}
-			return
-		}
-		if hb.PeerID != from.String() {
-			a.log.Warn("ignoring a heartbeat whose peer id is not its sender's", "node", hb.Node, "claims", hb.PeerID, "from", from)
-			continue
-		}
-		a.learnAddrs(from, hb.Addrs)
-		if a.former != nil {
-			a.former.saw(from, hb)
-		}
-		if h := a.cands.Head(); h != nil {
-			h.Heartbeat(ctx, hb, from.String())
-		}
-	}
-}
-
-// learnAddrs remembers the listen addresses another agent published, so
-// that the head can push to it and agents can reach a new head.
-func (a *Agent) learnAddrs(p peer.ID, addrs []string) {
-	if p == a.host.ID() {
-		return
-	}
-	for _, s := range addrs {
-		if ma, err := multiaddr.NewMultiaddr(s); err == nil {
-			a.host.Peerstore().AddAddr(p, ma, 10*time.Minute)
-		}
-	}
+	return nil, wire.Errorf(wire.CodeUsage, "agents do not handle %q", req.Method)
 }
 
 // cgroupRoot names this agent's cgroup root: "ducc" plus a hash of the

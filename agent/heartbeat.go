@@ -62,11 +62,8 @@ func (a *Agent) heartbeat() wire.Heartbeat {
 		hb.Procs = append(hb.Procs, st)
 	}
 	a.mu.Unlock()
-	if a.cands != nil {
-		hb.Raft = wire.RaftWaiting
-		if a.cands.Member() {
-			hb.Raft = a.cands.Raft().State().String()
-		}
+	if a.server != nil {
+		hb.Raft = a.server.RaftState()
 	}
 	for _, addr := range a.host.Addrs() {
 		hb.Addrs = append(hb.Addrs, addr.String())
