@@ -344,7 +344,7 @@ func TestFormerGroup(t *testing.T) {
 		t.Fatal("a group of one of three")
 	}
 	f.saw(others[0], wire.Heartbeat{HeadEligible: true, Raft: wire.RaftWaiting})
-	f.saw(others[1], wire.Heartbeat{HeadEligible: false})                   // not eligible
+	f.saw(others[1], wire.Heartbeat{HeadEligible: false})                  // not eligible
 	f.saw(others[2], wire.Heartbeat{HeadEligible: true, Raft: "Follower"}) // already in a group
 	if g, ok := f.group(); ok || len(g) != 2 {
 		t.Fatalf("group %v %v", g, ok)
