@@ -39,19 +39,14 @@ type Agent struct {
 	lock   *os.File
 	desire chan wire.DesiredState
 
-	mu       sync.Mutex
-	leader   peer.ID
-	newHead  chan struct{}              // closed (and replaced) when the leader changes
-	applied  uint64                     // version of the desired state applied
-	want     map[string]wire.ProcSpec   // processes the head wants here
-	unacked  map[string]wire.ProcStatus // ended processes the head has not acknowledged
-	seq      uint64
-	starting map[string]bool
-	stopping map[string]bool
-	feeders  map[string]context.CancelFunc // job processes being fed
-	obs      *agentObs                     // metrics
-	joiner   *joiner                       // keeps us connected to the join peers
-	bg       sync.WaitGroup                // background stops and reports
+	leader   *leaderTracker // the head this agent follows
+	ledger   *ledger        // what heartbeats tell the head
+	starting *busySet       // processes being started
+	stopping *busySet       // processes being stopped
+	feeders  *feeders       // job processes being fed
+	obs      *agentObs      // metrics
+	joiner   *joiner        // keeps us connected to the join peers
+	bg       sync.WaitGroup // background stops and reports
 }
 
 // New prepares an agent: it takes the data-dir lock and loads identity and
@@ -70,9 +65,8 @@ func New(cfg *Config, version string, logger *slog.Logger) (*Agent, error) {
 	return &Agent{
 		cfg: cfg, version: version, log: logger.With("component", "agent", "node", cfg.Node), lock: lock,
 		base: logger.With("node", cfg.Node), obs: newAgentObs(version),
-		desire: make(chan wire.DesiredState, 1), want: map[string]wire.ProcSpec{},
-		newHead: make(chan struct{}),
-		unacked: map[string]wire.ProcStatus{}, starting: map[string]bool{}, stopping: map[string]bool{}, feeders: map[string]context.CancelFunc{},
+		desire: make(chan wire.DesiredState, 1), leader: newLeaderTracker(), ledger: newLedger(),
+		starting: newBusySet(), stopping: newBusySet(), feeders: newFeeders(),
 	}, nil
 }
 
@@ -133,7 +127,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			Node: a.cfg.Node, Version: a.version,
 			Scheduler: a.cfg.Scheduler, Administrators: a.cfg.Administrators,
 			NodeTimeout: a.cfg.NodeTimeout.D(), Metrics: a.obs.head,
-			FollowedLeader: a.followedLeader,
+			FollowedLeader: func() peer.ID { p, _ := a.leader.get(); return p },
 			LocalDesired:   a.acceptDesired,
 			Logger:         a.base,
 		})
@@ -215,13 +209,8 @@ func (a *Agent) startProcs(ctx context.Context) error {
 func (a *Agent) onExit(st proc.Status) {
 	a.obs.agent.ProcEnded(st.OOMKilled)
 	ps := toWire(st, a.cfg.Node)
-	a.mu.Lock()
-	a.unacked[st.ID] = ps
-	if cancel, ok := a.feeders[st.ID]; ok {
-		cancel()
-		delete(a.feeders, st.ID)
-	}
-	a.mu.Unlock()
+	a.ledger.ended(ps)
+	a.feeders.stop(st.ID)
 	a.bg.Add(1)
 	go func() {
 		defer a.bg.Done()
@@ -261,9 +250,7 @@ const (
 func (a *Agent) callHead(ctx context.Context, method string, c wire.Caller, req, resp any) error {
 	start := time.Now()
 	for {
-		a.mu.Lock()
-		changedCh := a.newHead
-		a.mu.Unlock()
+		_, changedCh := a.leader.get()
 		cctx, cancel := context.WithCancel(ctx)
 		go func() {
 			select {
@@ -310,7 +297,7 @@ func (a *Agent) callHeadOnce(ctx context.Context, method string, c wire.Caller, 
 	if a.server != nil && a.server.Leading() {
 		return a.server.Call(ctx, method, c, req, resp)
 	}
-	leader := a.followedLeader()
+	leader, _ := a.leader.get()
 	if leader == "" || leader == a.host.ID() {
 		if a.joiner != nil {
 			if err := a.joiner.err(); err != nil {

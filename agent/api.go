@@ -203,11 +203,9 @@ func (a *Agent) apiID(w http.ResponseWriter, _ *http.Request) {
 	if a.server != nil {
 		info.Raft = a.server.RaftState()
 	}
-	a.mu.Lock()
-	if a.leader != "" {
-		info.Head = a.leader.String()
+	if leader, _ := a.leader.get(); leader != "" {
+		info.Head = leader.String()
 	}
-	a.mu.Unlock()
 	if err := a.joiner.err(); err != nil {
 		info.JoinError = err.Error()
 	}

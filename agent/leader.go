@@ -28,23 +28,8 @@ func (a *Agent) followLeader(ctx context.Context) {
 		}
 		term = ann.Term
 		wire.LearnAddrs(a.host, p, ann.Addrs)
-		a.mu.Lock()
-		changed := a.leader != p
-		a.leader = p
-		if changed {
-			close(a.newHead) // abandons calls in flight to the old head
-			a.newHead = make(chan struct{})
-		}
-		a.mu.Unlock()
-		if changed {
+		if a.leader.set(p) { // abandons calls in flight to the old head
 			a.log.Info("following head", "head", ann.Node, "peer", ann.PeerID, "term", ann.Term)
 		}
 	}
-}
-
-// followedLeader returns the head this agent follows, or "".
-func (a *Agent) followedLeader() peer.ID {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.leader
 }
