@@ -375,3 +375,27 @@ func TestNewNeedsTopics(t *testing.T) {
 		t.Errorf("New without a host: %v", err)
 	}
 }
+
+// TestEveryHeadMethodIsRouted calls every head method of the wire table
+// with an empty request: each must reach the head (which may refuse the
+// empty request as bad input) and answer with the table's reply type.
+func TestEveryHeadMethodIsRouted(t *testing.T) {
+	s := startServer(t, wiretest.Key(t), "head1", nil)
+	s.waitLeading(t)
+	ctx := ctxFor(t)
+	nobody := wire.Caller{User: "nobody", UID: 65534, GID: 65534}
+	for _, m := range wire.Methods() {
+		if !m.ToHead() || m.Name == wire.MethodRaftJoin {
+			continue
+		}
+		t.Run(m.Name, func(t *testing.T) {
+			err := s.Call(ctx, m.Name, nobody, m.NewRequest(), m.NewReply())
+			if code := wire.ErrorCode(err); code != wire.CodeOK && code != wire.CodeUsage {
+				t.Errorf("code %d: %v", code, err)
+			}
+			if err != nil && strings.Contains(err.Error(), "not a method of the head") {
+				t.Errorf("not routed: %v", err)
+			}
+		})
+	}
+}
