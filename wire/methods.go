@@ -85,11 +85,12 @@ func methodTable() []Method {
 
 // LookupMethod returns the method called name.
 func LookupMethod(name string) (Method, bool) {
-	i := slices.IndexFunc(methodTable(), func(m Method) bool { return m.Name == name })
+	table := methodTable()
+	i := slices.IndexFunc(table, func(m Method) bool { return m.Name == name })
 	if i < 0 {
 		return Method{}, false
 	}
-	return methodTable()[i], true
+	return table[i], true
 }
 
 // Methods returns every RPC method.
