@@ -119,18 +119,14 @@ func New(cfg Config) (*Server, error) {
 // the Raft group, takes heartbeats in and announces leadership, until ctx
 // ends. Close it afterwards.
 func (s *Server) Run(ctx context.Context) {
-	sub, err := s.cfg.Heartbeats.Subscribe()
-	if err != nil {
-		s.log.Error("cannot subscribe to heartbeats", "err", err)
-		return
+	loops := []func(context.Context){s.cand.Run, s.former.run, s.announce}
+	if sub, err := s.cfg.Heartbeats.Subscribe(); err != nil {
+		s.log.Error("cannot subscribe to heartbeats; the head will see no node", "err", err)
+	} else {
+		loops = append(loops, func(ctx context.Context) { s.takeHeartbeats(ctx, sub) })
 	}
 	var wg sync.WaitGroup
-	for _, f := range []func(context.Context){
-		s.cand.Run,
-		s.former.run,
-		func(ctx context.Context) { s.takeHeartbeats(ctx, sub) },
-		s.announce,
-	} {
+	for _, f := range loops {
 		wg.Add(1)
 		go func() { defer wg.Done(); f(ctx) }()
 	}
