@@ -133,7 +133,8 @@ func (s *Server) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// Close shuts Raft down; call it after Run has returned.
+// Close shuts Raft down and closes the log; the context of Run must have
+// ended (Run may still be winding down).
 func (s *Server) Close() error { return s.cand.Close() }
 
 // Head returns the head of the current term, or nil when this server does
