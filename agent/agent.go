@@ -9,17 +9,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/multiformats/go-multiaddr"
 
 	"github.com/ducc-project/ducc/cgroup"
-	"github.com/ducc-project/ducc/head"
+	"github.com/ducc-project/ducc/head/server"
 	"github.com/ducc-project/ducc/proc"
 	"github.com/ducc-project/ducc/wire"
 )
@@ -36,25 +34,19 @@ type Agent struct {
 	hbT    *wire.Topic[wire.Heartbeat]
 	leadT  *wire.Topic[wire.LeaderAnnounce]
 	procs  *proc.Manager
-	cands  *head.Candidate
+	server *server.Server // the head side, on a head-eligible agent
 	inv    inventory
 	lock   *os.File
 	desire chan wire.DesiredState
 
-	mu       sync.Mutex
-	leader   peer.ID
-	newHead  chan struct{}              // closed (and replaced) when the leader changes
-	applied  uint64                     // version of the desired state applied
-	want     map[string]wire.ProcSpec   // processes the head wants here
-	unacked  map[string]wire.ProcStatus // ended processes the head has not acknowledged
-	seq      uint64
-	starting map[string]bool
-	stopping map[string]bool
-	feeders  map[string]context.CancelFunc // job processes being fed
-	obs      *agentObs                     // metrics
-	joiner   *joiner                       // keeps us connected to the join peers
-	former   *former                       // forms or joins the head group
-	bg       sync.WaitGroup                // background stops and reports
+	leader   *leaderTracker // the head this agent follows
+	ledger   *ledger        // what heartbeats tell the head
+	starting *busySet       // processes being started
+	stopping *busySet       // processes being stopped
+	feeders  *feeders       // job processes being fed
+	obs      *agentObs      // metrics
+	joiner   *joiner        // keeps us connected to the join peers
+	bg       sync.WaitGroup // background stops and reports
 }
 
 // New prepares an agent: it takes the data-dir lock and loads identity and
@@ -73,9 +65,8 @@ func New(cfg *Config, version string, logger *slog.Logger) (*Agent, error) {
 	return &Agent{
 		cfg: cfg, version: version, log: logger.With("component", "agent", "node", cfg.Node), lock: lock,
 		base: logger.With("node", cfg.Node), obs: newAgentObs(version),
-		desire: make(chan wire.DesiredState, 1), want: map[string]wire.ProcSpec{},
-		newHead: make(chan struct{}),
-		unacked: map[string]wire.ProcStatus{}, starting: map[string]bool{}, stopping: map[string]bool{}, feeders: map[string]context.CancelFunc{},
+		desire: make(chan wire.DesiredState, 1), leader: newLeaderTracker(), ledger: newLedger(),
+		starting: newBusySet(), stopping: newBusySet(), feeders: newFeeders(),
 	}, nil
 }
 
@@ -130,32 +121,29 @@ func (a *Agent) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	if a.cfg.Head {
-		a.cands, err = head.NewCandidate(head.CandidateConfig{
-			DataDir: a.cfg.DataDir, Host: a.host, BootstrapExpect: a.cfg.BootstrapExpect, Logger: a.base, Elect: a.cfg.Elect,
-			HeadConfig: head.Config{
-				Node: a.cfg.Node, Peer: a.host.ID().String(), Version: a.version, Push: a, Pingers: a,
-				Scheduler: a.cfg.Scheduler, Administrators: a.cfg.Administrators,
-				NodeTimeout: a.cfg.NodeTimeout.D(), Logger: a.base, Metrics: a.obs.head,
-			},
+		a.server, err = server.New(server.Config{
+			Host: a.host, Heartbeats: a.hbT, Leaders: a.leadT,
+			DataDir: a.cfg.DataDir, BootstrapExpect: a.cfg.BootstrapExpect, Elect: a.cfg.Elect, Heartbeat: a.cfg.Heartbeat.D(),
+			Node: a.cfg.Node, Version: a.version,
+			Scheduler: a.cfg.Scheduler, Administrators: a.cfg.Administrators,
+			NodeTimeout: a.cfg.NodeTimeout.D(), Metrics: a.obs.head, Pingers: a,
+			FollowedLeader: func() peer.ID { p, _ := a.leader.get(); return p },
+			LocalDesired:   a.acceptDesired,
+			Logger:         a.base,
 		})
 		if err != nil {
 			return err
 		}
 		defer func() {
-			if err := a.cands.Close(); err != nil {
+			if err := a.server.Close(); err != nil {
 				a.log.Warn("raft shutdown", "err", err)
 			}
 		}()
 		wg.Add(1)
-		go func() { defer wg.Done(); a.cands.Run(ctx) }()
+		go func() { defer wg.Done(); a.server.Run(ctx) }()
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); a.joiner.run(ctx) }()
-	if a.cands != nil {
-		a.former = &former{a: a, peers: map[peer.ID]eligiblePeer{}}
-		wg.Add(1)
-		go func() { defer wg.Done(); a.former.run(ctx) }()
-	}
 	wire.Serve(a.host, a.handleRPC, wire.WithServeLogger(a.base))
 	defer wire.StopServing(a.host)
 	a.host.SetStreamHandler(wire.ProtoLogs, a.serveLogStream)
@@ -172,7 +160,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	defer stopWeb()
 
-	for _, f := range []func(context.Context){a.heartbeatLoop, a.reconcileLoop, a.followLeader, a.announceLoop, a.headHeartbeats} {
+	for _, f := range []func(context.Context){a.heartbeatLoop, a.reconcileLoop, a.followLeader} {
 		wg.Add(1)
 		go func(f func(context.Context)) { defer wg.Done(); f(ctx) }(f)
 	}
@@ -221,13 +209,8 @@ func (a *Agent) startProcs(ctx context.Context) error {
 func (a *Agent) onExit(st proc.Status) {
 	a.obs.agent.ProcEnded(st.OOMKilled)
 	ps := toWire(st, a.cfg.Node)
-	a.mu.Lock()
-	a.unacked[st.ID] = ps
-	if cancel, ok := a.feeders[st.ID]; ok {
-		cancel()
-		delete(a.feeders, st.ID)
-	}
-	a.mu.Unlock()
+	a.ledger.ended(ps)
+	a.feeders.stop(st.ID)
 	a.bg.Add(1)
 	go func() {
 		defer a.bg.Done()
@@ -247,7 +230,7 @@ func (a *Agent) report(ctx context.Context, ps []wire.ProcStatus) {
 }
 
 // errNoHead is returned when no head is known.
-var errNoHead = wire.Errorf(3, "no head elected yet; the cluster may be starting (retry in a few seconds)")
+var errNoHead = wire.Errorf(wire.CodeUnreachable, "no head elected yet; the cluster may be starting (retry in a few seconds)")
 
 // How long callHead waits for a head across a failover.
 const (
@@ -267,9 +250,7 @@ const (
 func (a *Agent) callHead(ctx context.Context, method string, c wire.Caller, req, resp any) error {
 	start := time.Now()
 	for {
-		a.mu.Lock()
-		changedCh := a.newHead
-		a.mu.Unlock()
+		_, changedCh := a.leader.get()
 		cctx, cancel := context.WithCancel(ctx)
 		go func() {
 			select {
@@ -285,8 +266,8 @@ func (a *Agent) callHead(ctx context.Context, method string, c wire.Caller, req,
 			return err
 		}
 		if headChanged {
-			if !readOnly[method] {
-				return wire.Errorf(3, "the head changed while it handled this %s request; it may or may not have been applied: check (e.g. 'ducc jobs') before retrying", method)
+			if m, _ := wire.LookupMethod(method); !m.ReadOnly {
+				return wire.Errorf(wire.CodeUnreachable, "the head changed while it handled this %s request; it may or may not have been applied: check (e.g. 'ducc jobs') before retrying", method)
 			}
 			continue
 		}
@@ -294,7 +275,7 @@ func (a *Agent) callHead(ctx context.Context, method string, c wire.Caller, req,
 		switch {
 		case errors.Is(err, errNoHead):
 			limit = noHeadWait
-		case errors.Is(err, wire.ErrNotDelivered), strings.Contains(err.Error(), notHeadText):
+		case errors.Is(err, wire.ErrNotDelivered), wire.IsNotHead(err):
 		default:
 			return err
 		}
@@ -311,30 +292,16 @@ func (a *Agent) callHead(ctx context.Context, method string, c wire.Caller, req,
 	}
 }
 
-// readOnly are the methods callHead may send again to a new head.
-var readOnly = map[string]bool{
-	wire.MethodStatus: true, wire.MethodShow: true, wire.MethodJobs: true, wire.MethodNodes: true,
-	wire.MethodWait: true, wire.MethodClasses: true, wire.MethodResults: true, wire.MethodReport: true,
-}
-
-// notHeadText is in the answer of an agent that is asked to act as head
-// but is not (any more).
-const notHeadText = "is not the head"
-
 // callHeadOnce calls the head once, in process when this agent is the head.
 func (a *Agent) callHeadOnce(ctx context.Context, method string, c wire.Caller, req, resp any) error {
-	if a.cands != nil {
-		if h := a.cands.Head(); h != nil {
-			return localCall(ctx, h, a.host.ID(), method, c, req, resp)
-		}
+	if a.server != nil && a.server.Leading() {
+		return a.server.Call(ctx, method, c, req, resp)
 	}
-	a.mu.Lock()
-	leader := a.leader
-	a.mu.Unlock()
+	leader, _ := a.leader.get()
 	if leader == "" || leader == a.host.ID() {
 		if a.joiner != nil {
 			if err := a.joiner.err(); err != nil {
-				return wire.Errorf(3, "%v: %v", errNoHead, err)
+				return wire.Errorf(wire.CodeUnreachable, "%v: %v", errNoHead, err)
 			}
 		}
 		return errNoHead
@@ -342,113 +309,33 @@ func (a *Agent) callHeadOnce(ctx context.Context, method string, c wire.Caller, 
 	return wire.Call(ctx, a.host, leader, method, c, req, resp)
 }
 
-// localCall runs a head RPC in process, encoding as the wire would so both
-// paths behave the same.
-func localCall(ctx context.Context, h *head.Head, self peer.ID, method string, c wire.Caller, req, resp any) error {
-	body, err := wire.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("encode %s request: %w", method, err)
+// handleRPC answers RPCs from other agents: the methods the head sends
+// to agents, and, when this agent runs the head, the head's methods.
+func (a *Agent) handleRPC(ctx context.Context, from peer.ID, req *wire.Request) (any, error) {
+	if m, ok := wire.LookupMethod(req.Method); ok && m.Callers&wire.FromHead != 0 {
+		return a.handleFromHead(ctx, from, req)
 	}
-	out, err := h.Handle(ctx, self, &wire.Request{Method: method, Caller: c, Body: body})
-	if err != nil {
-		return err
+	if a.server != nil {
+		return a.server.Handle(ctx, from, req)
 	}
-	b, err := wire.Marshal(out)
-	if err != nil {
-		return fmt.Errorf("encode %s reply: %w", method, err)
-	}
-	return wire.Unmarshal(b, resp)
+	return nil, wire.NotHead(a.cfg.Node)
 }
 
-// handleRPC answers RPCs from other agents: the head's desired-state
-// pushes, and, when this agent is the head, forwarded CLI calls.
-func (a *Agent) handleRPC(ctx context.Context, from peer.ID, req *wire.Request) (any, error) {
-	if req.Method == wire.MethodDesired {
+// handleFromHead answers the methods the head sends to agents
+// (wire.FromHead in the method table).
+func (a *Agent) handleFromHead(ctx context.Context, _ peer.ID, req *wire.Request) (any, error) {
+	switch req.Method {
+	case wire.MethodDesired:
 		var ds wire.DesiredState
 		if err := req.DecodeBody(&ds); err != nil {
 			return nil, err
 		}
 		a.acceptDesired(ds)
 		return wire.Empty{}, nil
-	}
-	if req.Method == wire.MethodPingRun {
+	case wire.MethodPingRun:
 		return a.handlePingRun(ctx, req)
 	}
-	if req.Method == wire.MethodRaftJoin {
-		if a.cands == nil || a.cands.Head() == nil {
-			return nil, wire.Errorf(3, "%s %s", a.cfg.Node, notHeadText)
-		}
-		return wire.Empty{}, a.cands.AddVoter(from.String())
-	}
-	if a.cands != nil {
-		if h := a.cands.Head(); h != nil {
-			return h.Handle(ctx, from, req)
-		}
-	}
-	return nil, wire.Errorf(3, "%s %s", a.cfg.Node, notHeadText)
-}
-
-// PushDesired implements orch.Pusher for the head running in this agent.
-func (a *Agent) PushDesired(ctx context.Context, node, peerID string, ds wire.DesiredState) error {
-	if node == a.cfg.Node {
-		a.acceptDesired(ds)
-		return nil
-	}
-	p, err := peer.Decode(peerID)
-	if err != nil {
-		return fmt.Errorf("node %s has bad peer id %q: %w", node, peerID, err)
-	}
-	return wire.Call(ctx, a.host, p, wire.MethodDesired, wire.Caller{Node: a.cfg.Node}, ds, &wire.Empty{})
-}
-
-// headHeartbeats feeds heartbeats to the head while this agent is the head.
-//
-// Only head-eligible agents subscribe: a worker never needs the others'
-// heartbeats, and with thousands of nodes receiving them all would cost
-// every agent (measured with ducc sim, docs/performance.md).
-func (a *Agent) headHeartbeats(ctx context.Context) {
-	if a.cands == nil {
-		return
-	}
-	sub, err := a.hbT.Subscribe()
-	if err != nil {
-		a.log.Error("cannot subscribe to heartbeats", "err", err)
-		return
-	}
-	defer sub.Cancel()
-	for {
-		hb, from, err := sub.Next(ctx)
-		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
-				a.log.Warn("heartbeat subscription ended", "err", err)
-			}
-			return
-		}
-		if hb.PeerID != from.String() {
-			a.log.Warn("ignoring a heartbeat whose peer id is not its sender's", "node", hb.Node, "claims", hb.PeerID, "from", from)
-			continue
-		}
-		a.learnAddrs(from, hb.Addrs)
-		if a.former != nil {
-			a.former.saw(from, hb)
-		}
-		if h := a.cands.Head(); h != nil {
-			h.Heartbeat(ctx, hb, from.String())
-		}
-	}
-}
-
-// learnAddrs remembers the listen addresses another agent published, so
-// that the head can push to it and agents can reach a new head.
-func (a *Agent) learnAddrs(p peer.ID, addrs []string) {
-	if p == a.host.ID() {
-		return
-	}
-	for _, s := range addrs {
-		if ma, err := multiaddr.NewMultiaddr(s); err == nil {
-			a.host.Peerstore().AddAddr(p, ma, 10*time.Minute)
-		}
-	}
+	return nil, wire.Errorf(wire.CodeUsage, "agents do not handle %q", req.Method)
 }
 
 // cgroupRoot names this agent's cgroup root: "ducc" plus a hash of the

@@ -88,16 +88,16 @@ func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
 func (a *Agent) caller(r *http.Request) (wire.Caller, error) {
 	cred, _ := r.Context().Value(credKey{}).(*unix.Ucred)
 	if cred == nil {
-		return wire.Caller{}, wire.Errorf(2, "cannot tell who is calling (no peer credentials on the socket)")
+		return wire.Caller{}, wire.Errorf(wire.CodeUsage, "cannot tell who is calling (no peer credentials on the socket)")
 	}
 	var u *user.User
 	var err error
 	if as := r.Header.Get(AsHeader); as != "" {
 		if cred.Uid != 0 {
-			return wire.Caller{}, wire.Errorf(2, "only root may act for another user (--as %s)", as)
+			return wire.Caller{}, wire.Errorf(wire.CodeUsage, "only root may act for another user (--as %s)", as)
 		}
 		if u, err = user.Lookup(as); err != nil {
-			return wire.Caller{}, wire.Errorf(2, "--as %s: no such user", as)
+			return wire.Caller{}, wire.Errorf(wire.CodeUsage, "--as %s: no such user", as)
 		}
 	} else if u, err = user.LookupId(strconv.Itoa(int(cred.Uid))); err != nil {
 		return wire.Caller{UID: cred.Uid, GID: cred.Gid, User: "uid" + strconv.Itoa(int(cred.Uid)), Node: a.cfg.Node}, nil
@@ -115,37 +115,15 @@ func (a *Agent) caller(r *http.Request) (wire.Caller, error) {
 	return c, nil
 }
 
-// requestTypes maps methods the CLI may call to their request bodies and
-// replies.
-var requestTypes = map[string]func() (req, resp any){
-	wire.MethodRun:             func() (any, any) { return &wire.RunRequest{}, &wire.SubmitReply{} },
-	wire.MethodCancel:          func() (any, any) { return &wire.CancelRequest{}, &wire.WorkInfo{} },
-	wire.MethodJobs:            func() (any, any) { return &wire.ListRequest{}, &wire.WorkList{} },
-	wire.MethodShow:            func() (any, any) { return &wire.IDRequest{}, &wire.WorkInfo{} },
-	wire.MethodWait:            func() (any, any) { return &wire.WaitRequest{}, &wire.WorkInfo{} },
-	wire.MethodNodes:           func() (any, any) { return &wire.Empty{}, &wire.NodeList{} },
-	wire.MethodStatus:          func() (any, any) { return &wire.Empty{}, &wire.StatusInfo{} },
-	wire.MethodSubmit:          func() (any, any) { return &wire.SubmitJobRequest{}, &wire.SubmitReply{} },
-	wire.MethodItems:           func() (any, any) { return &wire.ItemsRequest{}, &wire.Empty{} },
-	wire.MethodResults:         func() (any, any) { return &wire.ResultsRequest{}, &wire.ResultsReply{} },
-	wire.MethodClasses:         func() (any, any) { return &wire.Empty{}, &wire.ClassList{} },
-	wire.MethodReserve:         func() (any, any) { return &wire.ReserveRequest{}, &wire.SubmitReply{} },
-	wire.MethodReconfigure:     func() (any, any) { return &wire.ReconfigureRequest{}, &wire.ClassList{} },
-	wire.MethodNodeAdmin:       func() (any, any) { return &wire.NodeAdminRequest{}, &wire.NodeList{} },
-	wire.MethodServiceRegister: func() (any, any) { return &wire.ServiceRegisterRequest{}, &wire.SubmitReply{} },
-	wire.MethodServiceControl:  func() (any, any) { return &wire.ServiceControlRequest{}, &wire.ServiceInfo{} },
-	wire.MethodServiceQuery:    func() (any, any) { return &wire.ServiceQueryRequest{}, &wire.ServiceList{} },
-}
-
 // maxAPIBody bounds a local API request.
 const maxAPIBody = 16 << 20
 
 // apiCall forwards one CLI call to the head.
 func (a *Agent) apiCall(w http.ResponseWriter, r *http.Request) {
 	method := r.PathValue("method")
-	mk, ok := requestTypes[method]
-	if !ok {
-		writeErr(w, wire.Errorf(2, "unknown API method %q", method))
+	m, ok := wire.LookupMethod(method)
+	if !ok || !m.OnSocket() {
+		writeErr(w, wire.Errorf(wire.CodeUsage, "unknown API method %q", method))
 		return
 	}
 	c, err := a.caller(r)
@@ -153,7 +131,7 @@ func (a *Agent) apiCall(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	req, resp := mk()
+	req, resp := m.NewRequest(), m.NewReply()
 	if err := decodeJSON(r, req); err != nil {
 		writeErr(w, err)
 		return
@@ -173,7 +151,7 @@ func decodeJSON(r *http.Request, v any) error {
 	dec := json.NewDecoder(io.LimitReader(r.Body, maxAPIBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
-		return wire.Errorf(2, "bad request body: %v", err)
+		return wire.Errorf(wire.CodeUsage, "bad request body: %v", err)
 	}
 	return nil
 }
@@ -188,13 +166,13 @@ func writeErr(w http.ResponseWriter, err error) {
 	code := wire.ErrorCode(err)
 	status := http.StatusInternalServerError
 	switch code {
-	case 2:
+	case wire.CodeUsage:
 		status = http.StatusBadRequest
-	case 3:
+	case wire.CodeUnreachable:
 		status = http.StatusServiceUnavailable
 	}
-	if code == 0 {
-		code = 1
+	if code == wire.CodeOK {
+		code = wire.CodeError
 	}
 	writeJSON(w, status, APIError{Error: err.Error(), Code: code})
 }
@@ -222,17 +200,12 @@ func (a *Agent) apiID(w http.ResponseWriter, _ *http.Request) {
 	for _, ma := range a.host.Addrs() {
 		info.Addrs = append(info.Addrs, ma.String()+"/p2p/"+info.PeerID)
 	}
-	if a.cands != nil {
-		info.Raft = wire.RaftWaiting
-		if a.cands.Member() {
-			info.Raft = a.cands.Raft().State().String()
-		}
+	if a.server != nil {
+		info.Raft = a.server.RaftState()
 	}
-	a.mu.Lock()
-	if a.leader != "" {
-		info.Head = a.leader.String()
+	if leader, _ := a.leader.get(); leader != "" {
+		info.Head = leader.String()
 	}
-	a.mu.Unlock()
 	if err := a.joiner.err(); err != nil {
 		info.JoinError = err.Error()
 	}

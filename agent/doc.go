@@ -5,8 +5,8 @@
 // processes the head assigned here (through the proc package's shim, as
 // the submitting user, inside a memory-capped cgroup), stops those no
 // longer wanted, and reports every process that ends until the head
-// acknowledges it. A head-eligible agent is also a Raft member
-// (head.Candidate) and runs the head while it leads.
+// acknowledges it. A head-eligible agent also runs a head server
+// (head/server): a Raft member that runs the head while it leads.
 //
 // The local API is HTTP/JSON on a Unix socket; the agent learns the
 // caller's uid from the kernel (SO_PEERCRED) and forwards calls to the

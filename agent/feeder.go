@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -73,172 +74,240 @@ func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time,
 	events := make(chan feedEvent, 4096)
 	go a.readWorker(ctx, out, logPath, events)
 
-	pipelines := max(spec.Pipelines, 1)
-	// target is how many items the feeder holds (in the worker and
-	// buffered). It starts at the pipeline count and doubles only while
-	// the worker sits idle waiting for items for a noticeable part of an
-	// item's time, so slow items stay spread over the job's processes and
-	// fast ones are not throttled by the round trip to the head.
-	target := pipelines
-	var emptySince time.Time
-	var itemTime time.Duration // moving average
-	var (
-		ready, readySent, release, starved, calling bool
-		initMS                                      int64
-		buffer                                      []wire.WorkItem
-		outstanding                                 = map[int]time.Time{}
-		outcomes                                    []wire.ItemOutcome
-		replies                                     = make(chan exchangeResult, 1)
-		backoff                                     time.Duration
-		sending                                     []wire.ItemOutcome // outcomes in the exchange under way
-	)
 	jr, err := openJournal(filepath.Join(filepath.Dir(inPath), "feed.json"))
 	if err != nil {
 		log.Error("cannot open the feed journal; its items will not be fed", "err", err)
 		return
 	}
 	defer jr.close()
+	f := newFeeder(ctx, a, log, spec, started, in, jr)
+	f.run(events)
+}
+
+// feeder feeds one job process: it fetches items from the job driver
+// (exchange), writes them to the worker, collects the worker's outcomes
+// and hands them back, and journals what it holds so that a restarted
+// agent can resume.
+type feeder struct {
+	a       *Agent
+	ctx     context.Context
+	log     *slog.Logger
+	spec    wire.ProcSpec
+	started time.Time
+	in      *os.File // the worker's stdin
+	jr      *journal
+
+	pipelines int
+	// target is how many items the feeder holds (in the worker and
+	// buffered). It starts at the pipeline count and doubles only while
+	// the worker sits idle waiting for items for a noticeable part of an
+	// item's time, so slow items stay spread over the job's processes and
+	// fast ones are not throttled by the round trip to the head.
+	target     int
+	emptySince time.Time
+	itemTime   time.Duration // moving average
+
+	ready     bool // the worker said so
+	readySent bool // the driver knows
+	release   bool // the driver needs this process no more
+	starved   bool // the driver had nothing in its last reply
+	calling   bool // an exchange is under way
+	initMS    int64
+
+	buffer      []wire.WorkItem
+	outstanding map[int]time.Time  // items in the worker, since when
+	outcomes    []wire.ItemOutcome // not yet sent
+	sending     []wire.ItemOutcome // in the exchange under way
+	replies     chan exchangeResult
+	backoff     time.Duration
+	retry       <-chan time.Time
+}
+
+func newFeeder(ctx context.Context, a *Agent, log *slog.Logger, spec wire.ProcSpec, started time.Time, in *os.File, jr *journal) *feeder {
+	f := &feeder{
+		a: a, ctx: ctx, log: log, spec: spec, started: started, in: in, jr: jr,
+		pipelines: max(spec.Pipelines, 1), outstanding: map[int]time.Time{}, replies: make(chan exchangeResult, 1),
+	}
+	f.target = f.pipelines
 	// A re-adopted worker: it may still be working on items the previous
 	// agent gave it, and answers it gave may not have reached the driver.
 	if prev := jr.state; prev.Ready {
-		ready, initMS = true, prev.InitMS
+		f.ready, f.initMS = true, prev.InitMS
 		for _, i := range prev.Held {
-			outstanding[i] = time.Now()
+			f.outstanding[i] = time.Now()
 		}
-		outcomes = prev.Outcomes
+		f.outcomes = prev.Outcomes
 		log.Info("resuming a re-adopted worker", "holding", len(prev.Held), "undelivered", len(prev.Outcomes))
 	}
-	save := func() {
-		st := feedState{Ready: ready, InitMS: initMS, Outcomes: append(append([]wire.ItemOutcome(nil), sending...), outcomes...)}
-		for i := range outstanding {
-			st.Held = append(st.Held, i)
-		}
-		if err := jr.save(st); err != nil && ctx.Err() == nil {
-			log.Warn("cannot write the feed journal", "err", err)
-		}
-	}
-	write := func() bool {
-		var b bytes.Buffer
-		for len(buffer) > 0 && len(outstanding) < pipelines {
-			it := buffer[0]
-			buffer = buffer[1:]
-			line, _ := json.Marshal(struct {
-				ID   string `json:"id"`
-				Item string `json:"item"`
-			}{strconv.Itoa(it.Index), it.Item})
-			b.Write(line)
-			b.WriteByte('\n')
-			outstanding[it.Index] = time.Now()
-		}
-		if b.Len() > 0 {
-			save() // the journal knows an item before the worker does
-			if _, err := in.Write(b.Bytes()); err != nil && ctx.Err() == nil {
-				log.Warn("cannot write items to the worker", "err", err)
-			}
-			return true
-		}
-		return false
-	}
-	call := func(req wire.ExchangeRequest) {
-		calling = true
-		go func() {
-			var rep wire.ExchangeReply
-			err := a.callHead(ctx, wire.MethodExchange, wire.Caller{Node: a.cfg.Node}, req, &rep)
-			replies <- exchangeResult{rep: rep, err: err, want: req.Want}
-		}()
-	}
-	var retry <-chan time.Time
+	return f
+}
+
+// run feeds until the context ends or the worker's stdout closes.
+func (f *feeder) run(events <-chan feedEvent) {
 	for {
-		if !calling && ready && retry == nil {
-			need := !release && len(buffer)+len(outstanding) < target
-			if !readySent || len(outcomes) > 0 || (need && (!starved || len(outstanding) == 0)) {
-				req := wire.ExchangeRequest{JobID: spec.WorkID, ProcID: spec.ID, Node: a.cfg.Node, Ready: true, InitMS: initMS, Outcomes: outcomes}
-				if need {
-					req.Want = target - len(buffer) - len(outstanding)
-				}
-				for _, it := range buffer {
-					req.Held = append(req.Held, it.Index)
-				}
-				for i := range outstanding {
-					req.Held = append(req.Held, i)
-				}
-				if starved && len(outcomes) == 0 && len(outstanding) == 0 {
-					req.WaitMS = longPollWait.Milliseconds()
-				}
-				sending, outcomes = outcomes, nil
-				readySent = true
-				call(req)
-			}
+		if req, ok := f.nextExchange(); ok {
+			f.call(req)
 		}
 		select {
-		case <-ctx.Done():
+		case <-f.ctx.Done():
 			return
-		case <-retry:
-			retry = nil
+		case <-f.retry:
+			f.retry = nil
 		case ev, ok := <-events:
 			if !ok {
 				return // the worker's stdout is gone: the process is ending
 			}
-			// Take every event that is already there, then journal once.
-			for more := true; more; {
-				switch {
-				case ev.ready && !ready:
-					ready = true
-					initMS = time.Since(started).Milliseconds()
-					log.Info("worker ready", "init", time.Since(started).Round(time.Millisecond))
-				case ev.outcome != nil:
-					o := *ev.outcome
-					if t, ok := outstanding[o.Index]; ok {
-						d := time.Since(t)
-						o.Millis = d.Milliseconds()
-						itemTime = (itemTime*7 + d) / 8
-						delete(outstanding, o.Index)
-					}
-					outcomes = append(outcomes, o)
-				}
-				select {
-				case ev, more = <-events:
-				default:
-					more = false
-				}
+			f.take(ev, events)
+		case r := <-f.replies:
+			if !f.answered(r) {
+				return
 			}
-			if !write() { // write journals when it hands out items
-				save()
-			}
-			if len(buffer) == 0 && emptySince.IsZero() {
-				emptySince = time.Now()
-			}
-		case r := <-replies:
-			calling = false
-			if r.err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				// Keep the outcomes we could not deliver.
-				outcomes = append(sending, outcomes...)
-				sending = nil
-				backoff = min(max(2*backoff, 50*time.Millisecond), 2*time.Second)
-				log.Debug("exchange with the job driver failed; retrying", "err", r.err, "in", backoff)
-				readySent = false
-				retry = time.After(backoff)
-				continue
-			}
-			backoff = 0
-			if len(sending) > 0 {
-				sending = nil
-				save()
-			}
-			release = r.rep.Release
-			starved = len(r.rep.Items) == 0
-			if len(r.rep.Items) > 0 && !emptySince.IsZero() {
-				if idle := time.Since(emptySince); idle > itemTime/10 && target < maxPrefetch {
-					target = min(2*target, maxPrefetch)
-				}
-				emptySince = time.Time{}
-			}
-			buffer = append(buffer, r.rep.Items...)
-			write()
 		}
+	}
+}
+
+// nextExchange returns the exchange to make now, if any: none while one is
+// under way, before the worker is ready or while waiting to retry; else
+// one that says the worker is ready, delivers outcomes, or asks for items
+// (a long poll when the driver had none and the worker is idle).
+func (f *feeder) nextExchange() (wire.ExchangeRequest, bool) {
+	if f.calling || !f.ready || f.retry != nil {
+		return wire.ExchangeRequest{}, false
+	}
+	held := len(f.buffer) + len(f.outstanding)
+	need := !f.release && held < f.target
+	if f.readySent && len(f.outcomes) == 0 && (!need || (f.starved && len(f.outstanding) > 0)) {
+		return wire.ExchangeRequest{}, false
+	}
+	req := wire.ExchangeRequest{JobID: f.spec.WorkID, ProcID: f.spec.ID, Node: f.a.cfg.Node, Ready: true, InitMS: f.initMS, Outcomes: f.outcomes}
+	if need {
+		req.Want = f.target - held
+	}
+	for _, it := range f.buffer {
+		req.Held = append(req.Held, it.Index)
+	}
+	for i := range f.outstanding {
+		req.Held = append(req.Held, i)
+	}
+	if f.starved && len(f.outcomes) == 0 && len(f.outstanding) == 0 {
+		req.WaitMS = longPollWait.Milliseconds()
+	}
+	f.sending, f.outcomes = f.outcomes, nil
+	f.readySent = true
+	return req, true
+}
+
+// call makes one exchange with the job driver in the background; its
+// result arrives on f.replies.
+func (f *feeder) call(req wire.ExchangeRequest) {
+	f.calling = true
+	go func() {
+		var rep wire.ExchangeReply
+		err := f.a.callHead(f.ctx, wire.MethodExchange, wire.Caller{Node: f.a.cfg.Node}, req, &rep)
+		f.replies <- exchangeResult{rep: rep, err: err, want: req.Want}
+	}()
+}
+
+// take folds in ev and every event already waiting, then journals once.
+func (f *feeder) take(ev feedEvent, events <-chan feedEvent) {
+	for more := true; more; {
+		switch {
+		case ev.ready && !f.ready:
+			f.ready = true
+			f.initMS = time.Since(f.started).Milliseconds()
+			f.log.Info("worker ready", "init", time.Since(f.started).Round(time.Millisecond))
+		case ev.outcome != nil:
+			o := *ev.outcome
+			if t, ok := f.outstanding[o.Index]; ok {
+				d := time.Since(t)
+				o.Millis = d.Milliseconds()
+				f.itemTime = (f.itemTime*7 + d) / 8
+				delete(f.outstanding, o.Index)
+			}
+			f.outcomes = append(f.outcomes, o)
+		}
+		select {
+		case ev, more = <-events:
+		default:
+			more = false
+		}
+	}
+	if !f.write() { // write journals when it hands out items
+		f.save()
+	}
+	if len(f.buffer) == 0 && f.emptySince.IsZero() {
+		f.emptySince = time.Now()
+	}
+}
+
+// answered takes the result of an exchange; false means the feeder must
+// stop (its context ended).
+func (f *feeder) answered(r exchangeResult) bool {
+	f.calling = false
+	if r.err != nil {
+		if f.ctx.Err() != nil {
+			return false
+		}
+		// Keep the outcomes we could not deliver.
+		f.outcomes = append(f.sending, f.outcomes...)
+		f.sending = nil
+		f.backoff = min(max(2*f.backoff, 50*time.Millisecond), 2*time.Second)
+		f.log.Debug("exchange with the job driver failed; retrying", "err", r.err, "in", f.backoff)
+		f.readySent = false
+		f.retry = time.After(f.backoff)
+		return true
+	}
+	f.backoff = 0
+	if len(f.sending) > 0 {
+		f.sending = nil
+		f.save()
+	}
+	f.release = r.rep.Release
+	f.starved = len(r.rep.Items) == 0
+	if len(r.rep.Items) > 0 && !f.emptySince.IsZero() {
+		if idle := time.Since(f.emptySince); idle > f.itemTime/10 && f.target < maxPrefetch {
+			f.target = min(2*f.target, maxPrefetch)
+		}
+		f.emptySince = time.Time{}
+	}
+	f.buffer = append(f.buffer, r.rep.Items...)
+	f.write()
+	return true
+}
+
+// write hands buffered items to the worker up to its pipeline count and
+// reports whether it wrote any (journaled first).
+func (f *feeder) write() bool {
+	var b bytes.Buffer
+	for len(f.buffer) > 0 && len(f.outstanding) < f.pipelines {
+		it := f.buffer[0]
+		f.buffer = f.buffer[1:]
+		line, _ := json.Marshal(struct {
+			ID   string `json:"id"`
+			Item string `json:"item"`
+		}{strconv.Itoa(it.Index), it.Item})
+		b.Write(line)
+		b.WriteByte('\n')
+		f.outstanding[it.Index] = time.Now()
+	}
+	if b.Len() == 0 {
+		return false
+	}
+	f.save() // the journal knows an item before the worker does
+	if _, err := f.in.Write(b.Bytes()); err != nil && f.ctx.Err() == nil {
+		f.log.Warn("cannot write items to the worker", "err", err)
+	}
+	return true
+}
+
+// save journals the feed state.
+func (f *feeder) save() {
+	st := feedState{Ready: f.ready, InitMS: f.initMS, Outcomes: append(append([]wire.ItemOutcome(nil), f.sending...), f.outcomes...)}
+	for i := range f.outstanding {
+		st.Held = append(st.Held, i)
+	}
+	if err := f.jr.save(st); err != nil && f.ctx.Err() == nil {
+		f.log.Warn("cannot write the feed journal", "err", err)
 	}
 }
 

@@ -52,21 +52,13 @@ func (inv *inventory) sample(hb *wire.Heartbeat) {
 
 // heartbeat builds this node's heartbeat.
 func (a *Agent) heartbeat() wire.Heartbeat {
-	a.mu.Lock()
-	a.seq++
+	seq, applied, unacked := a.ledger.next()
 	hb := wire.Heartbeat{
-		Node: a.cfg.Node, PeerID: a.host.ID().String(), Seq: a.seq, Time: time.Now().UnixMilli(),
-		DesiredVersion: a.applied, HeadEligible: a.cfg.Head, Version: a.version,
+		Node: a.cfg.Node, PeerID: a.host.ID().String(), Seq: seq, Time: time.Now().UnixMilli(),
+		DesiredVersion: applied, HeadEligible: a.cfg.Head, Version: a.version, Procs: unacked,
 	}
-	for _, st := range a.unacked {
-		hb.Procs = append(hb.Procs, st)
-	}
-	a.mu.Unlock()
-	if a.cands != nil {
-		hb.Raft = wire.RaftWaiting
-		if a.cands.Member() {
-			hb.Raft = a.cands.Raft().State().String()
-		}
+	if a.server != nil {
+		hb.Raft = a.server.RaftState()
 	}
 	for _, addr := range a.host.Addrs() {
 		hb.Addrs = append(hb.Addrs, addr.String())

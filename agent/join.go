@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -177,94 +176,4 @@ func (j *joiner) learnID(ctx context.Context, addr multiaddr.Multiaddr) (peer.ID
 		return "", fmt.Errorf("join %s: the probe dial unexpectedly succeeded", addr)
 	}
 	return "", fmt.Errorf("join %s: %w", addr, wire.ExplainDialError(err))
-}
-
-// eligiblePeer is a head-eligible agent seen in a heartbeat.
-type eligiblePeer struct {
-	waiting bool
-	seen    time.Time
-}
-
-// former forms or joins the head group for a head-eligible agent without
-// Raft state: it bootstraps when bootstrap_expect eligible agents, none
-// in a group yet, see each other, and otherwise asks a leader to add it.
-type former struct {
-	a *Agent
-
-	mu    sync.Mutex
-	peers map[peer.ID]eligiblePeer
-}
-
-// saw records a heartbeat of a head-eligible agent.
-func (f *former) saw(from peer.ID, hb wire.Heartbeat) {
-	if !hb.HeadEligible {
-		return
-	}
-	f.mu.Lock()
-	f.peers[from] = eligiblePeer{waiting: hb.Raft == wire.RaftWaiting, seen: time.Now()}
-	f.mu.Unlock()
-}
-
-// run returns once this agent is a member of the head group.
-func (f *former) run(ctx context.Context) {
-	c := f.a.cands
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
-	logged := time.Time{}
-	for !c.Member() {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		f.a.mu.Lock()
-		leader := f.a.leader
-		f.a.mu.Unlock()
-		if leader != "" && leader != f.a.host.ID() {
-			cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-			err := wire.Call(cctx, f.a.host, leader, wire.MethodRaftJoin, wire.Caller{Node: f.a.cfg.Node}, wire.Empty{}, &wire.Empty{})
-			cancel()
-			if err != nil {
-				f.a.log.Warn("asking the head to add this agent to the head group failed; retrying", "head", leader, "err", err)
-				continue
-			}
-			f.a.log.Info("the head added this agent to the head group", "head", leader)
-			continue // Member() turns true once the leader's configuration arrives
-		}
-		group, ok := f.group()
-		if !ok {
-			if time.Since(logged) > 10*time.Second {
-				f.a.log.Info("waiting for head-eligible agents to bootstrap the head group",
-					"seen", len(group), "bootstrap_expect", f.a.cfg.BootstrapExpect)
-				logged = time.Now()
-			}
-			continue
-		}
-		if !slices.Contains(group, f.a.host.ID().String()) {
-			continue // the group forms without us; we join through its leader
-		}
-		if err := c.Bootstrap(group); err != nil {
-			f.a.log.Error("cannot bootstrap the head group", "err", err)
-		}
-	}
-}
-
-// group returns the first Raft group: the bootstrap_expect smallest peer
-// ids among the waiting eligible agents seen recently (this one included),
-// and whether there are enough of them.
-func (f *former) group() ([]string, bool) {
-	fresh := 3*f.a.cfg.Heartbeat.D() + time.Second
-	ids := []string{f.a.host.ID().String()}
-	f.mu.Lock()
-	for p, e := range f.peers {
-		if e.waiting && time.Since(e.seen) < fresh && p != f.a.host.ID() {
-			ids = append(ids, p.String())
-		}
-	}
-	f.mu.Unlock()
-	slices.Sort(ids)
-	if len(ids) < f.a.cfg.BootstrapExpect {
-		return ids, false
-	}
-	return ids[:f.a.cfg.BootstrapExpect], true
 }

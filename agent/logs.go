@@ -79,7 +79,7 @@ func (a *Agent) apiLogs(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := strconv.ParseUint(r.URL.Query().Get("id"), 10, 64)
 	if err != nil {
-		writeErr(w, wire.Errorf(2, "bad work id %q", r.URL.Query().Get("id")))
+		writeErr(w, wire.Errorf(wire.CodeUsage, "bad work id %q", r.URL.Query().Get("id")))
 		return
 	}
 	var info wire.WorkInfo

@@ -43,21 +43,13 @@ func (a *Agent) reconcileLoop(ctx context.Context) {
 // and is no longer wanted (or is marked to stop), and forgets ended
 // processes the head acknowledged.
 func (a *Agent) reconcile(ctx context.Context, ds wire.DesiredState) {
-	a.mu.Lock()
-	if ds.Version <= a.applied {
-		a.mu.Unlock()
-		return
+	if !a.ledger.apply(ds) {
+		return // not newer than what is applied
 	}
-	a.applied = ds.Version
-	want := make(map[string]wire.ProcSpec, len(ds.Procs))
+	want := make(map[string]bool, len(ds.Procs))
 	for _, p := range ds.Procs {
-		want[p.ID] = p
+		want[p.ID] = true
 	}
-	a.want = want
-	for _, id := range ds.Ack {
-		delete(a.unacked, id)
-	}
-	a.mu.Unlock()
 
 	for _, id := range ds.Ack {
 		if err := a.procs.Forget(id); err != nil {
@@ -80,7 +72,7 @@ func (a *Agent) reconcile(ctx context.Context, ds wire.DesiredState) {
 		}
 	}
 	for id, st := range have {
-		if _, ok := want[id]; !ok && !ended(st) {
+		if !want[id] && !ended(st) {
 			a.stop(ctx, id, 15*time.Second, "not wanted by the head")
 		}
 	}
@@ -92,18 +84,10 @@ func ended(st proc.Status) bool {
 
 // start launches one process and reports that it runs.
 func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
-	a.mu.Lock()
-	if a.starting[spec.ID] {
-		a.mu.Unlock()
+	if !a.starting.begin(spec.ID) {
 		return
 	}
-	a.starting[spec.ID] = true
-	a.mu.Unlock()
-	defer func() {
-		a.mu.Lock()
-		delete(a.starting, spec.ID)
-		a.mu.Unlock()
-	}()
+	defer a.starting.end(spec.ID)
 	ps := proc.Spec{
 		ID: spec.ID, WorkID: spec.WorkID, Kind: string(spec.Kind), Node: a.cfg.Node,
 		User: spec.User, UID: spec.UID, GID: spec.GID, Groups: spec.Groups,
@@ -126,9 +110,7 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 		a.log.Error("cannot start process", "proc", spec.ID, "err", err)
 		ps := wire.ProcStatus{ID: spec.ID, WorkID: spec.WorkID, State: wire.ProcLaunchFailed, ExitCode: -1,
 			Reason: err.Error(), EndedAt: time.Now().UnixMilli(), Node: a.cfg.Node}
-		a.mu.Lock()
-		a.unacked[spec.ID] = ps
-		a.mu.Unlock()
+		a.ledger.ended(ps)
 		a.report(ctx, []wire.ProcStatus{ps})
 		return
 	}
@@ -146,22 +128,14 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 // stop stops a process in the background (SIGTERM, SIGKILL after grace);
 // the reconcile loop must not wait for the grace period.
 func (a *Agent) stop(ctx context.Context, id string, grace time.Duration, why string) {
-	a.mu.Lock()
-	if a.stopping[id] {
-		a.mu.Unlock()
+	if !a.stopping.begin(id) {
 		return
 	}
-	a.stopping[id] = true
-	a.mu.Unlock()
 	a.log.Info("stopping process", "proc", id, "grace", grace, "why", why)
 	a.bg.Add(1)
 	go func() {
 		defer a.bg.Done()
-		defer func() {
-			a.mu.Lock()
-			delete(a.stopping, id)
-			a.mu.Unlock()
-		}()
+		defer a.stopping.end(id)
 		if err := a.procs.Stop(ctx, id, grace); err != nil && ctx.Err() == nil {
 			a.log.Warn("cannot stop process", "proc", id, "err", err)
 		}
@@ -171,14 +145,11 @@ func (a *Agent) stop(ctx context.Context, id string, grace time.Duration, why st
 // startFeeder starts feeding a job process unless a feeder already runs.
 // The feeder stops when the process ends (onExit) or the agent stops.
 func (a *Agent) startFeeder(ctx context.Context, spec wire.ProcSpec, st proc.Status) {
-	a.mu.Lock()
-	if _, ok := a.feeders[spec.ID]; ok {
-		a.mu.Unlock()
+	fctx, cancel := context.WithCancel(ctx)
+	if !a.feeders.add(spec.ID, cancel) {
+		cancel()
 		return
 	}
-	fctx, cancel := context.WithCancel(ctx)
-	a.feeders[spec.ID] = cancel
-	a.mu.Unlock()
 	if cur, ok := a.procs.Status(spec.ID); !ok || cur.State.Ended() {
 		cancel() // it ended before the feeder started
 	}

@@ -109,7 +109,7 @@ func (a *Agent) tailRemote(ctx context.Context, ev *eventWriter, c wire.Caller, 
 				return fmt.Errorf("node %s has a bad peer id: %w", p.Node, err)
 			}
 			pid = id
-			a.learnAddrs(pid, n.Addrs)
+			wire.LearnAddrs(a.host, pid, n.Addrs)
 		}
 	}
 	if pid == "" {

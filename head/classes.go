@@ -12,8 +12,8 @@ import (
 	"github.com/ducc-project/ducc/wire"
 )
 
-// classes lists the classes with the last cycle's demand and allocation.
-func (h *Head) classes() wire.ClassList {
+// Classes lists the classes with the last cycle's demand and allocation.
+func (h *Head) Classes() wire.ClassList {
 	sc := h.sched()
 	usage := map[string]rm.ClassUsage{}
 	for _, u := range h.orch.Classes() {
@@ -31,9 +31,9 @@ func (h *Head) classes() wire.ClassList {
 	return out
 }
 
-// reserve admits a reservation: a whole machine of exactly the requested
-// size (SPEC §1, §4 RESERVE).
-func (h *Head) reserve(ctx context.Context, c wire.Caller, r wire.ReserveRequest) (wire.SubmitReply, error) {
+// Reserve admits a reservation: a whole machine of exactly the requested
+// size, in a RESERVE class.
+func (h *Head) Reserve(ctx context.Context, c wire.Caller, r wire.ReserveRequest) (wire.SubmitReply, error) {
 	sc := h.sched()
 	var class *rm.Class
 	var err error
@@ -43,14 +43,14 @@ func (h *Head) reserve(ctx context.Context, c wire.Caller, r wire.ReserveRequest
 		class, err = sc.Class(r.Class)
 	}
 	if err != nil {
-		return wire.SubmitReply{}, wire.Errorf(codeUsage, "%v", err)
+		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "%v", err)
 	}
 	if class.Policy != rm.Reserve {
-		return wire.SubmitReply{}, wire.Errorf(codeUsage, "class %q is %s; reservations need a RESERVE class (%s)",
+		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "class %q is %s; reservations need a RESERVE class (%s)",
 			class.Name, class.Policy, strings.Join(classesOf(sc, rm.Reserve), ", "))
 	}
 	if r.Memory <= 0 {
-		return wire.SubmitReply{}, wire.Errorf(codeUsage, "say how big a machine to reserve: --memory 64G")
+		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "say how big a machine to reserve: --memory 64G")
 	}
 	if err := h.checkSubmit(c, class.Name, r.Memory); err != nil {
 		return wire.SubmitReply{}, err
@@ -103,7 +103,7 @@ func (h *Head) checkSubmit(c wire.Caller, class string, memory int64) error {
 		}
 	})
 	if err := h.sched().CheckSubmit(c.User, groups, class, memory, usage); err != nil {
-		return wire.Errorf(codeUsage, "%v", err)
+		return wire.Errorf(wire.CodeUsage, "%v", err)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ducc-project/ducc/head"
 	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/head/server"
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/head/state/statetest"
 	"github.com/ducc-project/ducc/wire"
@@ -183,7 +184,17 @@ func call(t *testing.T, h *head.Head, method string, c wire.Caller, req, resp an
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out, err := h.Handle(ctx, "", &wire.Request{Method: method, Caller: c, Body: body})
+	// As head/server's Handle does: the method table gives the request
+	// type, the body is decoded into it, and Dispatch routes it.
+	m, ok := wire.LookupMethod(method)
+	if !ok || !m.ToHead() {
+		return wire.Errorf(wire.CodeUsage, "unknown method %q", method)
+	}
+	r := m.NewRequest()
+	if err := (&wire.Request{Method: method, Caller: c, Body: body}).DecodeBody(r); err != nil {
+		return err
+	}
+	out, err := server.Dispatch(ctx, h, method, c, r)
 	if err != nil {
 		return err
 	}

@@ -7,145 +7,22 @@ import (
 	"strings"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
-
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/wire"
 )
 
-// Exit-code-like error codes carried in RPC errors (SPEC §8).
-const (
-	codeFailed = 1
-	codeUsage  = 2
-)
-
-// Handle answers one RPC. It implements wire.Handler.
-func (h *Head) Handle(ctx context.Context, from peer.ID, req *wire.Request) (any, error) {
-	switch req.Method {
-	case wire.MethodRun:
-		var r wire.RunRequest
-		if err := decode(req, &r); err != nil {
-			return nil, err
-		}
-		return h.run(ctx, req.Caller, r)
-	case wire.MethodCancel:
-		var r wire.CancelRequest
-		if err := decode(req, &r); err != nil {
-			return nil, err
-		}
-		return h.cancel(ctx, req.Caller, r)
-	case wire.MethodShow:
-		var r wire.IDRequest
-		if err := decode(req, &r); err != nil {
-			return nil, err
-		}
-		return h.show(r.ID)
-	case wire.MethodWait:
-		var r wire.WaitRequest
-		if err := decode(req, &r); err != nil {
-			return nil, err
-		}
-		return h.wait(ctx, r)
-	case wire.MethodJobs:
-		var r wire.ListRequest
-		if err := decode(req, &r); err != nil {
-			return nil, err
-		}
-		return h.list(r), nil
-	case wire.MethodNodes:
-		return h.nodes(), nil
-	case wire.MethodStatus:
-		return h.status(), nil
-	case wire.MethodSubmit:
-		var r wire.SubmitJobRequest
-		if err := decode(req, &r); err != nil {
-			return nil, err
-		}
-		return h.submitJob(ctx, req.Caller, r)
-	case wire.MethodItems:
-		var r wire.ItemsRequest
-		if err := decode(req, &r); err != nil {
-			return nil, err
-		}
-		return h.addItems(ctx, req.Caller, r)
-	case wire.MethodResults:
-		var r wire.ResultsRequest
-		if err := decode(req, &r); err != nil {
-			return nil, err
-		}
-		return h.results(r)
-	case wire.MethodExchange:
-		var r wire.ExchangeRequest
-		if err := decode(req, &r); err != nil {
-			return nil, err
-		}
-		return h.exchange(ctx, r)
-	case wire.MethodClasses:
-		return h.classes(), nil
-	case wire.MethodReserve:
-		var r wire.ReserveRequest
-		if err := decode(req, &r); err != nil {
-			return nil, err
-		}
-		return h.reserve(ctx, req.Caller, r)
-	case wire.MethodReconfigure:
-		var r wire.ReconfigureRequest
-		if err := decode(req, &r); err != nil {
-			return nil, err
-		}
-		return h.reconfigure(ctx, req.Caller, r)
-	case wire.MethodNodeAdmin:
-		var r wire.NodeAdminRequest
-		if err := decode(req, &r); err != nil {
-			return nil, err
-		}
-		return h.nodeAdmin(ctx, req.Caller, r)
-	case wire.MethodServiceRegister:
-		var r wire.ServiceRegisterRequest
-		if err := decode(req, &r); err != nil {
-			return nil, err
-		}
-		return h.registerService(ctx, req.Caller, r)
-	case wire.MethodServiceControl:
-		var r wire.ServiceControlRequest
-		if err := decode(req, &r); err != nil {
-			return nil, err
-		}
-		return h.controlService(ctx, req.Caller, r)
-	case wire.MethodServiceQuery:
-		var r wire.ServiceQueryRequest
-		if err := decode(req, &r); err != nil {
-			return nil, err
-		}
-		return h.queryServices(r)
-	case wire.MethodReport:
-		var r wire.Report
-		if err := decode(req, &r); err != nil {
-			return nil, err
-		}
-		h.orch.Report(ctx, r.Node, r.Procs)
-		return wire.Empty{}, nil
-	default:
-		return nil, wire.Errorf(codeUsage, "unknown method %q", req.Method)
-	}
+// Report folds an agent's process report in.
+func (h *Head) Report(ctx context.Context, r wire.Report) (wire.Empty, error) {
+	h.orch.Report(ctx, r.Node, r.Procs)
+	return wire.Empty{}, nil
 }
 
-func decode(req *wire.Request, v any) error {
-	if len(req.Body) == 0 {
-		return nil
-	}
-	if err := wire.Unmarshal(req.Body, v); err != nil {
-		return wire.Errorf(codeUsage, "bad %s request: %v", req.Method, err)
-	}
-	return nil
-}
-
-// run admits a managed reservation (SPEC §1): one process, FIXED_SHARE.
-func (h *Head) run(ctx context.Context, c wire.Caller, r wire.RunRequest) (wire.SubmitReply, error) {
+// RunManaged admits a managed reservation: one process, FIXED_SHARE.
+func (h *Head) RunManaged(ctx context.Context, c wire.Caller, r wire.RunRequest) (wire.SubmitReply, error) {
 	sc := h.sched()
 	if r.Path == "" {
-		return wire.SubmitReply{}, wire.Errorf(codeUsage, "no command given; usage: ducc run [flags] -- CMD ARGS...")
+		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "no command given; usage: ducc run [flags] -- CMD ARGS...")
 	}
 	class, err := fixedClass(sc, r.Class)
 	if err != nil {
@@ -156,7 +33,7 @@ func (h *Head) run(ctx context.Context, c wire.Caller, r wire.RunRequest) (wire.
 		mem = sc.DefaultMemory.Bytes()
 	}
 	if mem < 0 {
-		return wire.SubmitReply{}, wire.Errorf(codeUsage, "memory must be positive, got %d bytes", mem)
+		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "memory must be positive, got %d bytes", mem)
 	}
 	quantum := sc.Quantum(class.Nodepool)
 	if err := h.fitsSomeNode(mem, quantum); err != nil {
@@ -191,16 +68,16 @@ func fixedClass(sc *rm.Config, name string) (*rm.Class, error) {
 		// No default: the first FIXED_SHARE class will do.
 		fixed := classesOf(sc, rm.FixedShare)
 		if len(fixed) == 0 {
-			return nil, wire.Errorf(codeUsage, "no FIXED_SHARE class is configured; add one under scheduler.classes with policy: FIXED_SHARE")
+			return nil, wire.Errorf(wire.CodeUsage, "no FIXED_SHARE class is configured; add one under scheduler.classes with policy: FIXED_SHARE")
 		}
 		name = fixed[0]
 	}
 	c, err := sc.Class(name)
 	if err != nil {
-		return nil, wire.Errorf(codeUsage, "%v", err)
+		return nil, wire.Errorf(wire.CodeUsage, "%v", err)
 	}
 	if c.Policy != rm.FixedShare {
-		return nil, wire.Errorf(codeUsage, "class %q is %s; `ducc run` needs a FIXED_SHARE class (%s)",
+		return nil, wire.Errorf(wire.CodeUsage, "class %q is %s; `ducc run` needs a FIXED_SHARE class (%s)",
 			name, c.Policy, strings.Join(classesOf(sc, rm.FixedShare), ", "))
 	}
 	return c, nil
@@ -231,11 +108,12 @@ func (h *Head) fitsSomeNode(mem, quantum int64) error {
 		}
 		largest = max(largest, shares*quantum)
 	}
-	return wire.Errorf(codeUsage, "no node can hold %s; largest schedulable is %s",
+	return wire.Errorf(wire.CodeUsage, "no node can hold %s; largest schedulable is %s",
 		rm.FormatSize(need*quantum), rm.FormatSize(largest))
 }
 
-func (h *Head) cancel(ctx context.Context, c wire.Caller, r wire.CancelRequest) (wire.WorkInfo, error) {
+// Cancel cancels a piece of work for its owner, root or an administrator.
+func (h *Head) Cancel(ctx context.Context, c wire.Caller, r wire.CancelRequest) (wire.WorkInfo, error) {
 	var owner string
 	var ended bool
 	h.cfg.FSM.View(func(v *state.View) {
@@ -244,20 +122,21 @@ func (h *Head) cancel(ctx context.Context, c wire.Caller, r wire.CancelRequest) 
 		}
 	})
 	if owner == "" {
-		return wire.WorkInfo{}, wire.Errorf(codeUsage, "no work with id %d", r.ID)
+		return wire.WorkInfo{}, wire.Errorf(wire.CodeUsage, "no work with id %d", r.ID)
 	}
 	if owner != c.User && c.UID != 0 && !slices.Contains(h.cfg.Administrators, c.User) {
-		return wire.WorkInfo{}, wire.Errorf(codeUsage, "work %d belongs to %s; only %s or an administrator may cancel it", r.ID, owner, owner)
+		return wire.WorkInfo{}, wire.Errorf(wire.CodeUsage, "work %d belongs to %s; only %s or an administrator may cancel it", r.ID, owner, owner)
 	}
 	if !ended {
 		if _, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdCancel, Time: h.cfg.Now().UnixMilli(), WorkID: r.ID, By: c.User}); err != nil {
 			return wire.WorkInfo{}, err
 		}
 	}
-	return h.show(r.ID)
+	return h.Show(r.ID)
 }
 
-func (h *Head) show(id uint64) (wire.WorkInfo, error) {
+// Show describes one piece of work.
+func (h *Head) Show(id uint64) (wire.WorkInfo, error) {
 	var w *state.Work
 	h.cfg.FSM.View(func(v *state.View) {
 		if x := v.Work(id); x != nil {
@@ -265,14 +144,14 @@ func (h *Head) show(id uint64) (wire.WorkInfo, error) {
 		}
 	})
 	if w == nil {
-		return wire.WorkInfo{}, wire.Errorf(codeUsage, "no work with id %d", id)
+		return wire.WorkInfo{}, wire.Errorf(wire.CodeUsage, "no work with id %d", id)
 	}
 	return h.info(w), nil
 }
 
-// wait blocks until the work ends (or leaves r.State), ctx ends, or the
+// Wait blocks until the work ends (or leaves r.State), ctx ends, or the
 // timeout passes, and returns the work as it is then.
-func (h *Head) wait(ctx context.Context, r wire.WaitRequest) (wire.WorkInfo, error) {
+func (h *Head) Wait(ctx context.Context, r wire.WaitRequest) (wire.WorkInfo, error) {
 	if r.TimeoutMS > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(r.TimeoutMS)*time.Millisecond)
@@ -280,7 +159,7 @@ func (h *Head) wait(ctx context.Context, r wire.WaitRequest) (wire.WorkInfo, err
 	}
 	for {
 		ch := h.cfg.FSM.Changed()
-		info, err := h.show(r.ID)
+		info, err := h.Show(r.ID)
 		if err != nil {
 			return info, err
 		}
@@ -295,7 +174,8 @@ func (h *Head) wait(ctx context.Context, r wire.WaitRequest) (wire.WorkInfo, err
 	}
 }
 
-func (h *Head) list(r wire.ListRequest) wire.WorkList {
+// List lists work (not services), active or all, of one user or all.
+func (h *Head) List(r wire.ListRequest) wire.WorkList {
 	var ws []*state.Work
 	h.cfg.FSM.View(func(v *state.View) {
 		all := v.Active()
@@ -368,7 +248,8 @@ func cancelText(w *state.Work) string {
 	return "canceled by " + w.CancelBy
 }
 
-func (h *Head) nodes() wire.NodeList {
+// Nodes lists the nodes as the head sees them.
+func (h *Head) Nodes() wire.NodeList {
 	var out wire.NodeList
 	quantum := h.sched().Quantum("")
 	used := map[string]int{}
@@ -394,7 +275,8 @@ func (h *Head) nodes() wire.NodeList {
 	return out
 }
 
-func (h *Head) status() wire.StatusInfo {
+// Status describes the cluster as the head sees it.
+func (h *Head) Status() wire.StatusInfo {
 	st := wire.StatusInfo{Head: h.cfg.Node, HeadPeer: h.cfg.Peer, Version: h.cfg.Version, Quantum: h.sched().Quantum("")}
 	if r := h.cfg.Raft; r != nil {
 		st.RaftState = r.State().String()

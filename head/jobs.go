@@ -14,17 +14,17 @@ import (
 // maxItemSize bounds one work item.
 const maxItemSize = 1 << 20
 
-// submitJob admits a job (SPEC §5) with its first chunk of items.
-func (h *Head) submitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobRequest) (wire.SubmitReply, error) {
+// SubmitJob admits a job (docs/jobs.md) with its first chunk of items.
+func (h *Head) SubmitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobRequest) (wire.SubmitReply, error) {
 	sc := h.sched()
 	s := r.Spec
 	if s.Executable == "" {
-		return wire.SubmitReply{}, wire.Errorf(codeUsage, "process_executable is required: the worker command that processes the items")
+		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "process_executable is required: the worker command that processes the items")
 	}
 	switch s.WorkerProtocol {
 	case "", wire.ProtocolStream, wire.ProtocolExec:
 	default:
-		return wire.SubmitReply{}, wire.Errorf(codeUsage, "worker_protocol %q is not known; use stream or exec", s.WorkerProtocol)
+		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "worker_protocol %q is not known; use stream or exec", s.WorkerProtocol)
 	}
 	class, err := jobClass(sc, s.Class)
 	if err != nil {
@@ -34,7 +34,7 @@ func (h *Head) submitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobReq
 		s.Memory = sc.DefaultMemory.Bytes()
 	}
 	if s.Memory < 0 || s.Pipelines < 0 || s.DeploymentsMax < 0 || s.MaxItemRetries < 0 {
-		return wire.SubmitReply{}, wire.Errorf(codeUsage, "memory, pipeline count, deployments and retries must not be negative")
+		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "memory, pipeline count, deployments and retries must not be negative")
 	}
 	if err := h.fitsSomeNode(s.Memory, sc.Quantum(class.Nodepool)); err != nil {
 		return wire.SubmitReply{}, err
@@ -100,7 +100,7 @@ func jobEnv(c wire.Caller, s wire.JobSpec) []string {
 func checkItems(items []string) error {
 	for i, it := range items {
 		if len(it) > maxItemSize {
-			return wire.Errorf(codeUsage, "work item %d is %d bytes; items may be at most 1 MiB (pass a file name instead)", i, len(it))
+			return wire.Errorf(wire.CodeUsage, "work item %d is %d bytes; items may be at most 1 MiB (pass a file name instead)", i, len(it))
 		}
 	}
 	return nil
@@ -111,23 +111,23 @@ func jobClass(sc *rm.Config, name string) (*rm.Class, error) {
 	if name == "" {
 		c, err := sc.DefaultClass(rm.FairShare)
 		if err != nil {
-			return nil, wire.Errorf(codeUsage, "%v", err)
+			return nil, wire.Errorf(wire.CodeUsage, "%v", err)
 		}
 		return c, nil
 	}
 	c, err := sc.Class(name)
 	if err != nil {
-		return nil, wire.Errorf(codeUsage, "%v", err)
+		return nil, wire.Errorf(wire.CodeUsage, "%v", err)
 	}
 	if c.Policy == rm.Reserve {
-		return nil, wire.Errorf(codeUsage, "class %q is RESERVE (whole machines); jobs need a FAIR_SHARE or FIXED_SHARE class (%s)",
+		return nil, wire.Errorf(wire.CodeUsage, "class %q is RESERVE (whole machines); jobs need a FAIR_SHARE or FIXED_SHARE class (%s)",
 			name, strings.Join(append(classesOf(sc, rm.FairShare), classesOf(sc, rm.FixedShare)...), ", "))
 	}
 	return c, nil
 }
 
-// addItems appends a chunk of items to a job submitted with More.
-func (h *Head) addItems(ctx context.Context, c wire.Caller, r wire.ItemsRequest) (wire.Empty, error) {
+// AddItems appends a chunk of items to a job submitted with More.
+func (h *Head) AddItems(ctx context.Context, c wire.Caller, r wire.ItemsRequest) (wire.Empty, error) {
 	var owner string
 	var isJob, ended bool
 	h.cfg.FSM.View(func(v *state.View) {
@@ -136,10 +136,10 @@ func (h *Head) addItems(ctx context.Context, c wire.Caller, r wire.ItemsRequest)
 		}
 	})
 	if !isJob {
-		return wire.Empty{}, wire.Errorf(codeUsage, "no job with id %d", r.ID)
+		return wire.Empty{}, wire.Errorf(wire.CodeUsage, "no job with id %d", r.ID)
 	}
 	if owner != c.User && c.UID != 0 {
-		return wire.Empty{}, wire.Errorf(codeUsage, "job %d belongs to %s", r.ID, owner)
+		return wire.Empty{}, wire.Errorf(wire.CodeUsage, "job %d belongs to %s", r.ID, owner)
 	}
 	if err := checkItems(r.Items); err != nil {
 		return wire.Empty{}, err
@@ -152,14 +152,14 @@ func (h *Head) addItems(ctx context.Context, c wire.Caller, r wire.ItemsRequest)
 		return wire.Empty{}, err
 	}
 	if len(res) == 1 && res[0].Err != nil {
-		return wire.Empty{}, wire.Errorf(codeUsage, "%v", res[0].Err)
+		return wire.Empty{}, wire.Errorf(wire.CodeUsage, "%v", res[0].Err)
 	}
 	h.jd.Notify(r.ID)
 	return wire.Empty{}, nil
 }
 
-// results pages through a job's item outcomes.
-func (h *Head) results(r wire.ResultsRequest) (wire.ResultsReply, error) {
+// Results pages through a job's item outcomes.
+func (h *Head) Results(r wire.ResultsRequest) (wire.ResultsReply, error) {
 	limit := r.Limit
 	if limit <= 0 || limit > 10_000 {
 		limit = 10_000
@@ -188,7 +188,7 @@ func (h *Head) results(r wire.ResultsRequest) (wire.ResultsReply, error) {
 		}
 	})
 	if !found {
-		return out, wire.Errorf(codeUsage, "no job with id %d", r.ID)
+		return out, wire.Errorf(wire.CodeUsage, "no job with id %d", r.ID)
 	}
 	return out, nil
 }
@@ -222,8 +222,8 @@ func (h *Head) jobInfo(w *state.Work, info *wire.WorkInfo) {
 	}
 }
 
-// exchange serves the agents feeding job processes.
-func (h *Head) exchange(ctx context.Context, r wire.ExchangeRequest) (wire.ExchangeReply, error) {
+// Exchange serves the agents feeding job processes.
+func (h *Head) Exchange(ctx context.Context, r wire.ExchangeRequest) (wire.ExchangeReply, error) {
 	return h.jd.Exchange(ctx, r)
 }
 

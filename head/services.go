@@ -12,15 +12,15 @@ import (
 	"github.com/ducc-project/ducc/wire"
 )
 
-// registerService registers a service (SPEC §6).
-func (h *Head) registerService(ctx context.Context, c wire.Caller, r wire.ServiceRegisterRequest) (wire.SubmitReply, error) {
+// RegisterService registers a service (docs/services.md).
+func (h *Head) RegisterService(ctx context.Context, c wire.Caller, r wire.ServiceRegisterRequest) (wire.SubmitReply, error) {
 	s := r.Spec
 	if err := h.checkServiceSpec(&s); err != nil {
 		return wire.SubmitReply{}, err
 	}
 	class, err := fixedClass(h.sched(), s.Class)
 	if err != nil {
-		return wire.SubmitReply{}, wire.Errorf(codeUsage, "scheduling_class: %v", err)
+		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "scheduling_class: %v", err)
 	}
 	s.Class = class.Name
 	if s.Memory == 0 {
@@ -46,7 +46,7 @@ func (h *Head) registerService(ctx context.Context, c wire.Caller, r wire.Servic
 		return wire.SubmitReply{}, fmt.Errorf("register service: %d results", len(res))
 	}
 	if res[0].Err != nil {
-		return wire.SubmitReply{}, wire.Errorf(codeUsage, "%v", res[0].Err)
+		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "%v", res[0].Err)
 	}
 	h.log.Info("service registered", "service", res[0].ID, "user", c.User, "endpoint", s.Endpoint)
 	return wire.SubmitReply{ID: res[0].ID}, nil
@@ -56,30 +56,30 @@ func (h *Head) registerService(ctx context.Context, c wire.Caller, r wire.Servic
 func (h *Head) checkServiceSpec(s *wire.ServiceSpec) error {
 	kind, _, err := sm.ParseEndpoint(s.Endpoint)
 	if err != nil {
-		return wire.Errorf(codeUsage, "%v", err)
+		return wire.Errorf(wire.CodeUsage, "%v", err)
 	}
 	if kind == sm.EndpointCustom && s.PingExecutable == "" {
-		return wire.Errorf(codeUsage, "service_request_endpoint %s is CUSTOM: give its pinger with service_ping_executable (HTTP: and TCP: endpoints have built-in pingers)", s.Endpoint)
+		return wire.Errorf(wire.CodeUsage, "service_request_endpoint %s is CUSTOM: give its pinger with service_ping_executable (HTTP: and TCP: endpoints have built-in pingers)", s.Endpoint)
 	}
 	for _, d := range s.Dependency {
 		if d == s.Endpoint {
-			return wire.Errorf(codeUsage, "service_dependency: a service cannot depend on itself (%s)", d)
+			return wire.Errorf(wire.CodeUsage, "service_dependency: a service cannot depend on itself (%s)", d)
 		}
 		if _, _, err := sm.ParseEndpoint(d); err != nil {
-			return wire.Errorf(codeUsage, "service_dependency: %v", err)
+			return wire.Errorf(wire.CodeUsage, "service_dependency: %v", err)
 		}
 	}
 	if s.Memory < 0 || s.Instances < 0 || s.MaxInstances < 0 || s.FailuresLimit < 0 || s.InitFailuresLimit < 0 {
-		return wire.Errorf(codeUsage, "sizes, counts and limits must not be negative")
+		return wire.Errorf(wire.CodeUsage, "sizes, counts and limits must not be negative")
 	}
 	if s.Executable == "" && (s.Instances > 0 || len(s.Args) > 0) {
-		return wire.Errorf(codeUsage, "instances and process_executable_args need a process_executable; without one the service is ping-only")
+		return wire.Errorf(wire.CodeUsage, "instances and process_executable_args need a process_executable; without one the service is ping-only")
 	}
 	if s.MaxInstances > 0 && s.Instances > s.MaxInstances {
-		return wire.Errorf(codeUsage, "instances (%d) is more than max_instances (%d)", s.Instances, s.MaxInstances)
+		return wire.Errorf(wire.CodeUsage, "instances (%d) is more than max_instances (%d)", s.Instances, s.MaxInstances)
 	}
 	if s.Instances >= wire.MaxServiceInstances || s.MaxInstances >= wire.MaxServiceInstances {
-		return wire.Errorf(codeUsage, "at most %d instances", wire.MaxServiceInstances-1)
+		return wire.Errorf(wire.CodeUsage, "at most %d instances", wire.MaxServiceInstances-1)
 	}
 	return nil
 }
@@ -100,7 +100,7 @@ func (h *Head) findService(ref string) (*state.Work, error) {
 		}
 	})
 	if w == nil {
-		return nil, wire.Errorf(codeUsage, "no registered service %q (give its id or its endpoint; 'ducc services query' lists them)", ref)
+		return nil, wire.Errorf(wire.CodeUsage, "no registered service %q (give its id or its endpoint; 'ducc services query' lists them)", ref)
 	}
 	return w, nil
 }
@@ -111,11 +111,11 @@ func (h *Head) mayChange(c wire.Caller, w *state.Work) error {
 	if w.User == c.User || h.isAdmin(c) || slices.Contains(w.Service.Spec.Administrators, c.User) {
 		return nil
 	}
-	return wire.Errorf(codeUsage, "service %d belongs to %s; only %s, root or an administrator of the service may change it", w.ID, w.User, w.User)
+	return wire.Errorf(wire.CodeUsage, "service %d belongs to %s; only %s, root or an administrator of the service may change it", w.ID, w.User, w.User)
 }
 
-// controlService changes a registered service.
-func (h *Head) controlService(ctx context.Context, c wire.Caller, r wire.ServiceControlRequest) (wire.ServiceInfo, error) {
+// ControlService changes a registered service.
+func (h *Head) ControlService(ctx context.Context, c wire.Caller, r wire.ServiceControlRequest) (wire.ServiceInfo, error) {
 	w, err := h.findService(r.Service)
 	if err != nil {
 		return wire.ServiceInfo{}, err
@@ -128,20 +128,20 @@ func (h *Head) controlService(ctx context.Context, c wire.Caller, r wire.Service
 	cmd := state.Command{Type: state.CmdSvcChange, Time: now, WorkID: w.ID}
 	by := c.User
 	if r.Instances < 0 {
-		return wire.ServiceInfo{}, wire.Errorf(codeUsage, "--instances must not be negative")
+		return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "--instances must not be negative")
 	}
 	switch r.Action {
 	case wire.SvcUnregister:
 		cmd = state.Command{Type: state.CmdCancel, Time: now, WorkID: w.ID, By: by}
 	case wire.SvcStart:
 		if s.Disabled {
-			return wire.ServiceInfo{}, wire.Errorf(codeUsage, "service %d is disabled (%s); run 'ducc services enable %d' first", w.ID, s.Why, w.ID)
+			return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "service %d is disabled (%s); run 'ducc services enable %d' first", w.ID, s.Why, w.ID)
 		}
 		if s.PingOnly() && r.Instances > 0 {
-			return wire.ServiceInfo{}, wire.Errorf(codeUsage, "service %d is ping-only: it has no instances to start", w.ID)
+			return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "service %d is ping-only: it has no instances to start", w.ID)
 		}
 		if r.Instances > 0 && len(s.IDs)+r.Instances > s.Spec.MaxInstances {
-			return wire.ServiceInfo{}, wire.Errorf(codeUsage, "service %d has %d instances; %d more would pass max_instances %d (raise it with 'ducc services modify %d --max-instances N')",
+			return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "service %d has %d instances; %d more would pass max_instances %d (raise it with 'ducc services modify %d --max-instances N')",
 				w.ID, len(s.IDs), r.Instances, s.Spec.MaxInstances, w.ID)
 		}
 		cmd.Service = &state.ServiceChange{Op: state.SvcOpStart, N: int64(r.Instances)}
@@ -157,11 +157,11 @@ func (h *Head) controlService(ctx context.Context, c wire.Caller, r wire.Service
 		cmd.Service = &state.ServiceChange{Op: state.SvcOpIgnore}
 	case wire.SvcModify:
 		if len(r.Keys) == 0 {
-			return wire.ServiceInfo{}, wire.Errorf(codeUsage, "nothing to modify: give keys like --instances 3 or --autostart")
+			return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "nothing to modify: give keys like --instances 3 or --autostart")
 		}
 		for _, k := range r.Keys {
 			if !slices.Contains(state.ModifiableKeys, k) {
-				return wire.ServiceInfo{}, wire.Errorf(codeUsage, "%s cannot be modified; modifiable keys are: %s (unregister and register again for others)", k, strings.Join(state.ModifiableKeys, ", "))
+				return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "%s cannot be modified; modifiable keys are: %s (unregister and register again for others)", k, strings.Join(state.ModifiableKeys, ", "))
 			}
 		}
 		n := r.Spec
@@ -179,7 +179,7 @@ func (h *Head) controlService(ctx context.Context, c wire.Caller, r wire.Service
 			}
 		}
 		if slices.Contains(r.Keys, "instances") && slices.Contains(r.Keys, "max_instances") && n.Instances > n.MaxInstances {
-			return wire.ServiceInfo{}, wire.Errorf(codeUsage, "instances (%d) is more than max_instances (%d)", n.Instances, n.MaxInstances)
+			return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "instances (%d) is more than max_instances (%d)", n.Instances, n.MaxInstances)
 		}
 		if err := h.checkServiceSpec(&merged); err != nil {
 			return wire.ServiceInfo{}, err
@@ -189,14 +189,14 @@ func (h *Head) controlService(ctx context.Context, c wire.Caller, r wire.Service
 		}
 		cmd.Service = &state.ServiceChange{Op: state.SvcOpModify, Spec: &n, Keys: r.Keys}
 	default:
-		return wire.ServiceInfo{}, wire.Errorf(codeUsage, "unknown service action %q", r.Action)
+		return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "unknown service action %q", r.Action)
 	}
 	res, err := h.cfg.Apply.Apply(ctx, cmd)
 	if err != nil {
 		return wire.ServiceInfo{}, fmt.Errorf("%s service %d: %w", r.Action, w.ID, err)
 	}
 	if len(res) == 1 && res[0].Err != nil {
-		return wire.ServiceInfo{}, wire.Errorf(codeUsage, "%v", res[0].Err)
+		return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "%v", res[0].Err)
 	}
 	h.log.Info("service changed", "service", w.ID, "action", r.Action, "by", by, "instances", r.Instances, "keys", r.Keys)
 	var after *state.Work
@@ -211,8 +211,8 @@ func (h *Head) controlService(ctx context.Context, c wire.Caller, r wire.Service
 	return h.serviceInfo(after), nil
 }
 
-// queryServices lists active services, or one.
-func (h *Head) queryServices(r wire.ServiceQueryRequest) (wire.ServiceList, error) {
+// QueryServices lists active services, or one.
+func (h *Head) QueryServices(r wire.ServiceQueryRequest) (wire.ServiceList, error) {
 	out := wire.ServiceList{Services: []wire.ServiceInfo{}}
 	if r.Service != "" {
 		w, err := h.findService(r.Service)

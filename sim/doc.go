@@ -1,6 +1,6 @@
-// Package sim is ducc's simulation mode for scale: a real head (a Raft
-// candidate on bbolt, the orchestrator, the Resource Manager, the job
-// driver) on a real libp2p host, and many lightweight fake agents that
+// Package sim is ducc's simulation mode for scale: a real head server
+// (head/server: a Raft member on bbolt, the orchestrator, the Resource
+// Manager, the job driver) on a real libp2p host, and many lightweight fake agents that
 // speak the real protocol to it: signed heartbeats on the gossipsub
 // heartbeat topic, desired-state pushes answered over the RPC protocol
 // (wire.MethodDesired), process reports (wire.MethodReport) and

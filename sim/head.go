@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,12 +12,11 @@ import (
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/host"
-	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/pnet"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ducc-project/ducc/head"
 	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/head/server"
 	"github.com/ducc-project/ducc/web"
 	"github.com/ducc-project/ducc/wire"
 )
@@ -26,10 +24,11 @@ import (
 // headNode is the node name of the simulated head (it runs no work).
 const headNode = "sim-head"
 
-// simHead is a real head: a Raft candidate (bbolt in a temporary
-// directory, bootstrap_expect 1) on a libp2p host on loopback, fed by the
-// heartbeat topic and serving the RPC protocol, as a head-eligible agent
-// runs it, but with no process manager and no node of its own.
+// simHead is a real head server (head/server: a Raft member on bbolt in a
+// temporary directory, bootstrap_expect 1, on a libp2p host on loopback,
+// fed by the heartbeat topic and serving the RPC protocol) as a
+// head-eligible agent runs it, but with no process manager and no node of
+// its own. Its hooks measure heartbeats and pushes.
 type simHead struct {
 	log   *slog.Logger
 	dir   string
@@ -38,11 +37,11 @@ type simHead struct {
 	ps    *pubsub.PubSub
 	hbT   *wire.Topic[wire.Heartbeat]
 	leadT *wire.Topic[wire.LeaderAnnounce]
-	cands *head.Candidate
+	srv   *server.Server
 	reg   *prometheus.Registry
 
 	heartbeats atomic.Uint64
-	hbBusy     atomic.Int64 // nanoseconds spent in Head.Heartbeat
+	hbBusy     atomic.Int64 // nanoseconds spent folding heartbeats in
 	pushes     atomic.Uint64
 	pushErrs   atomic.Uint64
 
@@ -67,7 +66,6 @@ func startHead(ctx context.Context, o *Options) (_ *simHead, err error) {
 	if s.psk, err = wire.GenerateClusterKey(); err != nil {
 		return nil, fmt.Errorf("sim head: %w", err)
 	}
-	// Quiet libp2p and Raft: their info logs would dominate at scale.
 	base := o.Logger
 	s.host, err = wire.NewHost(ctx, wire.HostConfig{ClusterKey: s.psk, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, Logger: base})
 	if err != nil {
@@ -82,33 +80,23 @@ func startHead(ctx context.Context, o *Options) (_ *simHead, err error) {
 	if s.leadT, err = wire.JoinLeaderTopic(s.ps, base); err != nil {
 		return nil, fmt.Errorf("sim head: %w", err)
 	}
-	s.cands, err = head.NewCandidate(head.CandidateConfig{
-		DataDir: s.dir, Host: s.host, BootstrapExpect: 1, Logger: base,
-		HeadConfig: head.Config{
-			Node: headNode, Peer: s.host.ID().String(), Version: "sim", Push: s,
-			Scheduler: rm.DefaultConfig(), NodeTimeout: o.NodeTimeout, Logger: base,
-			Metrics: web.NewHeadMetrics(s.reg),
-		},
+	s.srv, err = server.New(server.Config{
+		Host: s.host, Heartbeats: s.hbT, Leaders: s.leadT,
+		DataDir: s.dir, BootstrapExpect: 1, Heartbeat: o.Heartbeat,
+		Node: headNode, Version: "sim", Scheduler: rm.DefaultConfig(), NodeTimeout: o.NodeTimeout,
+		Metrics: web.NewHeadMetrics(s.reg),
+		Hooks:   server.Hooks{Heartbeat: s.sawHeartbeat, Pushed: s.pushed},
+		Logger:  base,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sim head: %w", err)
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	wire.Serve(s.host, s.handle, wire.WithServeLogger(base))
-	sub, err := s.hbT.Subscribe()
-	if err != nil {
-		return nil, fmt.Errorf("sim head: %w", err)
-	}
-	for _, f := range []func(context.Context){
-		s.cands.Run,
-		func(ctx context.Context) { s.consumeHeartbeats(ctx, sub) },
-		func(ctx context.Context) { s.announce(ctx, o.Heartbeat) },
-	} {
-		s.wg.Add(1)
-		go func() { defer s.wg.Done(); f(rctx) }()
-	}
-	for s.cands.Head() == nil {
+	wire.Serve(s.host, s.srv.Handle, wire.WithServeLogger(base))
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.srv.Run(rctx) }()
+	for !s.srv.Leading() {
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("sim head: waiting for the election: %w", ctx.Err())
@@ -128,7 +116,7 @@ func (s *simHead) addrInfo() []string {
 	return out
 }
 
-// stopRunning stops the head, its heartbeat loop and announcements.
+// stopRunning stops the head server.
 func (s *simHead) stopRunning() {
 	if s.cancel != nil {
 		s.cancel()
@@ -142,8 +130,8 @@ func (s *simHead) close() {
 	if s.host != nil {
 		wire.StopServing(s.host)
 	}
-	if s.cands != nil {
-		if err := s.cands.Close(); err != nil {
+	if s.srv != nil {
+		if err := s.srv.Close(); err != nil {
 			s.log.Warn("raft shutdown", "err", err)
 		}
 	}
@@ -161,56 +149,22 @@ func (s *simHead) close() {
 	}
 }
 
-// handle serves the RPC protocol as a head-eligible agent does.
-func (s *simHead) handle(ctx context.Context, from peer.ID, req *wire.Request) (any, error) {
-	if req.Method == wire.MethodDesired {
-		return nil, wire.Errorf(wire.CodeUsage, "the simulated head runs no processes")
-	}
-	if h := s.cands.Head(); h != nil {
-		return h.Handle(ctx, from, req)
-	}
-	return nil, wire.Errorf(wire.CodeUnreachable, "%s is not the head", headNode)
+// sawHeartbeat measures one heartbeat the head folded in: the rate, the
+// busy time and the lag.
+func (s *simHead) sawHeartbeat(hb wire.Heartbeat, received time.Time, took time.Duration) {
+	s.hbBusy.Add(int64(took))
+	s.heartbeats.Add(1)
+	lag := float64(received.UnixMilli() - hb.Time)
+	s.lagMu.Lock()
+	s.lags = append(s.lags, lag)
+	s.lagMu.Unlock()
 }
 
-// PushDesired implements orch.Pusher over the real RPC protocol.
-func (s *simHead) PushDesired(ctx context.Context, node, peerID string, ds wire.DesiredState) error {
+// pushed counts one desired-state push.
+func (s *simHead) pushed(_ string, err error) {
 	s.pushes.Add(1)
-	p, err := peer.Decode(peerID)
 	if err != nil {
 		s.pushErrs.Add(1)
-		return fmt.Errorf("node %s has bad peer id %q: %w", node, peerID, err)
-	}
-	if err := wire.Call(ctx, s.host, p, wire.MethodDesired, wire.Caller{Node: headNode}, ds, &wire.Empty{}); err != nil {
-		s.pushErrs.Add(1)
-		return err
-	}
-	return nil
-}
-
-// consumeHeartbeats feeds heartbeats to the head, one at a time, as an
-// agent's headHeartbeats does, and measures the rate, busy time and lag.
-func (s *simHead) consumeHeartbeats(ctx context.Context, sub *wire.Subscription[wire.Heartbeat]) {
-	defer sub.Cancel()
-	for {
-		hb, from, err := sub.Next(ctx)
-		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
-				s.log.Warn("heartbeat subscription ended", "err", err)
-			}
-			return
-		}
-		h := s.cands.Head()
-		if h == nil {
-			continue
-		}
-		t0 := time.Now()
-		h.Heartbeat(ctx, hb, from.String())
-		s.hbBusy.Add(int64(time.Since(t0)))
-		s.heartbeats.Add(1)
-		lag := float64(t0.UnixMilli() - hb.Time)
-		s.lagMu.Lock()
-		s.lags = append(s.lags, lag)
-		s.lagMu.Unlock()
 	}
 }
 
@@ -223,51 +177,9 @@ func (s *simHead) takeLags() []float64 {
 	return out
 }
 
-// announce publishes the leader announcement every interval.
-func (s *simHead) announce(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		if s.cands.Head() != nil {
-			ann := wire.LeaderAnnounce{PeerID: s.host.ID().String(), Node: headNode,
-				Term: s.cands.Raft().CurrentTerm(), Time: time.Now().UnixMilli()}
-			for _, a := range s.host.Addrs() {
-				ann.Addrs = append(ann.Addrs, a.String())
-			}
-			if err := s.leadT.Publish(ctx, ann); err != nil && ctx.Err() == nil {
-				s.log.Warn("cannot announce head", "err", err)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// call runs a head RPC in process, encoding as the wire would.
+// call runs a head method in process, as the wire would.
 func (s *simHead) call(ctx context.Context, method string, req, resp any) error {
-	h := s.cands.Head()
-	if h == nil {
-		return wire.Errorf(wire.CodeUnreachable, "no head")
-	}
-	body, err := wire.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", method, err)
-	}
-	out, err := h.Handle(ctx, s.host.ID(), &wire.Request{Method: method, Caller: wire.Caller{Node: headNode}, Body: body})
-	if err != nil {
-		return fmt.Errorf("%s: %w", method, err)
-	}
-	b, err := wire.Marshal(out)
-	if err != nil {
-		return fmt.Errorf("encode %s reply: %w", method, err)
-	}
-	if err := wire.Unmarshal(b, resp); err != nil {
-		return fmt.Errorf("decode %s reply: %w", method, err)
-	}
-	return nil
+	return s.srv.Call(ctx, method, wire.Caller{Node: headNode}, req, resp)
 }
 
 // nodesUp returns how many nodes the head sees up.

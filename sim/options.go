@@ -34,7 +34,7 @@ type Options struct {
 	// Submitters is how many submissions are in flight at once (default 16).
 	Submitters int
 	// SubscribeHeartbeats makes every fake host subscribe to the heartbeat
-	// topic, as every agent does today (agent.headHeartbeats): gossipsub
+	// topic, as every agent once did: gossipsub
 	// then delivers every heartbeat to every host. Off by default: the
 	// fakes then model agents where only head candidates subscribe.
 	SubscribeHeartbeats bool

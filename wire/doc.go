@@ -14,7 +14,12 @@
 //     resource-manager limits sized for a cluster head of thousands of nodes;
 //   - gossipsub (pubsub.go) with typed, size-checked topics for heartbeats
 //     and leader announcements;
-//   - request/response RPC on ProtoRPC streams (rpc.go) with coded errors;
+//   - the one table of RPC methods (methods.go): each method's name,
+//     request and reply types, who may call it (the CLI socket, an agent,
+//     the head) and whether it may be sent again to a new head, and the
+//     error codes that RPC errors carry and the CLI exits with;
+//   - request/response RPC on ProtoRPC streams (rpc.go) with coded errors,
+//     and the same call in process (CallLocal);
 //   - the Raft stream layer and transport over libp2p streams (raft.go).
 //
 // Logging uses log/slog with component=wire.

@@ -14,11 +14,13 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/pnet"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	"github.com/multiformats/go-multiaddr"
 )
 
 // Connection-manager watermarks: a head keeps a connection to every agent of
@@ -204,3 +206,21 @@ func looksLikeKeyMismatch(err error) bool {
 		strings.Contains(msg, "failed")
 	return upgrading && failed
 }
+
+// LearnAddrs adds the listen addresses a peer published (in a heartbeat or
+// a leader announcement) to h's peerstore for a while, so that h can dial
+// it. Unparsable addresses are skipped; h's own addresses are not stored.
+func LearnAddrs(h host.Host, p peer.ID, addrs []string) {
+	if p == h.ID() {
+		return
+	}
+	for _, s := range addrs {
+		if ma, err := multiaddr.NewMultiaddr(s); err == nil {
+			h.Peerstore().AddAddr(p, ma, learnedAddrTTL)
+		}
+	}
+}
+
+// learnedAddrTTL is how long a learned address is kept; peers publish
+// theirs every heartbeat.
+const learnedAddrTTL = 10 * time.Minute

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
@@ -20,13 +19,6 @@ import (
 // answers with one Response frame and closes. The client resets the stream
 // to cancel the call, which cancels the handler's context. One call per
 // stream; yamux makes streams cheap.
-
-// Error codes carried in Response.Code. They follow the CLI's exit codes.
-const (
-	CodeError       = 1 // anything else
-	CodeUsage       = 2 // bad input: unknown class, malformed request, ...
-	CodeUnreachable = 3 // the head (or the peer) cannot be reached
-)
 
 // Server-side time limits for the parts of a call that do not depend on
 // the handler: reading the request and writing the response.
@@ -100,14 +92,14 @@ func WithServeLogger(l *slog.Logger) ServeOption {
 
 // Serve registers handler for ProtoRPC streams on h, replacing any previous
 // handler. Each call runs in its own goroutine, owned by its stream. Use
-// StopServing (or close the host) to stop.
+// StopServing (or close the host) to stop. A host cannot call itself:
+// whoever needs to uses CallLocal with the same handler.
 func Serve(h host.Host, handler Handler, opts ...ServeOption) {
 	cfg := serveConfig{}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	logger := componentLogger(cfg.logger)
-	localHandlers.Store(h.ID(), localHandler{handler: handler, logger: logger})
 	h.SetStreamHandler(ProtoRPC, func(s network.Stream) {
 		serveStream(s, handler, logger)
 	})
@@ -116,39 +108,38 @@ func Serve(h host.Host, handler Handler, opts ...ServeOption) {
 // StopServing removes the ProtoRPC handler from h.
 func StopServing(h host.Host) {
 	h.RemoveStreamHandler(ProtoRPC)
-	localHandlers.Delete(h.ID())
 }
 
-// localHandlers holds the handler served by each host of this process, so
-// that a Call from a host to itself (a single-node cluster, or an agent
-// whose own node is the head) runs the handler directly: libp2p cannot
-// dial itself.
-var localHandlers sync.Map // peer.ID → localHandler
-
-type localHandler struct {
-	handler Handler
-	logger  *slog.Logger
-}
-
-// callSelf serves a call addressed to the calling host itself, with the
-// same encoding, size limits and error mapping as a remote call.
-func callSelf(ctx context.Context, h host.Host, r *Request, resp any) error {
-	v, ok := localHandlers.Load(h.ID())
-	if !ok {
-		return &CodedError{Code: CodeUnreachable, Msg: fmt.Sprintf("%s: this node (%s) serves no RPC", r.Method, h.ID())}
+// CallLocal runs handler in process for a call from self, with the same
+// encoding, size limits, panic recovery and error mapping as Call to a
+// remote peer, so that both paths behave the same.
+func CallLocal(ctx context.Context, handler Handler, self peer.ID, method string, caller Caller, req, resp any, opts ...ServeOption) error {
+	cfg := serveConfig{}
+	for _, o := range opts {
+		o(&cfg)
 	}
-	lh := v.(localHandler)
-	if err := checkFrameSize(r); err != nil {
+	if err := ctx.Err(); err != nil {
+		return &CodedError{Code: CodeUnreachable, Msg: fmt.Sprintf("%s: %v", method, err), Err: err}
+	}
+	r := Request{Method: method, Caller: caller}
+	if req != nil {
+		raw, err := Marshal(req)
+		if err != nil {
+			return &CodedError{Code: CodeUsage, Msg: fmt.Sprintf("%s: %v", method, err), Err: err}
+		}
+		r.Body = raw
+	}
+	if err := checkFrameSize(&r); err != nil {
 		return err
 	}
-	out := handle(ctx, lh.handler, h.ID(), r, lh.logger)
+	out := handle(ctx, handler, self, &r, componentLogger(cfg.logger))
 	if err := ctx.Err(); err != nil {
-		return &CodedError{Code: CodeUnreachable, Msg: fmt.Sprintf("%s to %s: %v", r.Method, h.ID(), err), Err: err}
+		return &CodedError{Code: CodeUnreachable, Msg: fmt.Sprintf("%s: %v", method, err), Err: err}
 	}
 	if raw, err := Marshal(&out); err == nil && len(raw) > MaxMessageSize {
-		out = Response{Error: fmt.Sprintf("%s: reply too large: %v", r.Method, &TooLargeError{Size: uint64(len(raw)), Limit: MaxMessageSize}), Code: CodeError}
+		out = Response{Error: fmt.Sprintf("%s: reply too large: %v", method, &TooLargeError{Size: uint64(len(raw)), Limit: MaxMessageSize}), Code: CodeError}
 	}
-	return decodeResponse(r.Method, h.ID(), &out, resp)
+	return decodeResponse(method, self, &out, resp)
 }
 
 func checkFrameSize(r *Request) error {
@@ -269,9 +260,6 @@ func Call(ctx context.Context, h host.Host, to peer.ID, method string, caller Ca
 			return &CodedError{Code: CodeUsage, Msg: fmt.Sprintf("%s: %v", method, err), Err: err}
 		}
 		r.Body = raw
-	}
-	if to == h.ID() {
-		return callSelf(ctx, h, &r, resp)
 	}
 	s, err := h.NewStream(ctx, to, ProtoRPC)
 	if err != nil {

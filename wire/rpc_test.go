@@ -240,16 +240,22 @@ func BenchmarkCallParallel(b *testing.B) {
 	})
 }
 
-func TestCallSelf(t *testing.T) {
+func TestCallLocal(t *testing.T) {
 	h := newTestHost(t, testKey(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := Call(ctx, h, h.ID(), MethodStatus, Caller{}, nil, nil); ErrorCode(err) != CodeUnreachable {
-		t.Fatalf("self call without a handler: %v", err)
+		t.Fatalf("a host calling itself over the network: %v", err)
 	}
-	Serve(h, func(ctx context.Context, from peer.ID, req *Request) (any, error) {
+	handler := func(ctx context.Context, from peer.ID, req *Request) (any, error) {
 		if from != h.ID() {
 			return nil, fmt.Errorf("from %s", from)
+		}
+		switch req.Method {
+		case "panic":
+			panic("boom")
+		case "plain":
+			return nil, errors.New("plain")
 		}
 		var r IDRequest
 		if err := req.DecodeBody(&r); err != nil {
@@ -259,13 +265,92 @@ func TestCallSelf(t *testing.T) {
 			return nil, Errorf(CodeUsage, "id required")
 		}
 		return StatusInfo{Head: "self", RaftIndex: r.ID}, nil
-	}, WithServeLogger(testLogger(t)))
-	t.Cleanup(func() { StopServing(h) })
-	var st StatusInfo
-	if err := Call(ctx, h, h.ID(), MethodStatus, Caller{User: "u"}, IDRequest{ID: 9}, &st); err != nil || st.Head != "self" || st.RaftIndex != 9 {
-		t.Fatalf("self call: %v %+v", err, st)
 	}
-	if err := Call(ctx, h, h.ID(), MethodStatus, Caller{}, IDRequest{}, &st); ErrorCode(err) != CodeUsage {
-		t.Fatalf("self call error: %v", err)
+	var st StatusInfo
+	tests := []struct {
+		name, method string
+		req          any
+		wantCode     int
+	}{
+		{"ok", MethodStatus, IDRequest{ID: 9}, CodeOK},
+		{"coded error", MethodStatus, IDRequest{}, CodeUsage},
+		{"plain error", "plain", nil, CodeError},
+		{"panic", "panic", nil, CodeError},
+		{"bad body", MethodStatus, "not a struct", CodeUsage},
+		{"too large", MethodStatus, strings.Repeat("x", MaxMessageSize+1), CodeUsage},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CallLocal(ctx, handler, h.ID(), tc.method, Caller{User: "u"}, tc.req, &st, WithServeLogger(testLogger(t)))
+			if ErrorCode(err) != tc.wantCode {
+				t.Fatalf("code %d (%v), want %d", ErrorCode(err), err, tc.wantCode)
+			}
+			if err != nil {
+				var ce *CodedError
+				if !errors.As(err, &ce) {
+					t.Errorf("not a CodedError: %T", err)
+				}
+			}
+		})
+	}
+	if st.Head != "self" || st.RaftIndex != 9 {
+		t.Errorf("reply %+v", st)
+	}
+	done, stop := context.WithCancel(ctx)
+	stop()
+	if err := CallLocal(done, handler, h.ID(), MethodStatus, Caller{}, IDRequest{ID: 1}, &st); ErrorCode(err) != CodeUnreachable {
+		t.Errorf("call with an ended context: %v", err)
+	}
+}
+
+func TestMethodTable(t *testing.T) {
+	seen := map[string]bool{}
+	for _, m := range Methods() {
+		if seen[m.Name] {
+			t.Errorf("method %q listed twice", m.Name)
+		}
+		seen[m.Name] = true
+		if m.Callers == 0 || m.NewRequest == nil || m.NewReply == nil {
+			t.Errorf("method %q is incomplete: %+v", m.Name, m)
+		}
+		if m.Callers&FromHead != 0 && m.ToHead() {
+			t.Errorf("method %q is served by both the head and the agents", m.Name)
+		}
+		// Every request and reply type round-trips through the codec.
+		for _, v := range []any{m.NewRequest(), m.NewReply()} {
+			b, err := Marshal(v)
+			if err != nil {
+				t.Errorf("%s: marshal %T: %v", m.Name, v, err)
+				continue
+			}
+			if err := Unmarshal(b, v); err != nil {
+				t.Errorf("%s: unmarshal %T: %v", m.Name, v, err)
+			}
+		}
+		got, ok := LookupMethod(m.Name)
+		if !ok || got.Name != m.Name {
+			t.Errorf("LookupMethod(%q) = %+v, %v", m.Name, got, ok)
+		}
+	}
+	if _, ok := LookupMethod("no.such.method"); ok {
+		t.Error("an unknown method was found")
+	}
+	if m, _ := LookupMethod(MethodDesired); m.ToHead() || m.OnSocket() {
+		t.Errorf("desired: %+v", m)
+	}
+	if m, _ := LookupMethod(MethodReport); !m.ToHead() || m.OnSocket() || !m.ReadOnly {
+		t.Errorf("report: %+v", m)
+	}
+}
+
+func TestNotHead(t *testing.T) {
+	err := NotHead("n1")
+	if ErrorCode(err) != CodeUnreachable || !IsNotHead(err) {
+		t.Errorf("NotHead: %v code %d", err, ErrorCode(err))
+	}
+	// The text survives a trip over the wire, where only the message and
+	// code travel.
+	if !IsNotHead(&CodedError{Code: CodeUnreachable, Msg: err.Error()}) || IsNotHead(errors.New("other")) || IsNotHead(nil) {
+		t.Error("IsNotHead")
 	}
 }

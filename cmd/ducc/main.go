@@ -10,17 +10,18 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ducc-project/ducc/proc"
+	"github.com/ducc-project/ducc/wire"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-// Exit codes (SPEC §8).
+// Exit codes: the error codes of package wire, which RPC errors carry.
 const (
-	exitOK          = 0
-	exitFailed      = 1
-	exitUsage       = 2
-	exitUnreachable = 3
+	exitOK          = wire.CodeOK
+	exitFailed      = wire.CodeError
+	exitUsage       = wire.CodeUsage
+	exitUnreachable = wire.CodeUnreachable
 )
 
 // exitError ends the command with a code and, unless msg is empty, a

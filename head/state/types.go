@@ -145,7 +145,7 @@ func (p *Proc) Ended() bool {
 }
 
 // Applier commits commands through Raft and returns their results; the
-// head's Candidate implements it, statetest.Applier fakes it.
+// head server's Raft member implements it, statetest.Applier fakes it.
 type Applier interface {
 	Apply(ctx context.Context, cmds ...Command) ([]Result, error)
 }

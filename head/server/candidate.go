@@ -1,4 +1,4 @@
-package head
+package server
 
 import (
 	"context"
@@ -15,12 +15,13 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/libp2p/go-libp2p/core/host"
 
+	"github.com/ducc-project/ducc/head"
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/wire"
 )
 
-// CandidateConfig configures a head-eligible agent's Raft member.
-type CandidateConfig struct {
+// candidateConfig configures a head-eligible agent's Raft member.
+type candidateConfig struct {
 	DataDir         string
 	Host            host.Host
 	BootstrapExpect int
@@ -28,12 +29,12 @@ type CandidateConfig struct {
 	// Elect is the Raft heartbeat/election timeout (500 ms by default).
 	Elect time.Duration
 	// HeadConfig is the template for the head started on leadership.
-	HeadConfig Config
+	HeadConfig head.Config
 }
 
-// Candidate is a Raft member that runs a Head while it is the leader.
-type Candidate struct {
-	cfg   CandidateConfig
+// candidate is a Raft member that runs a Head while it is the leader.
+type candidate struct {
+	cfg   candidateConfig
 	log   *slog.Logger
 	raft  *raft.Raft
 	fsm   *state.FSM
@@ -43,12 +44,12 @@ type Candidate struct {
 	member atomic.Bool
 
 	mu   sync.Mutex
-	head *Head
+	head *head.Head
 }
 
-// NewCandidate opens the Raft log in DataDir/raft and joins or bootstraps
-// the Raft group.
-func NewCandidate(cfg CandidateConfig) (*Candidate, error) {
+// newCandidate opens the Raft log in DataDir/raft and bootstraps a lone
+// head's Raft group; a group of several forms later (Bootstrap, AddVoter).
+func newCandidate(cfg candidateConfig) (*candidate, error) {
 	log := cfg.Logger.With("component", "raft")
 	dir := filepath.Join(cfg.DataDir, "raft")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -102,7 +103,7 @@ func NewCandidate(cfg CandidateConfig) (*Candidate, error) {
 		store.Close()
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
-	c := &Candidate{cfg: cfg, log: log, raft: r, fsm: fsm, store: store, trans: trans}
+	c := &candidate{cfg: cfg, log: log, raft: r, fsm: fsm, store: store, trans: trans}
 	c.member.Store(has || cfg.BootstrapExpect <= 1)
 	return c, nil
 }
@@ -110,7 +111,7 @@ func NewCandidate(cfg CandidateConfig) (*Candidate, error) {
 // Member reports whether this candidate belongs to a Raft group: it had
 // Raft state on disk, bootstrapped one, or sees itself in the group's
 // configuration (after a leader added it).
-func (c *Candidate) Member() bool {
+func (c *candidate) Member() bool {
 	if c.member.Load() {
 		return true
 	}
@@ -130,7 +131,7 @@ func (c *Candidate) Member() bool {
 // Bootstrap forms the first Raft group from the given head-eligible peers
 // (this one among them). Every member bootstraps with the same list, so
 // they agree; a member that already has state refuses.
-func (c *Candidate) Bootstrap(peers []string) error {
+func (c *candidate) Bootstrap(peers []string) error {
 	conf := raft.Configuration{}
 	for _, p := range peers {
 		conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(p), Address: raft.ServerAddress(p)})
@@ -145,9 +146,9 @@ func (c *Candidate) Bootstrap(peers []string) error {
 
 // AddVoter adds a head-eligible peer to the Raft group; it must be called
 // on the leader. Adding a member twice is harmless.
-func (c *Candidate) AddVoter(peerID string) error {
+func (c *candidate) AddVoter(peerID string) error {
 	if c.raft.State() != raft.Leader {
-		return wire.Errorf(3, "this node is no longer the head; retry")
+		return wire.Errorf(wire.CodeUnreachable, "this node is no longer the head; retry")
 	}
 	f := c.raft.AddVoter(raft.ServerID(peerID), raft.ServerAddress(peerID), 0, 10*time.Second)
 	if err := f.Error(); err != nil {
@@ -158,13 +159,13 @@ func (c *Candidate) AddVoter(peerID string) error {
 }
 
 // FSM returns the replicated state.
-func (c *Candidate) FSM() *state.FSM { return c.fsm }
+func (c *candidate) FSM() *state.FSM { return c.fsm }
 
 // Raft returns the Raft member.
-func (c *Candidate) Raft() *raft.Raft { return c.raft }
+func (c *candidate) Raft() *raft.Raft { return c.raft }
 
 // Head returns the running head, or nil when this member is not the leader.
-func (c *Candidate) Head() *Head {
+func (c *candidate) Head() *head.Head {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.head
@@ -172,7 +173,7 @@ func (c *Candidate) Head() *Head {
 
 // Run starts and stops the head as leadership comes and goes, until ctx
 // ends.
-func (c *Candidate) Run(ctx context.Context) {
+func (c *candidate) Run(ctx context.Context) {
 	var (
 		cancel context.CancelFunc
 		done   chan struct{}
@@ -212,7 +213,7 @@ func (c *Candidate) Run(ctx context.Context) {
 			hctx, hcancel := context.WithCancel(ctx)
 			cfg := c.cfg.HeadConfig
 			cfg.FSM, cfg.Apply, cfg.Raft = c.fsm, c, c.raft
-			h := New(cfg)
+			h := head.New(cfg)
 			cancel, done = hcancel, make(chan struct{})
 			c.mu.Lock()
 			c.head = h
@@ -236,7 +237,7 @@ func (c *Candidate) Run(ctx context.Context) {
 }
 
 // Apply commits commands through Raft; it must be called on the leader.
-func (c *Candidate) Apply(ctx context.Context, cmds ...state.Command) ([]state.Result, error) {
+func (c *candidate) Apply(ctx context.Context, cmds ...state.Command) ([]state.Result, error) {
 	data, err := state.Encode(cmds...)
 	if err != nil {
 		return nil, fmt.Errorf("encode commands: %w", err)
@@ -252,7 +253,7 @@ func (c *Candidate) Apply(ctx context.Context, cmds ...state.Command) ([]state.R
 	c.cfg.HeadConfig.Metrics.ObserveApply(time.Since(start))
 	if err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			return nil, wire.Errorf(3, "this node is no longer the head; retry: %v", err)
+			return nil, wire.Errorf(wire.CodeUnreachable, "this node is no longer the head; retry: %v", err)
 		}
 		return nil, fmt.Errorf("raft apply: %w", err)
 	}
@@ -264,7 +265,7 @@ func (c *Candidate) Apply(ctx context.Context, cmds ...state.Command) ([]state.R
 }
 
 // Close shuts Raft down and closes the log.
-func (c *Candidate) Close() error {
+func (c *candidate) Close() error {
 	err := c.raft.Shutdown().Error()
 	c.trans.Close()
 	if cerr := c.store.Close(); err == nil {

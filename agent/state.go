@@ -1,0 +1,155 @@
+package agent
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/ducc-project/ducc/wire"
+)
+
+// The agent's mutable state is split by owner, each piece with its own
+// lock: the head it follows (leaderTracker), what its heartbeats tell the
+// head (ledger), and the processes being started, stopped or fed
+// (busySet, feeders).
+
+// leaderTracker is the head this agent follows, from the leader
+// announcements.
+type leaderTracker struct {
+	mu      sync.Mutex
+	leader  peer.ID
+	changed chan struct{} // closed (and replaced) when the leader changes
+}
+
+func newLeaderTracker() *leaderTracker {
+	return &leaderTracker{changed: make(chan struct{})}
+}
+
+// get returns the leader ("" for none) and a channel that is closed when
+// it changes.
+func (l *leaderTracker) get() (peer.ID, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.leader, l.changed
+}
+
+// set follows p and reports whether that is a change; a change closes the
+// channel of get, which abandons calls in flight to the old head.
+func (l *leaderTracker) set(p peer.ID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.leader == p {
+		return false
+	}
+	l.leader = p
+	close(l.changed)
+	l.changed = make(chan struct{})
+	return true
+}
+
+// ledger is what every heartbeat tells the head besides the node's
+// inventory: a sequence number, the version of the desired state applied
+// and the ended processes the head has not acknowledged yet.
+type ledger struct {
+	mu      sync.Mutex
+	seq     uint64
+	applied uint64
+	unacked map[string]wire.ProcStatus
+}
+
+func newLedger() *ledger { return &ledger{unacked: map[string]wire.ProcStatus{}} }
+
+// ended records an ended process until the head acknowledges it.
+func (l *ledger) ended(ps wire.ProcStatus) {
+	l.mu.Lock()
+	l.unacked[ps.ID] = ps
+	l.mu.Unlock()
+}
+
+// apply records that the desired state ds is applied and forgets what it
+// acknowledges. It returns false, changing nothing, when ds is not newer
+// than the state applied.
+func (l *ledger) apply(ds wire.DesiredState) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ds.Version <= l.applied {
+		return false
+	}
+	l.applied = ds.Version
+	for _, id := range ds.Ack {
+		delete(l.unacked, id)
+	}
+	return true
+}
+
+// next numbers a new heartbeat and returns the version applied and the
+// unacknowledged processes (in id order).
+func (l *ledger) next() (seq, applied uint64, unacked []wire.ProcStatus) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seq++
+	for _, id := range slices.Sorted(maps.Keys(l.unacked)) {
+		unacked = append(unacked, l.unacked[id])
+	}
+	return l.seq, l.applied, unacked
+}
+
+// busySet holds the ids of processes with an operation (a start, a stop)
+// under way, so that a second one waits for the next desired state.
+type busySet struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+func newBusySet() *busySet { return &busySet{ids: map[string]bool{}} }
+
+// begin marks id busy; false means it already was.
+func (b *busySet) begin(id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ids[id] {
+		return false
+	}
+	b.ids[id] = true
+	return true
+}
+
+// end marks id free.
+func (b *busySet) end(id string) {
+	b.mu.Lock()
+	delete(b.ids, id)
+	b.mu.Unlock()
+}
+
+// feeders are the job processes being fed, with what stops their feeder.
+type feeders struct {
+	mu     sync.Mutex
+	cancel map[string]context.CancelFunc
+}
+
+func newFeeders() *feeders { return &feeders{cancel: map[string]context.CancelFunc{}} }
+
+// add registers the feeder of a process; false means one already runs.
+func (f *feeders) add(id string, cancel context.CancelFunc) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.cancel[id]; ok {
+		return false
+	}
+	f.cancel[id] = cancel
+	return true
+}
+
+// stop stops the feeder of a process, if one runs.
+func (f *feeders) stop(id string) {
+	f.mu.Lock()
+	cancel, ok := f.cancel[id]
+	delete(f.cancel, id)
+	f.mu.Unlock()
+	if ok {
+		cancel()
+	}
+}

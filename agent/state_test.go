@@ -1,0 +1,92 @@
+package agent
+
+import (
+	"context"
+	"testing"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/ducc-project/ducc/wire"
+)
+
+func TestLeaderTracker(t *testing.T) {
+	l := newLeaderTracker()
+	p, ch := l.get()
+	if p != "" {
+		t.Fatalf("leader %q at start", p)
+	}
+	if !l.set(peer.ID("a")) {
+		t.Error("a first leader is not a change")
+	}
+	select {
+	case <-ch:
+	default:
+		t.Error("the change did not close the channel")
+	}
+	p, ch = l.get()
+	if p != "a" || l.set("a") {
+		t.Errorf("leader %q; setting it again changed it", p)
+	}
+	select {
+	case <-ch:
+		t.Error("the channel closed without a change")
+	default:
+	}
+}
+
+func TestLedger(t *testing.T) {
+	l := newLedger()
+	l.ended(wire.ProcStatus{ID: "2.1", State: wire.ProcExited})
+	l.ended(wire.ProcStatus{ID: "1.1", State: wire.ProcExited})
+	seq, applied, unacked := l.next()
+	if seq != 1 || applied != 0 || len(unacked) != 2 || unacked[0].ID != "1.1" {
+		t.Fatalf("next: %d %d %+v", seq, applied, unacked)
+	}
+	steps := []struct {
+		ds      wire.DesiredState
+		applied bool
+		left    int
+	}{
+		{wire.DesiredState{Version: 2, Ack: []string{"1.1"}}, true, 1},
+		{wire.DesiredState{Version: 2, Ack: []string{"2.1"}}, false, 1}, // not newer: ignored
+		{wire.DesiredState{Version: 1, Ack: []string{"2.1"}}, false, 1},
+		{wire.DesiredState{Version: 3, Ack: []string{"2.1", "9.9"}}, true, 0},
+	}
+	for i, s := range steps {
+		if got := l.apply(s.ds); got != s.applied {
+			t.Errorf("step %d: apply = %v", i, got)
+		}
+		seq, applied, unacked := l.next()
+		if seq != uint64(i+2) || len(unacked) != s.left || (s.applied && applied != s.ds.Version) {
+			t.Errorf("step %d: next: %d %d %+v", i, seq, applied, unacked)
+		}
+	}
+}
+
+func TestBusySetAndFeeders(t *testing.T) {
+	b := newBusySet()
+	if !b.begin("1.1") || b.begin("1.1") {
+		t.Error("begin twice")
+	}
+	b.end("1.1")
+	if !b.begin("1.1") {
+		t.Error("begin after end")
+	}
+
+	f := newFeeders()
+	ctx, cancel := context.WithCancel(context.Background())
+	if !f.add("1.1", cancel) || f.add("1.1", func() {}) {
+		t.Error("add twice")
+	}
+	f.stop("1.2") // none: nothing happens
+	if ctx.Err() != nil {
+		t.Error("stopped the wrong feeder")
+	}
+	f.stop("1.1")
+	if ctx.Err() == nil {
+		t.Error("the feeder was not stopped")
+	}
+	if !f.add("1.1", func() {}) {
+		t.Error("add after stop")
+	}
+}

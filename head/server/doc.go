@@ -1,0 +1,19 @@
+// Package server is the one entry point of the head. A head-eligible agent
+// (or `ducc sim`) builds a Server from its libp2p host and gossipsub
+// topics; the Server then
+//
+//   - runs the node's Raft member (the log in data_dir/raft on bbolt, the
+//     transport over libp2p streams) and, while the member leads, the head
+//     of that term (head.Head), after a Barrier so that a new leader
+//     continues exactly where the old one stopped;
+//   - forms the first Raft group (bootstrap_expect head-eligible agents
+//     that see each other's heartbeats) or asks the leader to add it;
+//   - takes the agents' heartbeats in and announces its leadership;
+//   - routes the head's RPC methods (Handle, Dispatch) after the method
+//     table of package wire, and offers the same path in process (Call);
+//   - pushes desired state to the agents (PushDesired), handing its own
+//     node's to a hook of the embedding agent.
+//
+// The package head keeps the leader's logic of one term: admission, the
+// method implementations and the scheduler adapter.
+package server

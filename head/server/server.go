@@ -1,0 +1,273 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/ducc-project/ducc/head"
+	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/web"
+	"github.com/ducc-project/ducc/wire"
+)
+
+// Config configures a head server.
+type Config struct {
+	// Host is this node's libp2p host; Heartbeats and Leaders are its
+	// topics (joined once per host, so the caller shares them).
+	Host       host.Host
+	Heartbeats *wire.Topic[wire.Heartbeat]
+	Leaders    *wire.Topic[wire.LeaderAnnounce]
+
+	// DataDir holds the Raft log (DataDir/raft).
+	DataDir string
+	// BootstrapExpect is how many head-eligible agents form the first
+	// Raft group (1: this one alone, at once).
+	BootstrapExpect int
+	// Elect is the Raft heartbeat and election timeout (500 ms if zero).
+	Elect time.Duration
+	// Heartbeat is the agents' heartbeat period: the server announces
+	// itself this often while it leads, and counts an eligible agent as
+	// present for a few periods after its last heartbeat (1 s if zero).
+	Heartbeat time.Duration
+
+	// Node is this node's name and Version the build's.
+	Node    string
+	Version string
+	// Scheduler is the scheduler configuration of the config file (a
+	// configuration applied with `ducc admin reconfigure` wins over it).
+	Scheduler      *rm.Config
+	Administrators []string
+	// NodeTimeout is how long a node may miss heartbeats before it is
+	// declared down.
+	NodeTimeout time.Duration
+	// Metrics are the head's metrics (nil-safe).
+	Metrics *web.HeadMetrics
+	// Pingers runs custom service pingers on agents (the agent this
+	// server runs in); nil in a simulation, where custom pings fail.
+	Pingers head.PingRunner
+	// FollowedLeader returns the head this node follows (from the leader
+	// announcements), or "". A new member asks it to be added to the Raft
+	// group. Nil means no leader is followed: the group only bootstraps.
+	FollowedLeader func() peer.ID
+	// LocalDesired takes the desired state of this server's own node
+	// (Node). Nil when this node runs no work.
+	LocalDesired func(wire.DesiredState)
+	// Hooks observe the server (for measurements); nil hooks are skipped.
+	Hooks  Hooks
+	Logger *slog.Logger
+}
+
+// Hooks observe a server. They run on the server's goroutines and must
+// return quickly.
+type Hooks struct {
+	// Heartbeat runs after the head folded in a heartbeat that arrived at
+	// received and took took to fold in.
+	Heartbeat func(hb wire.Heartbeat, received time.Time, took time.Duration)
+	// Pushed runs after every desired-state push to another node.
+	Pushed func(node string, err error)
+}
+
+// Server is the head side of a head-eligible node: a Raft member that runs
+// a head.Head while it leads, with everything around it.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	cand   *candidate
+	former *former
+}
+
+// New opens the Raft log and prepares the server; Run starts it.
+func New(cfg Config) (*Server, error) {
+	if cfg.Host == nil || cfg.Heartbeats == nil || cfg.Leaders == nil {
+		return nil, errors.New("head server: a host and its heartbeat and leader topics are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = time.Second
+	}
+	if cfg.BootstrapExpect < 1 {
+		cfg.BootstrapExpect = 1
+	}
+	if cfg.FollowedLeader == nil {
+		cfg.FollowedLeader = func() peer.ID { return "" }
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "head-server")}
+	hc := head.Config{
+		Node: cfg.Node, Peer: cfg.Host.ID().String(), Version: cfg.Version, Push: s, Pingers: cfg.Pingers,
+		Scheduler: cfg.Scheduler, Administrators: cfg.Administrators, NodeTimeout: cfg.NodeTimeout,
+		Metrics: cfg.Metrics, Logger: cfg.Logger,
+	}
+	cand, err := newCandidate(candidateConfig{
+		DataDir: cfg.DataDir, Host: cfg.Host, BootstrapExpect: cfg.BootstrapExpect,
+		Logger: cfg.Logger, Elect: cfg.Elect, HeadConfig: hc,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("head server: %w", err)
+	}
+	s.cand = cand
+	s.former = newFormer(s)
+	return s, nil
+}
+
+// Run runs the Raft member (and the head while it leads), forms or joins
+// the Raft group, takes heartbeats in and announces leadership, until ctx
+// ends. Close it afterwards.
+func (s *Server) Run(ctx context.Context) {
+	loops := []func(context.Context){s.cand.Run, s.former.run, s.announce}
+	if sub, err := s.cfg.Heartbeats.Subscribe(); err != nil {
+		s.log.Error("cannot subscribe to heartbeats; the head will see no node", "err", err)
+	} else {
+		loops = append(loops, func(ctx context.Context) { s.takeHeartbeats(ctx, sub) })
+	}
+	var wg sync.WaitGroup
+	for _, f := range loops {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(ctx) }()
+	}
+	wg.Wait()
+}
+
+// Close shuts Raft down and closes the log; the context of Run must have
+// ended (Run may still be winding down).
+func (s *Server) Close() error { return s.cand.Close() }
+
+// Head returns the head of the current term, or nil when this server does
+// not lead.
+func (s *Server) Head() *head.Head { return s.cand.Head() }
+
+// Leading reports whether this server runs the head now.
+func (s *Server) Leading() bool { return s.cand.Head() != nil }
+
+// RaftState is this member's Raft standing as heartbeats carry it:
+// wire.RaftWaiting before it belongs to a group, else Leader, Follower,
+// Candidate or Shutdown.
+func (s *Server) RaftState() string {
+	if !s.cand.Member() {
+		return wire.RaftWaiting
+	}
+	return s.cand.Raft().State().String()
+}
+
+// Handle answers one RPC addressed to the head; it is a wire.Handler. A
+// server that does not lead answers wire.NotHead.
+func (s *Server) Handle(ctx context.Context, from peer.ID, req *wire.Request) (any, error) {
+	m, ok := wire.LookupMethod(req.Method)
+	if !ok || !m.ToHead() {
+		return nil, wire.Errorf(wire.CodeUsage, "unknown method %q", req.Method)
+	}
+	h := s.cand.Head()
+	if h == nil {
+		return nil, wire.NotHead(s.cfg.Node)
+	}
+	if m.Name == wire.MethodRaftJoin {
+		return wire.Empty{}, s.cand.AddVoter(from.String())
+	}
+	body := m.NewRequest()
+	if err := req.DecodeBody(body); err != nil {
+		return nil, err
+	}
+	return Dispatch(ctx, h, m.Name, req.Caller, body)
+}
+
+// Call runs a head method in process, encoding the request and the reply
+// as the wire would, so that it behaves as a call from another node.
+func (s *Server) Call(ctx context.Context, method string, c wire.Caller, req, resp any) error {
+	return wire.CallLocal(ctx, s.Handle, s.cfg.Host.ID(), method, c, req, resp, wire.WithServeLogger(s.cfg.Logger))
+}
+
+// PushDesired sends a node its desired state: over the wire, or to
+// Config.LocalDesired for this server's own node. It implements
+// orch.Pusher.
+func (s *Server) PushDesired(ctx context.Context, node, peerID string, ds wire.DesiredState) error {
+	if node == s.cfg.Node {
+		if s.cfg.LocalDesired == nil {
+			return fmt.Errorf("node %s runs no work", node)
+		}
+		s.cfg.LocalDesired(ds)
+		return nil
+	}
+	err := s.push(ctx, node, peerID, ds)
+	if s.cfg.Hooks.Pushed != nil {
+		s.cfg.Hooks.Pushed(node, err)
+	}
+	return err
+}
+
+func (s *Server) push(ctx context.Context, node, peerID string, ds wire.DesiredState) error {
+	p, err := peer.Decode(peerID)
+	if err != nil {
+		return fmt.Errorf("node %s has bad peer id %q: %w", node, peerID, err)
+	}
+	return wire.Call(ctx, s.cfg.Host, p, wire.MethodDesired, wire.Caller{Node: s.cfg.Node}, ds, &wire.Empty{})
+}
+
+// takeHeartbeats feeds heartbeats to the head while this server leads,
+// learns the senders' addresses (to push to them) and tells the former
+// which head-eligible agents are about.
+//
+// Only head-eligible agents run a server and so subscribe: a worker never
+// needs the others' heartbeats, and with thousands of nodes receiving them
+// all would cost every agent (measured with ducc sim, docs/performance.md).
+func (s *Server) takeHeartbeats(ctx context.Context, sub *wire.Subscription[wire.Heartbeat]) {
+	defer sub.Cancel()
+	for {
+		hb, from, err := sub.Next(ctx)
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+				s.log.Warn("heartbeat subscription ended", "err", err)
+			}
+			return
+		}
+		if hb.PeerID != from.String() {
+			s.log.Warn("ignoring a heartbeat whose peer id is not its sender's", "node", hb.Node, "claims", hb.PeerID, "from", from)
+			continue
+		}
+		wire.LearnAddrs(s.cfg.Host, from, hb.Addrs)
+		s.former.saw(from, hb)
+		if h := s.cand.Head(); h != nil {
+			t0 := time.Now()
+			h.Heartbeat(ctx, hb, from.String())
+			if s.cfg.Hooks.Heartbeat != nil {
+				s.cfg.Hooks.Heartbeat(hb, t0, time.Since(t0))
+			}
+		}
+	}
+}
+
+// announce announces this server as head while it leads: at once when it
+// becomes head, then every heartbeat period.
+func (s *Server) announce(ctx context.Context) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	var last time.Time
+	var was *head.Head
+	for {
+		h := s.cand.Head()
+		if h != nil && (h != was || time.Since(last) >= s.cfg.Heartbeat) {
+			last = time.Now()
+			ann := wire.LeaderAnnounce{PeerID: s.cfg.Host.ID().String(), Node: s.cfg.Node,
+				Term: s.cand.Raft().CurrentTerm(), Time: time.Now().UnixMilli()}
+			for _, addr := range s.cfg.Host.Addrs() {
+				ann.Addrs = append(ann.Addrs, addr.String())
+			}
+			if err := s.cfg.Leaders.Publish(ctx, ann); err != nil && ctx.Err() == nil {
+				s.log.Warn("cannot announce head", "err", err)
+			}
+		}
+		was = h
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
