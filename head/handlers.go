@@ -11,6 +11,7 @@ import (
 
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -233,7 +234,7 @@ func (h *Head) fitsSomeNode(mem, quantum int64) error {
 		largest = max(largest, shares*quantum)
 	}
 	return wire.Errorf(codeUsage, "no node can hold %s; largest schedulable is %s",
-		rm.FormatSize(need*quantum), rm.FormatSize(largest))
+		units.FormatSize(need*quantum), units.FormatSize(largest))
 }
 
 func (h *Head) cancel(ctx context.Context, c wire.Caller, r wire.CancelRequest) (wire.WorkInfo, error) {

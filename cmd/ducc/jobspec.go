@@ -15,7 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -582,7 +582,7 @@ func applyKey(jr *jobRequest, k specKey, rv rawValue) error {
 			sp.MaxItemRetries = int(n)
 		}
 	case kSize:
-		b, err := rm.ParseSize(scalar)
+		b, err := units.ParseSize(scalar)
 		if err != nil {
 			return err
 		}

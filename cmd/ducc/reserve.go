@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -33,8 +33,8 @@ func newClassesCmd(g *globals) *cobra.Command {
 					name += "*"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", name, c.Policy, c.Priority,
-					orDash(c.Weight), c.Pool, rm.FormatSize(c.Quantum), sizeOrDash(c.Guaranteed), sizeOrDash(c.Max),
-					c.Works, rm.FormatSize(c.Demand), sizeOrDash(c.FairShare), rm.FormatSize(c.Allocated))
+					orDash(c.Weight), c.Pool, units.FormatSize(c.Quantum), sizeOrDash(c.Guaranteed), sizeOrDash(c.Max),
+					c.Works, units.FormatSize(c.Demand), sizeOrDash(c.FairShare), units.FormatSize(c.Allocated))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -56,7 +56,7 @@ func sizeOrDash(n int64) string {
 	if n == 0 {
 		return "-"
 	}
-	return rm.FormatSize(n)
+	return units.FormatSize(n)
 }
 
 func newReserveCmd(g *globals) *cobra.Command {
@@ -73,7 +73,7 @@ for (never a bigger one). Nothing is started on it; it is yours until 'ducc unre
 Prints the id, and the node once it has one (--wait waits for it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, err := rm.ParseSize(memory)
+			m, err := units.ParseSize(memory)
 			if err != nil || m <= 0 {
 				return usageErr("bad or missing --memory %q: write a size like 64G", memory)
 			}

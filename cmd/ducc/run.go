@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ducc-project/ducc/agent"
-	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -34,7 +34,7 @@ the id and return at once; 'ducc wait ID' gives the exit code later.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := wire.RunRequest{Class: class, Path: args[0], Args: args[1:], Description: desc, MachineList: machines}
 			if memory != "" {
-				m, err := rm.ParseSize(memory)
+				m, err := units.ParseSize(memory)
 				if err != nil || m <= 0 {
 					return usageErr("bad --memory %q: write a size like 4G, 512M or 4GiB", memory)
 				}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -139,7 +139,7 @@ func applyServiceKey(sp *wire.ServiceSpec, k specKey, rv rawValue) error {
 			sp.InitFailuresLimit = int(n)
 		}
 	case kSize:
-		b, err := rm.ParseSize(scalar)
+		b, err := units.ParseSize(scalar)
 		if err != nil {
 			return err
 		}
@@ -450,7 +450,7 @@ func printService(w io.Writer, s wire.ServiceInfo) error {
 	fmt.Fprintf(w, "  instances:  %d wanted, %d running (max %d)\n", s.Instances, s.Running, s.Spec.MaxInstances)
 	if s.Spec.Executable != "" {
 		fmt.Fprintf(w, "  command:    %s\n", strings.Join(append([]string{s.Spec.Executable}, s.Spec.Args...), " "))
-		fmt.Fprintf(w, "  memory:     %s (class %s)\n", rm.FormatSize(s.Memory), s.Class)
+		fmt.Fprintf(w, "  memory:     %s (class %s)\n", units.FormatSize(s.Memory), s.Class)
 	}
 	fmt.Fprintf(w, "  pinger:     alive %v, healthy %v", s.Alive, s.Healthy)
 	if s.PingInfo != "" {
