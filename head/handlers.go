@@ -11,6 +11,7 @@ import (
 
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 )
@@ -145,8 +146,8 @@ func decode(req *wire.Request, v any) error {
 // run admits a managed reservation (SPEC §1): one process, FIXED_SHARE.
 func (h *Head) run(ctx context.Context, c wire.Caller, r wire.RunRequest) (wire.SubmitReply, error) {
 	sc := h.sched()
-	if r.Path == "" {
-		return wire.SubmitReply{}, wire.Errorf(codeUsage, "no command given; usage: ducc run [flags] -- CMD ARGS...")
+	if err := spec.ValidateRun(r); err != nil {
+		return wire.SubmitReply{}, wire.Errorf(codeUsage, "%v", err)
 	}
 	class, err := fixedClass(sc, r.Class)
 	if err != nil {
@@ -155,9 +156,6 @@ func (h *Head) run(ctx context.Context, c wire.Caller, r wire.RunRequest) (wire.
 	mem := r.Memory
 	if mem == 0 {
 		mem = sc.DefaultMemory.Bytes()
-	}
-	if mem < 0 {
-		return wire.SubmitReply{}, wire.Errorf(codeUsage, "memory must be positive, got %d bytes", mem)
 	}
 	quantum := sc.Quantum(class.Nodepool)
 	if err := h.fitsSomeNode(mem, quantum); err != nil {
