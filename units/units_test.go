@@ -30,7 +30,8 @@ func TestFormatSize(t *testing.T) {
 	for _, tc := range []struct {
 		in   int64
 		want string
-	}{{4 * GiB, "4 GiB"}, {512 * MiB, "512 MiB"}, {3 * GiB / 2, "1.5 GiB"}, {0, "0 B"}, {100, "100 B"}, {2 * TiB, "2 TiB"}} {
+	}{{4 * GiB, "4 GiB"}, {512 * MiB, "512 MiB"}, {3 * GiB / 2, "1.5 GiB"}, {0, "0 B"}, {100, "100 B"}, {2 * TiB, "2 TiB"},
+		{1000, "1000 B"}, {2048, "2 KiB"}, {MiB + MiB/2, "1.5 MiB"}, {GiB + MiB, "1 GiB"}, {GiB + GiB/8, "1.1 GiB"}, {-MiB, "-1 MiB"}} {
 		if got := FormatSize(tc.in); got != tc.want {
 			t.Errorf("FormatSize(%d) = %q, want %q", tc.in, got, tc.want)
 		}
