@@ -25,7 +25,7 @@ func AddFlags(fs *pflag.FlagSet, kind Kind, keep func(*Key) bool) {
 			case Env, List:
 				fs.StringArray(name, nil, help+"; may be repeated")
 			default:
-				fs.String(name, "", help)
+				fs.Var(&flagValue{typ: typeNames[k.Type]}, name, help)
 			}
 		}
 		add(u.flag, help)
@@ -103,12 +103,23 @@ func FlagValues(fs *pflag.FlagSet, kind Kind, raw Raw, cwd string) error {
 			}
 			raw[k.Name] = Value{List: l, IsList: true, At: at, Base: cwd}
 		default:
-			s, err := fs.GetString(given[len(given)-1])
-			if err != nil {
-				return err
-			}
+			s := fs.Lookup(given[len(given)-1]).Value.String()
 			raw[k.Name] = Value{S: s, At: at, Base: cwd}
 		}
 	}
 	return nil
+}
+
+// flagValue holds a flag's text as given, to be read like the key's value
+// in a file; its type name tells the help what to write.
+type flagValue struct{ s, typ string }
+
+func (v *flagValue) String() string     { return v.s }
+func (v *flagValue) Set(s string) error { v.s = s; return nil }
+func (v *flagValue) Type() string       { return v.typ }
+
+// typeNames name the values of string flags in the help.
+var typeNames = map[Type]string{
+	Text: "string", String: "string", Executable: "command", Path: "path", Args: "args",
+	Int: "int", Size: "size", Minutes: "minutes", Millis: "ms",
 }
