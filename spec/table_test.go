@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -329,5 +330,62 @@ func TestModify(t *testing.T) {
 	var dst wire.ServiceSpec
 	if Merge(&dst, &wire.ServiceSpec{Endpoint: "HTTP:x"}, "service_request_endpoint") || dst.Endpoint != "" {
 		t.Error("Merge changed the endpoint")
+	}
+}
+
+func TestServiceYAMLAllKeys(t *testing.T) {
+	p := writeSpec(t, "svc.yaml", `
+description: cache
+service_request_endpoint: CUSTOM:cache
+process_executable: ./srv
+process_executable_args: --port 80${DUCC_SERVICE_INSTANCE}
+process_memory_size: 1G
+scheduling_class: fixed
+instances: 2
+max_instances: 4
+autostart: yes
+service_linger: 30s
+service_dependency: TCP:db:5432
+instance_failures_window: 10
+instance_failures_limit: 3
+instance_init_failures_limit: 2
+service_ping_executable: ping.sh
+service_ping_arguments: [-q]
+service_ping_timeout: 250
+service_ping_interval: 2s
+environment: [A=1]
+working_directory: /srv
+log_directory: logs
+administrators: bob, carol
+`)
+	raw, err := ParseFile(p, KindService)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, given, err := BuildService(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(p)
+	want := wire.ServiceSpec{Description: "cache", Endpoint: "CUSTOM:cache", Executable: filepath.Join(dir, "srv"),
+		Args: []string{"--port", "80${DUCC_SERVICE_INSTANCE}"}, Memory: 1 << 30, Class: "fixed", Instances: 2, MaxInstances: 4,
+		Autostart: true, LingerMS: 30_000, Dependency: []string{"TCP:db:5432"}, FailuresWindowMS: 600_000, FailuresLimit: 3,
+		InitFailuresLimit: 2, PingExecutable: "ping.sh", PingArgs: []string{"-q"}, PingTimeoutMS: 250, PingIntervalMS: 2000,
+		Environment: []string{"A=1"}, WorkingDirectory: "/srv", LogDirectory: filepath.Join(dir, "logs"),
+		Administrators: []string{"bob", "carol"}}
+	if !reflect.DeepEqual(sp, want) {
+		t.Fatalf("spec\n got %+v\nwant %+v", sp, want)
+	}
+	if len(given) != len(Keys(KindService)) {
+		t.Errorf("keys given %v", given)
+	}
+	if err := ValidateService(sp); err != nil {
+		t.Error(err)
+	}
+	if _, err := ParseYAML([]byte("input_items: [a]\n"), "s.yaml", "", KindService); err == nil || !strings.Contains(err.Error(), `unknown key "input_items"`) {
+		t.Errorf("a job key in a service: %v", err)
+	}
+	if _, err := ParseYAML([]byte("- a\n"), "s.yaml", "", KindService); err == nil || !strings.Contains(err.Error(), "a service registration is a mapping") {
+		t.Errorf("not a mapping: %v", err)
 	}
 }
