@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 func TestParseSize(t *testing.T) {
@@ -111,4 +113,26 @@ func FuzzParseSize(f *testing.F) {
 			t.Fatalf("%q: %d bytes formats as %q, which reads back as %d", s, b, FormatSize(b), back)
 		}
 	})
+}
+
+func TestYAML(t *testing.T) {
+	var v struct {
+		Size Size     `yaml:"size"`
+		Dur  Duration `yaml:"dur"`
+	}
+	if err := yaml.Unmarshal([]byte("size: 1.5G\ndur: 90s\n"), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Size.Bytes() != 3*GiB/2 || v.Dur.D() != 90*time.Second || v.Size.String() != "1.5 GiB" || v.Dur.String() != "1m30s" {
+		t.Fatalf("got %v %v", v.Size, v.Dur)
+	}
+	out, err := yaml.Marshal(v)
+	if err != nil || string(out) != "size: 1.5GiB\ndur: 1m30s\n" {
+		t.Fatalf("marshal: %q %v", out, err)
+	}
+	for _, bad := range []string{"size: 4X\n", "size: [1]\n", "dur: soon\n", "dur: {a: 1}\n"} {
+		if err := yaml.Unmarshal([]byte(bad), &v); err == nil || !strings.Contains(err.Error(), "line 1") {
+			t.Errorf("%q: error %v, want one naming line 1", bad, err)
+		}
+	}
 }
