@@ -41,9 +41,11 @@ bench: build
 	$(GO) test -run XXX -bench RunTrue -benchtime 40x ./cmd/ducc/
 	$(GO) test -run XXX -bench Job -benchtime 1x ./cmd/ducc/
 
+# Fuzz every decoder and parser of user input, 20 s each.
 fuzz:
-	for f in $$($(GO) test -list 'Fuzz.*' ./wire/ | grep ^Fuzz); do \
-		$(GO) test -run XXX -fuzz "^$$f$$" -fuzztime 20s ./wire/ || exit 1; done
+	for p in ./wire/ ./spec/ ./units/; do \
+		for f in $$($(GO) test -list 'Fuzz.*' $$p | grep ^Fuzz); do \
+			$(GO) test -run XXX -fuzz "^$$f$$" -fuzztime 20s $$p || exit 1; done; done
 
 # Start a throw-away dev cluster, run something on it, show it, stop it.
 demo: build

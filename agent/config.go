@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/units"
 )
 
 // Config is the agent's configuration, flattened from the sections of
@@ -42,13 +43,13 @@ type Config struct {
 	// Socket is the local API socket path.
 	Socket string
 	// Memory overrides the measured schedulable memory.
-	Memory rm.Size
+	Memory units.Size
 	// MemoryReserved is kept back from scheduling for the system.
-	MemoryReserved rm.Size
+	MemoryReserved units.Size
 	// Heartbeat is the heartbeat period (1s).
-	Heartbeat rm.Duration
+	Heartbeat units.Duration
 	// NodeTimeout declares a node down after this long without heartbeats.
-	NodeTimeout rm.Duration
+	NodeTimeout units.Duration
 	// Administrators may act on anyone's work.
 	Administrators []string
 	// Scheduler is the Resource Manager's configuration.
@@ -76,20 +77,20 @@ type fileConfig struct {
 		KeyFile string `yaml:"key_file"`
 	} `yaml:"cluster"`
 	Node struct {
-		Name           string      `yaml:"name"`
-		Listen         []string    `yaml:"listen"`
-		DataDir        string      `yaml:"data_dir"`
-		Socket         string      `yaml:"socket"`
-		Memory         rm.Size     `yaml:"memory"`
-		MemoryReserved rm.Size     `yaml:"memory_reserved"`
-		Heartbeat      rm.Duration `yaml:"heartbeat"`
+		Name           string         `yaml:"name"`
+		Listen         []string       `yaml:"listen"`
+		DataDir        string         `yaml:"data_dir"`
+		Socket         string         `yaml:"socket"`
+		Memory         units.Size     `yaml:"memory"`
+		MemoryReserved units.Size     `yaml:"memory_reserved"`
+		Heartbeat      units.Duration `yaml:"heartbeat"`
 	} `yaml:"node"`
 	Join []string `yaml:"join"`
 	Head struct {
-		Eligible        bool        `yaml:"eligible"`
-		BootstrapExpect int         `yaml:"bootstrap_expect"`
-		ElectionTimeout rm.Duration `yaml:"election_timeout"`
-		NodeTimeout     rm.Duration `yaml:"node_timeout"`
+		Eligible        bool           `yaml:"eligible"`
+		BootstrapExpect int            `yaml:"bootstrap_expect"`
+		ElectionTimeout units.Duration `yaml:"election_timeout"`
+		NodeTimeout     units.Duration `yaml:"node_timeout"`
 	} `yaml:"head"`
 	Administrators []string   `yaml:"administrators"`
 	Web            WebConfig  `yaml:"web"`
@@ -242,10 +243,10 @@ func (c *Config) fill() {
 		c.Elect = 500 * time.Millisecond
 	}
 	if c.Heartbeat == 0 {
-		c.Heartbeat = rm.Duration(time.Second)
+		c.Heartbeat = units.Duration(time.Second)
 	}
 	if c.NodeTimeout == 0 {
-		c.NodeTimeout = rm.Duration(10 * time.Second)
+		c.NodeTimeout = units.Duration(10 * time.Second)
 	}
 	if c.Scheduler == nil {
 		c.Scheduler = rm.DefaultConfig()

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 	"github.com/ducc-project/ducc/wire/wiretest"
 )
@@ -303,9 +303,9 @@ func TestDevAgent(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	cfg := DevConfig(dir)
 	cfg.Node = "dev1"
-	cfg.Heartbeat = rm.Duration(100 * time.Millisecond)
+	cfg.Heartbeat = units.Duration(100 * time.Millisecond)
 	cfg.Elect = 100 * time.Millisecond
-	cfg.Memory = rm.Size(4 << 30)
+	cfg.Memory = units.Size(4 << 30)
 	a := startAgent(t, cfg)
 	var st wire.StatusInfo
 	wiretest.Eventually(t, "the node to be up", func() bool {

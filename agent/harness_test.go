@@ -18,8 +18,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/proc"
+	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 	"github.com/ducc-project/ducc/wire/wiretest"
 )
@@ -214,8 +214,8 @@ func workerConfig(t *testing.T, psk []byte, heads ...*fakeHead) *Config {
 	cfg := DevConfig(dir)
 	cfg.Head, cfg.BootstrapExpect = false, 0
 	cfg.Node, cfg.Cluster = "n1", "test"
-	cfg.Heartbeat = rm.Duration(100 * time.Millisecond)
-	cfg.Memory = rm.Size(4 << 30)
+	cfg.Heartbeat = units.Duration(100 * time.Millisecond)
+	cfg.Memory = units.Size(4 << 30)
 	for _, h := range heads {
 		cfg.Join = append(cfg.Join, h.addr())
 	}

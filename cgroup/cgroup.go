@@ -339,34 +339,3 @@ func waitEmpty(g Group, timeout time.Duration) error {
 		}
 	}
 }
-
-// FormatBytes renders a size the way users read it: "512 MiB", "4 GiB",
-// "1.5 GiB".
-func FormatBytes(b int64) string {
-	const (
-		kib = int64(1) << 10
-		mib = int64(1) << 20
-		gib = int64(1) << 30
-		tib = int64(1) << 40
-	)
-	f := func(unit int64, name string) string {
-		if b%unit == 0 {
-			return fmt.Sprintf("%d %s", b/unit, name)
-		}
-		s := fmt.Sprintf("%.1f", float64(b)/float64(unit))
-		s = strings.TrimSuffix(s, ".0")
-		return s + " " + name
-	}
-	switch {
-	case b >= tib:
-		return f(tib, "TiB")
-	case b >= gib:
-		return f(gib, "GiB")
-	case b >= mib:
-		return f(mib, "MiB")
-	case b >= kib:
-		return f(kib, "KiB")
-	default:
-		return fmt.Sprintf("%d bytes", b)
-	}
-}

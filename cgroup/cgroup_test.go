@@ -445,21 +445,3 @@ func TestNotWritable(t *testing.T) {
 		t.Fatalf("unexpected: %s", out)
 	}
 }
-
-func TestFormatBytes(t *testing.T) {
-	for in, want := range map[int64]string{
-		512 * mib:         "512 MiB",
-		4 << 30:           "4 GiB",
-		3 << 29:           "1.5 GiB",
-		64 * mib:          "64 MiB",
-		1000:              "1000 bytes",
-		2048:              "2 KiB",
-		mib + mib/2:       "1.5 MiB",
-		(1 << 30) + 1<<20: "1 GiB",
-		(1 << 30) + 1<<27: "1.1 GiB",
-	} {
-		if got := FormatBytes(in); got != want {
-			t.Errorf("FormatBytes(%d) = %q, want %q", in, got, want)
-		}
-	}
-}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -34,6 +35,9 @@ func (h *Head) Classes() wire.ClassList {
 // Reserve admits a reservation: a whole machine of exactly the requested
 // size, in a RESERVE class.
 func (h *Head) Reserve(ctx context.Context, c wire.Caller, r wire.ReserveRequest) (wire.SubmitReply, error) {
+	if err := spec.ValidateReserve(r); err != nil {
+		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "%v", err)
+	}
 	sc := h.sched()
 	var class *rm.Class
 	var err error
@@ -48,9 +52,6 @@ func (h *Head) Reserve(ctx context.Context, c wire.Caller, r wire.ReserveRequest
 	if class.Policy != rm.Reserve {
 		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "class %q is %s; reservations need a RESERVE class (%s)",
 			class.Name, class.Policy, strings.Join(classesOf(sc, rm.Reserve), ", "))
-	}
-	if r.Memory <= 0 {
-		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "say how big a machine to reserve: --memory 64G")
 	}
 	if err := h.checkSubmit(c, class.Name, r.Memory); err != nil {
 		return wire.SubmitReply{}, err

@@ -9,6 +9,8 @@ import (
 
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/spec"
+	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -21,8 +23,8 @@ func (h *Head) Report(ctx context.Context, r wire.Report) (wire.Empty, error) {
 // RunManaged admits a managed reservation: one process, FIXED_SHARE.
 func (h *Head) RunManaged(ctx context.Context, c wire.Caller, r wire.RunRequest) (wire.SubmitReply, error) {
 	sc := h.sched()
-	if r.Path == "" {
-		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "no command given; usage: ducc run [flags] -- CMD ARGS...")
+	if err := spec.ValidateRun(r); err != nil {
+		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "%v", err)
 	}
 	class, err := fixedClass(sc, r.Class)
 	if err != nil {
@@ -31,9 +33,6 @@ func (h *Head) RunManaged(ctx context.Context, c wire.Caller, r wire.RunRequest)
 	mem := r.Memory
 	if mem == 0 {
 		mem = sc.DefaultMemory.Bytes()
-	}
-	if mem < 0 {
-		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "memory must be positive, got %d bytes", mem)
 	}
 	quantum := sc.Quantum(class.Nodepool)
 	if err := h.fitsSomeNode(mem, quantum); err != nil {
@@ -109,7 +108,7 @@ func (h *Head) fitsSomeNode(mem, quantum int64) error {
 		largest = max(largest, shares*quantum)
 	}
 	return wire.Errorf(wire.CodeUsage, "no node can hold %s; largest schedulable is %s",
-		rm.FormatSize(need*quantum), rm.FormatSize(largest))
+		units.FormatSize(need*quantum), units.FormatSize(largest))
 }
 
 // Cancel cancels a piece of work for its owner, root or an administrator.

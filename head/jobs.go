@@ -8,23 +8,16 @@ import (
 
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/wire"
 )
-
-// maxItemSize bounds one work item.
-const maxItemSize = 1 << 20
 
 // SubmitJob admits a job (docs/jobs.md) with its first chunk of items.
 func (h *Head) SubmitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobRequest) (wire.SubmitReply, error) {
 	sc := h.sched()
 	s := r.Spec
-	if s.Executable == "" {
-		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "process_executable is required: the worker command that processes the items")
-	}
-	switch s.WorkerProtocol {
-	case "", wire.ProtocolStream, wire.ProtocolExec:
-	default:
-		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "worker_protocol %q is not known; use stream or exec", s.WorkerProtocol)
+	if err := spec.ValidateJob(s); err != nil {
+		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "%v", err)
 	}
 	class, err := jobClass(sc, s.Class)
 	if err != nil {
@@ -33,14 +26,11 @@ func (h *Head) SubmitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobReq
 	if s.Memory == 0 {
 		s.Memory = sc.DefaultMemory.Bytes()
 	}
-	if s.Memory < 0 || s.Pipelines < 0 || s.DeploymentsMax < 0 || s.MaxItemRetries < 0 {
-		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "memory, pipeline count, deployments and retries must not be negative")
-	}
 	if err := h.fitsSomeNode(s.Memory, sc.Quantum(class.Nodepool)); err != nil {
 		return wire.SubmitReply{}, err
 	}
-	if err := checkItems(r.Items); err != nil {
-		return wire.SubmitReply{}, err
+	if err := spec.CheckItems(r.Items); err != nil {
+		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "%v", err)
 	}
 	if err := h.checkSubmit(c, class.Name, s.Memory); err != nil {
 		return wire.SubmitReply{}, err
@@ -55,7 +45,7 @@ func (h *Head) SubmitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobReq
 			}
 		}
 	})
-	state.FillDefaults(&s)
+	spec.JobDefaults(&s)
 	s.Class = class.Name
 	dir := s.WorkingDirectory
 	w := &state.Work{
@@ -97,15 +87,6 @@ func jobEnv(c wire.Caller, s wire.JobSpec) []string {
 	return append(env, s.Environment...)
 }
 
-func checkItems(items []string) error {
-	for i, it := range items {
-		if len(it) > maxItemSize {
-			return wire.Errorf(wire.CodeUsage, "work item %d is %d bytes; items may be at most 1 MiB (pass a file name instead)", i, len(it))
-		}
-	}
-	return nil
-}
-
 // jobClass resolves the class of a job: FAIR_SHARE or FIXED_SHARE.
 func jobClass(sc *rm.Config, name string) (*rm.Class, error) {
 	if name == "" {
@@ -141,8 +122,8 @@ func (h *Head) AddItems(ctx context.Context, c wire.Caller, r wire.ItemsRequest)
 	if owner != c.User && c.UID != 0 {
 		return wire.Empty{}, wire.Errorf(wire.CodeUsage, "job %d belongs to %s", r.ID, owner)
 	}
-	if err := checkItems(r.Items); err != nil {
-		return wire.Empty{}, err
+	if err := spec.CheckItems(r.Items); err != nil {
+		return wire.Empty{}, wire.Errorf(wire.CodeUsage, "%v", err)
 	}
 	if ended {
 		return wire.Empty{}, nil // e.g. ended at once with ServicesUnavailable: 'ducc show' says why

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -49,7 +50,7 @@ func TestSubmitJobRefusesBadSpecs(t *testing.T) {
 		{"no executable", wire.SubmitJobRequest{Spec: wire.JobSpec{}, Items: []string{"a"}},
 			[]string{"process_executable is required"}},
 		{"unknown protocol", wire.SubmitJobRequest{Spec: with(func(s *wire.JobSpec) { s.WorkerProtocol = "grpc" })},
-			[]string{`worker_protocol "grpc" is not known`, "use stream or exec"}},
+			[]string{`unknown worker protocol "grpc"`, `use "stream"`, `or "exec"`}},
 		{"unknown class", wire.SubmitJobRequest{Spec: with(func(s *wire.JobSpec) { s.Class = "hgih" })},
 			[]string{`unknown class "hgih"`, "classes are"}},
 		{"reserve class", wire.SubmitJobRequest{Spec: with(func(s *wire.JobSpec) { s.Class = "reserve" })},
@@ -87,7 +88,12 @@ func TestSubmitJobDefaults(t *testing.T) {
 		t.Errorf("job %+v; want the default FAIR_SHARE class and 4 GiB", w)
 	}
 	s := w.Job.Spec
-	if s.WorkerProtocol != wire.ProtocolStream || s.Pipelines != state.DefaultPipelines || s.MaxJobErrors != state.DefaultMaxJobErrors || s.Class != "normal" {
+	var def wire.JobSpec
+	spec.JobDefaults(&def)
+	if def.Pipelines == 0 || def.MaxJobErrors == 0 {
+		t.Fatalf("spec.JobDefaults left the pipeline count or the error limit zero: %+v", def)
+	}
+	if s.WorkerProtocol != wire.ProtocolStream || s.Pipelines != def.Pipelines || s.MaxJobErrors != def.MaxJobErrors || s.Class != "normal" {
 		t.Errorf("spec defaults not filled: %+v", s)
 	}
 	env := strings.Join(w.Env, " ")

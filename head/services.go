@@ -5,18 +5,17 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
-	"github.com/ducc-project/ducc/head/sm"
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/wire"
 )
 
 // RegisterService registers a service (docs/services.md).
 func (h *Head) RegisterService(ctx context.Context, c wire.Caller, r wire.ServiceRegisterRequest) (wire.SubmitReply, error) {
 	s := r.Spec
-	if err := h.checkServiceSpec(&s); err != nil {
-		return wire.SubmitReply{}, err
+	if err := spec.ValidateService(s); err != nil {
+		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "%v", err)
 	}
 	class, err := fixedClass(h.sched(), s.Class)
 	if err != nil {
@@ -31,7 +30,7 @@ func (h *Head) RegisterService(ctx context.Context, c wire.Caller, r wire.Servic
 			return wire.SubmitReply{}, err
 		}
 	}
-	state.FillServiceDefaults(&s)
+	spec.ServiceDefaults(&s)
 	w := &state.Work{
 		Kind: wire.WorkService, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: s.Memory, Path: s.Executable, Args: s.Args,
@@ -50,38 +49,6 @@ func (h *Head) RegisterService(ctx context.Context, c wire.Caller, r wire.Servic
 	}
 	h.log.Info("service registered", "service", res[0].ID, "user", c.User, "endpoint", s.Endpoint)
 	return wire.SubmitReply{ID: res[0].ID}, nil
-}
-
-// checkServiceSpec refuses registrations that could never work.
-func (h *Head) checkServiceSpec(s *wire.ServiceSpec) error {
-	kind, _, err := sm.ParseEndpoint(s.Endpoint)
-	if err != nil {
-		return wire.Errorf(wire.CodeUsage, "%v", err)
-	}
-	if kind == sm.EndpointCustom && s.PingExecutable == "" {
-		return wire.Errorf(wire.CodeUsage, "service_request_endpoint %s is CUSTOM: give its pinger with service_ping_executable (HTTP: and TCP: endpoints have built-in pingers)", s.Endpoint)
-	}
-	for _, d := range s.Dependency {
-		if d == s.Endpoint {
-			return wire.Errorf(wire.CodeUsage, "service_dependency: a service cannot depend on itself (%s)", d)
-		}
-		if _, _, err := sm.ParseEndpoint(d); err != nil {
-			return wire.Errorf(wire.CodeUsage, "service_dependency: %v", err)
-		}
-	}
-	if s.Memory < 0 || s.Instances < 0 || s.MaxInstances < 0 || s.FailuresLimit < 0 || s.InitFailuresLimit < 0 {
-		return wire.Errorf(wire.CodeUsage, "sizes, counts and limits must not be negative")
-	}
-	if s.Executable == "" && (s.Instances > 0 || len(s.Args) > 0) {
-		return wire.Errorf(wire.CodeUsage, "instances and process_executable_args need a process_executable; without one the service is ping-only")
-	}
-	if s.MaxInstances > 0 && s.Instances > s.MaxInstances {
-		return wire.Errorf(wire.CodeUsage, "instances (%d) is more than max_instances (%d)", s.Instances, s.MaxInstances)
-	}
-	if s.Instances >= wire.MaxServiceInstances || s.MaxInstances >= wire.MaxServiceInstances {
-		return wire.Errorf(wire.CodeUsage, "at most %d instances", wire.MaxServiceInstances-1)
-	}
-	return nil
 }
 
 // findService resolves an id or an endpoint to a copy of an active service.
@@ -156,33 +123,14 @@ func (h *Head) ControlService(ctx context.Context, c wire.Caller, r wire.Service
 	case wire.SvcIgnore:
 		cmd.Service = &state.ServiceChange{Op: state.SvcOpIgnore}
 	case wire.SvcModify:
-		if len(r.Keys) == 0 {
-			return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "nothing to modify: give keys like --instances 3 or --autostart")
-		}
-		for _, k := range r.Keys {
-			if !slices.Contains(state.ModifiableKeys, k) {
-				return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "%s cannot be modified; modifiable keys are: %s (unregister and register again for others)", k, strings.Join(state.ModifiableKeys, ", "))
-			}
+		if err := spec.CheckModify(r.Keys); err != nil {
+			return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "%v", err)
 		}
 		n := r.Spec
 		merged := s.Spec
-		for _, k := range r.Keys {
-			switch k {
-			case "instances":
-				merged.Instances = n.Instances
-			case "max_instances":
-				merged.MaxInstances = n.MaxInstances
-			case "service_dependency":
-				merged.Dependency = n.Dependency
-			case "process_executable":
-				merged.Executable = n.Executable
-			}
-		}
-		if slices.Contains(r.Keys, "instances") && slices.Contains(r.Keys, "max_instances") && n.Instances > n.MaxInstances {
-			return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "instances (%d) is more than max_instances (%d)", n.Instances, n.MaxInstances)
-		}
-		if err := h.checkServiceSpec(&merged); err != nil {
-			return wire.ServiceInfo{}, err
+		spec.MergeKeys(&merged, &n, r.Keys)
+		if err := spec.ValidateService(merged); err != nil {
+			return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "%v", err)
 		}
 		if slices.Contains(r.Keys, "process_memory_size") && n.Memory <= 0 {
 			n.Memory = h.sched().DefaultMemory.Bytes()

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -77,7 +78,7 @@ func TestRegisterAndQueryServices(t *testing.T) {
 
 	info := f.query(t, strconv.FormatUint(id, 10))
 	if info.Endpoint != deadEndpoint || info.User != "alice" || info.Policy != "ping-only" || !info.Enabled || info.Class != "fixed" ||
-		info.Memory != 4*gib || info.Spec.Description != "ping only" || info.Spec.PingIntervalMS != state.DefaultPingInterval.Milliseconds() {
+		info.Memory != 4*gib || info.Spec.Description != "ping only" || info.Spec.PingIntervalMS != spec.DefaultPingInterval.Milliseconds() {
 		t.Errorf("ping-only service: %+v", info)
 	}
 	if byEndpoint := f.query(t, deadEndpoint); byEndpoint.ID != id {

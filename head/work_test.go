@@ -33,7 +33,7 @@ func TestRunRefusesWhatCannotRun(t *testing.T) {
 		parts  []string
 	}{
 		{"no command", alice, wire.RunRequest{}, []string{"no command given", "ducc run [flags] -- CMD"}},
-		{"negative memory", alice, wire.RunRequest{Path: "/bin/true", Memory: -5}, []string{"memory must be positive", "-5"}},
+		{"negative memory", alice, wire.RunRequest{Path: "/bin/true", Memory: -5}, []string{"process_memory_size must not be negative", "-5"}},
 		{"unknown class", alice, wire.RunRequest{Path: "/bin/true", Class: "hgih"}, []string{`unknown class "hgih"`, "classes are", "fixed"}},
 		{"fair-share class", alice, wire.RunRequest{Path: "/bin/true", Class: "normal"},
 			[]string{`class "normal" is FAIR_SHARE`, "needs a FIXED_SHARE class", "fixed, private, capped, small"}},

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ducc-project/ducc/cgroup"
+	"github.com/ducc-project/ducc/units"
 )
 
 const (
@@ -152,7 +152,7 @@ func LookupUser(name string) (uid, gid uint32, groups []uint32, err error) {
 func formatReason(st *Status) string {
 	switch {
 	case st.OOMKilled && st.MemoryLimit > 0:
-		return "exceeded its memory limit of " + cgroup.FormatBytes(st.MemoryLimit)
+		return "exceeded its memory limit of " + units.FormatSize(st.MemoryLimit)
 	case st.OOMKilled:
 		return "killed by the kernel OOM killer"
 	case st.Signal != "":

@@ -5,6 +5,8 @@ import (
 	"html/template"
 	"strings"
 	"time"
+
+	"github.com/ducc-project/ducc/units"
 )
 
 // funcs are the template helpers. They take the page's clock so output is
@@ -14,7 +16,7 @@ func funcs() template.FuncMap {
 		"bytes":  formatBytes,
 		"ubytes": func(n uint64) string { return formatBytes(int64(n)) },
 		"clock":  formatClock,
-		"dur":    formatDur,
+		"dur":    units.FormatDuration,
 		"span":   span,
 		"age":    age,
 		"join":   strings.Join,
@@ -29,22 +31,13 @@ func funcs() template.FuncMap {
 // timeSpan feeds the "since" template: a live duration.
 type timeSpan struct{ Start, End, Now int64 }
 
-// formatBytes prints binary sizes the way the CLI does (4 GiB, 512 MiB).
+// formatBytes prints binary sizes the way the CLI does (4 GiB, 512 MiB);
+// nothing is "—".
 func formatBytes(n int64) string {
 	if n <= 0 {
 		return "—"
 	}
-	const unit = 1024
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
-	f, i := float64(n), 0
-	for f >= unit && i < len(units)-1 {
-		f /= unit
-		i++
-	}
-	if f == float64(int64(f)) || i == 0 {
-		return fmt.Sprintf("%d %s", int64(f), units[i])
-	}
-	return fmt.Sprintf("%.1f %s", f, units[i])
+	return units.FormatSize(n)
 }
 
 // formatClock prints a unix-ms time in the server's zone; 0 is "—".
@@ -53,24 +46,6 @@ func formatClock(ms int64) string {
 		return "—"
 	}
 	return time.UnixMilli(ms).Format("2006-01-02 15:04:05")
-}
-
-// formatDur prints a duration compactly: 45s, 3m05s, 2h03m, 3d04h.
-func formatDur(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	s := int64(d / time.Second)
-	switch {
-	case s < 60:
-		return fmt.Sprintf("%ds", s)
-	case s < 3600:
-		return fmt.Sprintf("%dm%02ds", s/60, s%60)
-	case s < 86400:
-		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
-	default:
-		return fmt.Sprintf("%dd%02dh", s/86400, s%86400/3600)
-	}
 }
 
 // span is the time from start to end (or to now while running), all in
@@ -82,7 +57,7 @@ func span(start, end, now int64) string {
 	if end <= 0 {
 		end = now
 	}
-	return formatDur(time.Duration(end-start) * time.Millisecond)
+	return units.FormatDuration(time.Duration(end-start) * time.Millisecond)
 }
 
 // age is how long ago a unix-ms time was.
@@ -90,7 +65,7 @@ func age(ms, now int64) string {
 	if ms <= 0 {
 		return "never"
 	}
-	return formatDur(time.Duration(now-ms)*time.Millisecond) + " ago"
+	return units.FormatDuration(time.Duration(now-ms)*time.Millisecond) + " ago"
 }
 
 func pct(part, whole int64) int64 {
@@ -117,6 +92,6 @@ func formatMS(v any) string {
 	case f < 60000:
 		return fmt.Sprintf("%.1f s", f/1000)
 	default:
-		return formatDur(time.Duration(f) * time.Millisecond)
+		return units.FormatDuration(time.Duration(f) * time.Millisecond)
 	}
 }

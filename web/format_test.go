@@ -3,6 +3,8 @@ package web
 import (
 	"testing"
 	"time"
+
+	"github.com/ducc-project/ducc/units"
 )
 
 func TestFormat(t *testing.T) {
@@ -11,11 +13,11 @@ func TestFormat(t *testing.T) {
 		{formatBytes(512), "512 B"},
 		{formatBytes(4 << 30), "4 GiB"},
 		{formatBytes(1536 << 20), "1.5 GiB"},
-		{formatDur(45 * time.Second), "45s"},
-		{formatDur(185 * time.Second), "3m05s"},
-		{formatDur(2*time.Hour + 3*time.Minute), "2h03m"},
-		{formatDur(76 * time.Hour), "3d04h"},
-		{formatDur(-time.Second), "0s"},
+		{units.FormatDuration(45 * time.Second), "45s"},
+		{units.FormatDuration(185 * time.Second), "3m05s"},
+		{units.FormatDuration(2*time.Hour + 3*time.Minute), "2h03m"},
+		{units.FormatDuration(76 * time.Hour), "3d04h"},
+		{units.FormatDuration(-time.Second), "0s"},
 		{span(0, 0, 5000), "—"},
 		{span(1000, 0, 6000), "5s"},
 		{span(1000, 3000, 60000), "2s"},

@@ -2,8 +2,11 @@ package wire
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/fxamacker/cbor/v2"
+
+	"github.com/ducc-project/ducc/units"
 )
 
 // Size limits of encoded messages.
@@ -93,21 +96,7 @@ func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("message of %s exceeds limit of %s", formatSize(e.Size), formatSize(uint64(e.Limit)))
 }
 
-// formatSize renders a byte count for humans: "20 MiB", "1.5 KiB", "17 bytes".
+// formatSize renders a byte count for humans: "20 MiB", "1.5 KiB".
 func formatSize(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d bytes", n)
-	}
-	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-	v := float64(n) / unit
-	i := 0
-	for v >= unit && i < len(units)-1 {
-		v /= unit
-		i++
-	}
-	if v == float64(uint64(v)) {
-		return fmt.Sprintf("%d %s", uint64(v), units[i])
-	}
-	return fmt.Sprintf("%.1f %s", v, units[i])
+	return units.FormatSize(int64(min(n, math.MaxInt64)))
 }

@@ -68,7 +68,7 @@ func TestCodecRejects(t *testing.T) {
 }
 
 func TestFormatSize(t *testing.T) {
-	for n, want := range map[uint64]string{17: "17 bytes", 4096: "4 KiB", 20 << 20: "20 MiB", 1536: "1.5 KiB"} {
+	for n, want := range map[uint64]string{17: "17 B", 4096: "4 KiB", 20 << 20: "20 MiB", 1536: "1.5 KiB"} {
 		if got := formatSize(n); got != want {
 			t.Errorf("formatSize(%d) = %q, want %q", n, got, want)
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ducc-project/ducc/agent"
-	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/units"
 )
 
 func newAgentCmd() *cobra.Command {
@@ -77,11 +77,11 @@ data dir, the node is head and worker, and the local API listens on
 				cfg = c
 			}
 			if memory != "" {
-				m, err := rm.ParseSize(memory)
+				m, err := units.ParseSize(memory)
 				if err != nil || m <= 0 {
 					return usageErr("bad --memory %q: write a size like 16G, 512M or 16GiB", memory)
 				}
-				cfg.Memory = rm.Size(m)
+				cfg.Memory = units.Size(m)
 			}
 			if node != "" {
 				cfg.Node = node

@@ -227,7 +227,7 @@ func TestRun(t *testing.T) {
 		{name: "missing executable", args: []string{"run", "--", "/no/such/program"}, wantCode: 1, wantErr: "LaunchFailure"},
 		{name: "unknown class", args: []string{"run", "--class", "hgih", "--", "true"}, wantCode: 2, wantErr: `unknown class "hgih"; classes are: `},
 		{name: "fair class refused", args: []string{"run", "--class", "normal", "--", "true"}, wantCode: 2, wantErr: "needs a FIXED_SHARE class"},
-		{name: "bad memory", args: []string{"run", "--memory", "12X", "--", "true"}, wantCode: 2, wantErr: `bad --memory "12X"`},
+		{name: "bad memory", args: []string{"run", "--memory", "12X", "--", "true"}, wantCode: 2, wantErr: `--memory: process_memory_size: memory size "12X": unknown unit`},
 		{name: "too big for any node", args: []string{"run", "--memory", "64G", "--", "true"}, wantCode: 2, wantErr: "no node can hold 64 GiB; largest schedulable is 16 GiB"},
 		{name: "unknown flag", args: []string{"run", "--bogus", "--", "true"}, wantCode: 2, wantErr: "unknown flag: --bogus"},
 		{name: "no command", args: []string{"run"}, wantCode: 2},

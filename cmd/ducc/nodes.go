@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -32,8 +32,8 @@ func newNodesCmd(g *globals) *cobra.Command {
 			fmt.Fprintln(tw, "NAME\tSTATE\tMEM TOTAL\tSCHEDULABLE\tUSED\tSHARES\tPROCS\tHEARTBEAT")
 			for _, n := range list.Nodes {
 				age := time.Since(time.UnixMilli(n.LastHeartbeat)).Round(100 * time.Millisecond)
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s ago\n", n.Name, n.State, rm.FormatSize(n.MemTotal),
-					rm.FormatSize(n.MemSchedulable), rm.FormatSize(n.MemUsed), n.SharesUsed, n.Shares, n.Procs, age)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s ago\n", n.Name, n.State, units.FormatSize(n.MemTotal),
+					units.FormatSize(n.MemSchedulable), units.FormatSize(n.MemUsed), n.SharesUsed, n.Shares, n.Procs, age)
 			}
 			return tw.Flush()
 		},
@@ -59,7 +59,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(tw, "Raft:\t%s, term %d, applied index %d\n", st.RaftState, st.RaftTerm, st.RaftIndex)
 			fmt.Fprintf(tw, "Raft peers:\t%s\n", strings.Join(st.Peers, ", "))
 			fmt.Fprintf(tw, "Nodes up:\t%d of %d\n", st.NodesUp, st.NodesAll)
-			fmt.Fprintf(tw, "Share quantum:\t%s\n", rm.FormatSize(st.Quantum))
+			fmt.Fprintf(tw, "Share quantum:\t%s\n", units.FormatSize(st.Quantum))
 			fmt.Fprintf(tw, "Local agent:\t%s\n", st.Agent)
 			fmt.Fprintf(tw, "Version:\t%s\n", st.Version)
 			return tw.Flush()

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -383,7 +384,7 @@ func barLine(info *wire.WorkInfo, rate float64, width int) string {
 		tail += fmt.Sprintf("  %s/s", humanRate(rate))
 		if rate > 0 && finished < s.Total {
 			eta := time.Duration(float64(s.Total-finished) / rate * float64(time.Second))
-			tail += "  ETA " + humanDuration(eta)
+			tail += "  ETA " + units.FormatDuration(eta)
 		}
 	}
 	if info.State != "Running" {
@@ -420,19 +421,6 @@ func humanRate(r float64) string {
 		return fmt.Sprintf("%.0f", r)
 	default:
 		return fmt.Sprintf("%.1f", r)
-	}
-}
-
-func humanDuration(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()+0.5))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	case d < 100*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	default:
-		return ">4d"
 	}
 }
 

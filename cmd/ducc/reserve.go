@@ -8,7 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/spec"
+	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -33,8 +34,8 @@ func newClassesCmd(g *globals) *cobra.Command {
 					name += "*"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", name, c.Policy, c.Priority,
-					orDash(c.Weight), c.Pool, rm.FormatSize(c.Quantum), sizeOrDash(c.Guaranteed), sizeOrDash(c.Max),
-					c.Works, rm.FormatSize(c.Demand), sizeOrDash(c.FairShare), rm.FormatSize(c.Allocated))
+					orDash(c.Weight), c.Pool, units.FormatSize(c.Quantum), sizeOrDash(c.Guaranteed), sizeOrDash(c.Max),
+					c.Works, units.FormatSize(c.Demand), sizeOrDash(c.FairShare), units.FormatSize(c.Allocated))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -56,15 +57,10 @@ func sizeOrDash(n int64) string {
 	if n == 0 {
 		return "-"
 	}
-	return rm.FormatSize(n)
+	return units.FormatSize(n)
 }
 
 func newReserveCmd(g *globals) *cobra.Command {
-	var (
-		memory, class, desc string
-		wait                bool
-		machines            []string
-	)
 	cmd := &cobra.Command{
 		Use:   "reserve --memory SIZE",
 		Short: "reserve a whole machine of exactly that memory size",
@@ -73,16 +69,20 @@ for (never a bigger one). Nothing is started on it; it is yours until 'ducc unre
 Prints the id, and the node once it has one (--wait waits for it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, err := rm.ParseSize(memory)
-			if err != nil || m <= 0 {
-				return usageErr("bad or missing --memory %q: write a size like 64G", memory)
+			raw := spec.Raw{}
+			if err := spec.FlagValues(cmd.Flags(), spec.KindReserve, raw, ""); err != nil {
+				return usageErr("%v", err)
+			}
+			r, err := spec.BuildReserve(raw)
+			if err != nil {
+				return usageErr("%v", err)
 			}
 			c := newClient(g)
 			var rep wire.SubmitReply
-			if err := c.call(cmd.Context(), wire.MethodReserve, wire.ReserveRequest{Memory: m, Class: class, Description: desc, MachineList: machines}, &rep); err != nil {
+			if err := c.call(cmd.Context(), wire.MethodReserve, r.Req, &rep); err != nil {
 				return err
 			}
-			info, err := reservationState(cmd.Context(), c, rep.ID, wait)
+			info, err := reservationState(cmd.Context(), c, rep.ID, r.Wait)
 			if err != nil {
 				return err
 			}
@@ -100,12 +100,7 @@ Prints the id, and the node once it has one (--wait waits for it).`,
 			return nil
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&memory, "memory", "", "memory size of the machine, e.g. 64G (required)")
-	f.StringVar(&class, "class", "", "RESERVE class (default: reserve)")
-	f.StringVar(&desc, "description", "", "free text")
-	f.BoolVar(&wait, "wait", false, "wait until a machine is reserved")
-	f.StringSliceVar(&machines, "machine", nil, "only these nodes")
+	spec.AddFlags(cmd.Flags(), spec.KindReserve, nil)
 	return cmd
 }
 

@@ -12,16 +12,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ducc-project/ducc/agent"
-	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/wire"
 )
 
 func newRunCmd(g *globals) *cobra.Command {
-	var (
-		memory, class, desc, logDir string
-		detach                      bool
-		machines                    []string
-	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARGS...]",
 		Short: "run one process on the cluster (a managed reservation), output attached",
@@ -32,22 +27,23 @@ the id and return at once; 'ducc wait ID' gives the exit code later.`,
 		Example: "  ducc run -- hostname\n  ducc run --memory 512M -- python3 train.py\n  id=$(ducc run --detach -- sleep 600)",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := wire.RunRequest{Class: class, Path: args[0], Args: args[1:], Description: desc, MachineList: machines}
-			if memory != "" {
-				m, err := rm.ParseSize(memory)
-				if err != nil || m <= 0 {
-					return usageErr("bad --memory %q: write a size like 4G, 512M or 4GiB", memory)
-				}
-				req.Memory = m
+			wd, _ := os.Getwd()
+			raw := spec.Raw{}
+			if err := spec.FlagValues(cmd.Flags(), spec.KindRun, raw, wd); err != nil {
+				return usageErr("%v", err)
 			}
-			req.Env = os.Environ()
-			if wd, err := os.Getwd(); err == nil {
-				req.Dir = wd
+			run, err := spec.BuildRun(raw)
+			if err != nil {
+				return usageErr("%v", err)
 			}
-			req.LogDir = logDir
+			req := run.Req
+			req.Path, req.Args, req.Env, req.Dir = args[0], args[1:], os.Environ(), wd
+			if err := spec.ValidateRun(req); err != nil {
+				return usageErr("%v", err)
+			}
 			c := newClient(g)
 			ctx := cmd.Context()
-			if detach {
+			if run.Detach {
 				var rep wire.SubmitReply
 				if err := c.call(ctx, wire.MethodRun, req, &rep); err != nil {
 					return err
@@ -63,12 +59,7 @@ the id and return at once; 'ducc wait ID' gives the exit code later.`,
 	}
 	f := cmd.Flags()
 	f.SetInterspersed(false)
-	f.StringVar(&memory, "memory", "", "memory for the process, e.g. 512M or 4G (default: the class default, 4G)")
-	f.StringVar(&class, "class", "", "FIXED_SHARE scheduling class (default: fixed)")
-	f.BoolVar(&detach, "detach", false, "print the id and return without waiting")
-	f.StringVar(&desc, "description", "", "free text shown by 'ducc jobs'")
-	f.StringVar(&logDir, "log-dir", "", "log directory (default ~/ducc/logs); the log is <dir>/<id>/")
-	f.StringSliceVar(&machines, "machine", nil, "run only on these nodes")
+	spec.AddFlags(f, spec.KindRun, nil)
 	return cmd
 }
 

@@ -1,284 +1,25 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/spec"
+	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 )
-
-// kMillis: a bare number of milliseconds (DUCC's unit for these keys) or
-// a duration like 10s.
-const kMillis keyKind = 100
-
-// serviceKeys lists every key of a service registration (SPEC §6).
-var serviceKeys = keySet{keys: []specKey{
-	{name: "description", kind: kString, usage: "free text shown by 'ducc services query'"},
-	{name: "service_request_endpoint", kind: kString, usage: "CUSTOM:<name>, HTTP:<url> or TCP:<host:port> (required)"},
-	{name: "process_executable", kind: kString, usage: "the service command (none: a ping-only service)"},
-	{name: "process_executable_args", kind: kArgs, usage: "its arguments; ${DUCC_SERVICE_INSTANCE} is replaced by the instance id"},
-	{name: "process_memory_size", kind: kSize, usage: "memory per instance, e.g. 1G (default 4G)"},
-	{name: "scheduling_class", kind: kString, usage: "a FIXED_SHARE class (default: the default fixed class)"},
-	{name: "instances", kind: kInt, min: 0, usage: "instances to run when started (default 1)"},
-	{name: "max_instances", kind: kInt, min: 1, usage: "cap on instances, also for a pinger's additions (default 10)"},
-	{name: "autostart", kind: kBool, usage: "keep the service running from registration and cluster start"},
-	{name: "service_linger", kind: kMillis, usage: "ms (or a duration like 30s) a reference-started service lingers after its last reference (default 300000)"},
-	{name: "service_dependency", kind: kList, usage: "endpoints of services this service needs"},
-	{name: "instance_failures_window", kind: kMinutes, usage: "minutes (or a duration) over which instance failures are counted (default 30)"},
-	{name: "instance_failures_limit", kind: kInt, min: 1, usage: "instance failures in the window above which the service is disabled (default 5)"},
-	{name: "instance_init_failures_limit", kind: kInt, min: 1, usage: "initialization failures above which the service is disabled (default 1)"},
-	{name: "service_ping_executable", kind: kString, usage: "custom pinger command, run as you (required for CUSTOM: endpoints)"},
-	{name: "service_ping_arguments", kind: kArgs, usage: "arguments of the custom pinger"},
-	{name: "service_ping_timeout", kind: kMillis, usage: "ms (or a duration) a ping may take (default 500)"},
-	{name: "service_ping_interval", kind: kMillis, usage: "ms (or a duration) between pings (default 10000)"},
-	{name: "environment", kind: kEnv, usage: "environment of the instances and the pinger: \"A=1 B=2\""},
-	{name: "working_directory", kind: kPath, usage: "working directory of the instances (default: the current directory)"},
-	{name: "log_directory", kind: kPath, usage: "log directory; logs go to <dir>/<id>/ (default ~/ducc/logs)"},
-	{name: "administrators", kind: kList, usage: "users who may change the service besides you"},
-}}
-
-// applyServiceKey sets one key of a service spec.
-func applyServiceKey(sp *wire.ServiceSpec, k specKey, rv rawValue) error {
-	scalar := strings.TrimSpace(rv.s)
-	if rv.isList && k.kind != kArgs && k.kind != kList && k.kind != kEnv {
-		return errors.New("takes one value, not a list")
-	}
-	words := func() ([]string, error) {
-		if rv.isList {
-			return rv.list, nil
-		}
-		return splitShell(rv.s)
-	}
-	switch k.kind {
-	case kString:
-		switch k.name {
-		case "description":
-			sp.Description = rv.s
-		case "service_request_endpoint":
-			sp.Endpoint = scalar
-		case "scheduling_class":
-			sp.Class = scalar
-		case "process_executable", "service_ping_executable":
-			scalar = expandHome(scalar)
-			if strings.Contains(scalar, "/") && !filepath.IsAbs(scalar) && rv.base != "" {
-				scalar = filepath.Join(rv.base, scalar)
-			}
-			if k.name == "process_executable" {
-				sp.Executable = scalar
-			} else {
-				sp.PingExecutable = scalar
-			}
-		}
-	case kPath:
-		p := expandHome(scalar)
-		if p != "" && !filepath.IsAbs(p) && rv.base != "" {
-			p = filepath.Join(rv.base, p)
-		}
-		if k.name == "working_directory" {
-			sp.WorkingDirectory = p
-		} else {
-			sp.LogDirectory = p
-		}
-	case kArgs:
-		args, err := words()
-		if err != nil {
-			return err
-		}
-		if k.name == "process_executable_args" {
-			sp.Args = args
-		} else {
-			sp.PingArgs = args
-		}
-	case kList:
-		l := rv.list
-		if !rv.isList {
-			l = splitList(rv.s)
-		}
-		if k.name == "service_dependency" {
-			sp.Dependency = l
-		} else {
-			sp.Administrators = l
-		}
-	case kEnv:
-		env, err := words()
-		if err != nil {
-			return err
-		}
-		for _, e := range env {
-			if name, _, ok := strings.Cut(e, "="); !ok || name == "" {
-				return fmt.Errorf("%q is not NAME=VALUE", e)
-			}
-		}
-		sp.Environment = dedupEnv(append(sp.Environment, env...))
-	case kInt:
-		n, err := strconv.ParseInt(scalar, 10, 32)
-		if err != nil {
-			return fmt.Errorf("%q is not a whole number", rv.s)
-		}
-		if n < k.min {
-			return fmt.Errorf("must be at least %d, got %d", k.min, n)
-		}
-		switch k.name {
-		case "instances":
-			sp.Instances = int(n)
-		case "max_instances":
-			sp.MaxInstances = int(n)
-		case "instance_failures_limit":
-			sp.FailuresLimit = int(n)
-		case "instance_init_failures_limit":
-			sp.InitFailuresLimit = int(n)
-		}
-	case kSize:
-		b, err := rm.ParseSize(scalar)
-		if err != nil {
-			return err
-		}
-		if b <= 0 {
-			return fmt.Errorf("%q: the size must be positive, like 1G", rv.s)
-		}
-		sp.Memory = b
-	case kBool:
-		b, err := parseBool(scalar)
-		if err != nil {
-			return err
-		}
-		sp.Autostart = b
-	case kMinutes:
-		ms, err := parseMinutes(scalar)
-		if err != nil {
-			return err
-		}
-		sp.FailuresWindowMS = ms
-	case kMillis:
-		ms, err := parseMillis(scalar)
-		if err != nil {
-			return err
-		}
-		switch k.name {
-		case "service_linger":
-			sp.LingerMS = ms
-		case "service_ping_timeout":
-			sp.PingTimeoutMS = ms
-		case "service_ping_interval":
-			sp.PingIntervalMS = ms
-		}
-	}
-	return nil
-}
-
-// parseMillis reads milliseconds ("500") or a duration ("10s").
-func parseMillis(s string) (int64, error) {
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if n <= 0 {
-			return 0, fmt.Errorf("must be more than zero, got %q", s)
-		}
-		return n, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%q is neither milliseconds (like 500) nor a duration (like 10s)", s)
-	}
-	return max(d.Milliseconds(), 1), nil
-}
-
-// buildService interprets a raw service spec; it returns the spec and the
-// keys that were given.
-func buildService(raw rawSpec) (wire.ServiceSpec, []string, error) {
-	var sp wire.ServiceSpec
-	var keys []string
-	for _, k := range serviceKeys.keys {
-		rv, ok := raw[k.name]
-		if !ok {
-			continue
-		}
-		keys = append(keys, k.name)
-		if err := applyServiceKey(&sp, k, rv); err != nil {
-			where := rv.at
-			if where != "" {
-				where += ": "
-			}
-			return sp, nil, fmt.Errorf("%s%s: %w", where, k.name, err)
-		}
-	}
-	return sp, keys, nil
-}
-
-// addServiceFlags adds one flag per service key.
-func addServiceFlags(cmd *cobra.Command, skip ...string) {
-	f := cmd.Flags()
-	for _, k := range serviceKeys.keys {
-		flag := strings.ReplaceAll(k.name, "_", "-")
-		if contains(skip, flag) {
-			continue
-		}
-		switch k.kind {
-		case kBool:
-			f.Bool(flag, false, k.usage)
-		case kEnv:
-			f.StringArray(flag, nil, k.usage+"; may be repeated")
-		default:
-			f.String(flag, "", k.usage)
-		}
-	}
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// serviceFlags lays the changed flags over raw.
-func serviceFlags(cmd *cobra.Command, raw rawSpec, cwd string) error {
-	f := cmd.Flags()
-	for _, k := range serviceKeys.keys {
-		flag := strings.ReplaceAll(k.name, "_", "-")
-		if f.Lookup(flag) == nil || !f.Changed(flag) {
-			continue
-		}
-		at := "--" + flag
-		switch k.kind {
-		case kBool:
-			b, _ := f.GetBool(flag)
-			raw[k.name] = rawValue{s: fmt.Sprint(b), at: at}
-		case kEnv:
-			vals, _ := f.GetStringArray(flag)
-			var env []string
-			for _, v := range vals {
-				w, err := splitShell(v)
-				if err != nil {
-					return usageErr("%s: %v", at, err)
-				}
-				env = append(env, w...)
-			}
-			raw[k.name] = rawValue{list: env, isList: true, at: at, base: cwd}
-		default:
-			v, _ := f.GetString(flag)
-			raw[k.name] = rawValue{s: v, at: at, base: cwd}
-		}
-	}
-	return nil
-}
 
 func newServicesCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "services",
 		Short: "register and manage services",
 		Long: `Services are long-running commands with stable instance ids, health-checked by a
-pinger (SPEC §6). Register one with a YAML or properties file (or flags), then
+pinger. Register one with a YAML or properties file (or flags), then
 start it, or let jobs that name its endpoint in service_dependency start it.
 Wherever an ID is taken, the service's endpoint works too. See docs/services.md.`,
 	}
@@ -305,12 +46,12 @@ func newSvcRegisterCmd(g *globals) *cobra.Command {
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 				command, args = args[dash:], args[:dash]
 			}
-			raw := rawSpec{}
+			raw := spec.Raw{}
 			switch len(args) {
 			case 0:
 			case 1:
 				var err error
-				if raw, err = parseSpecFileKeys(args[0], serviceKeys, "service registration"); err != nil {
+				if raw, err = spec.ParseFile(args[0], spec.KindService); err != nil {
 					return usageErr("%v", err)
 				}
 			default:
@@ -320,19 +61,22 @@ func newSvcRegisterCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{code: exitFailed, msg: fmt.Sprintf("cannot read the current directory: %v", err)}
 			}
-			if err := serviceFlags(cmd, raw, cwd); err != nil {
-				return err
+			if err := spec.FlagValues(cmd.Flags(), spec.KindService, raw, cwd); err != nil {
+				return usageErr("%v", err)
 			}
 			if len(command) > 0 {
-				raw["process_executable"] = rawValue{s: command[0], at: "command after --", base: cwd}
-				raw["process_executable_args"] = rawValue{list: command[1:], isList: true, at: "command after --", base: cwd}
+				raw["process_executable"] = spec.Value{S: command[0], At: "command after --", Base: cwd}
+				raw["process_executable_args"] = spec.Value{List: command[1:], IsList: true, At: "command after --", Base: cwd}
 			}
-			sp, _, err := buildService(raw)
+			sp, _, err := spec.BuildService(raw)
 			if err != nil {
 				return usageErr("%v", err)
 			}
 			if sp.Endpoint == "" {
 				return usageErr("service_request_endpoint is required, e.g. HTTP:localhost:8080/health, TCP:localhost:5432 or CUSTOM:name")
+			}
+			if err := spec.ValidateService(sp); err != nil {
+				return usageErr("%v", err)
 			}
 			if sp.WorkingDirectory == "" {
 				sp.WorkingDirectory = cwd
@@ -348,7 +92,7 @@ func newSvcRegisterCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	addServiceFlags(cmd)
+	spec.AddFlags(cmd.Flags(), spec.KindService, nil)
 	return cmd
 }
 
@@ -359,11 +103,11 @@ func newSvcModifyCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cwd, _ := os.Getwd()
-			raw := rawSpec{}
-			if err := serviceFlags(cmd, raw, cwd); err != nil {
-				return err
+			raw := spec.Raw{}
+			if err := spec.FlagValues(cmd.Flags(), spec.KindService, raw, cwd); err != nil {
+				return usageErr("%v", err)
 			}
-			sp, keys, err := buildService(raw)
+			sp, keys, err := spec.BuildService(raw)
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -373,7 +117,7 @@ func newSvcModifyCmd(g *globals) *cobra.Command {
 			return svcControl(cmd, g, wire.ServiceControlRequest{Service: args[0], Action: wire.SvcModify, Spec: sp, Keys: keys})
 		},
 	}
-	addServiceFlags(cmd, "service-request-endpoint", "scheduling-class")
+	spec.AddFlags(cmd.Flags(), spec.KindService, func(k *spec.Key) bool { return k.Modify })
 	return cmd
 }
 
@@ -450,7 +194,7 @@ func printService(w io.Writer, s wire.ServiceInfo) error {
 	fmt.Fprintf(w, "  instances:  %d wanted, %d running (max %d)\n", s.Instances, s.Running, s.Spec.MaxInstances)
 	if s.Spec.Executable != "" {
 		fmt.Fprintf(w, "  command:    %s\n", strings.Join(append([]string{s.Spec.Executable}, s.Spec.Args...), " "))
-		fmt.Fprintf(w, "  memory:     %s (class %s)\n", rm.FormatSize(s.Memory), s.Class)
+		fmt.Fprintf(w, "  memory:     %s (class %s)\n", units.FormatSize(s.Memory), s.Class)
 	}
 	fmt.Fprintf(w, "  pinger:     alive %v, healthy %v", s.Alive, s.Healthy)
 	if s.PingInfo != "" {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/sim"
+	"github.com/ducc-project/ducc/units"
 )
 
 func newSimCmd(g *globals) *cobra.Command {
@@ -57,7 +57,7 @@ Fake nodes run nothing: a wanted process is Running at once (and ends after
 				if s.in == "" {
 					continue
 				}
-				m, err := rm.ParseSize(s.in)
+				m, err := units.ParseSize(s.in)
 				if err != nil {
 					return usageErr("bad %s %q: %v", s.flag, s.in, err)
 				}

@@ -8,13 +8,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -24,15 +24,14 @@ import (
 const (
 	chunkItems   = 50_000
 	chunkBytes   = 4 << 20
-	maxItemBytes = 1 << 20
+	maxItemBytes = spec.MaxItemSize
 )
 
 func newSubmitCmd(g *globals) *cobra.Command {
-	var wait bool
 	cmd := &cobra.Command{
 		Use:   "submit [SPEC_FILE] [flags] [-- CMD [ARGS...]]",
 		Short: "submit a job of work items",
-		Long: `Submit a job: a worker command and a list of work items (SPEC §5). The spec is a
+		Long: `Submit a job: a worker command and a list of work items. The spec is a
 YAML file (.yaml, .yml) or a DUCC-style properties file (key = value, ${VAR}
 substitution); every key can also be given as a flag (process_memory_size =
 --process-memory-size), and flags win over the file. The worker command may also
@@ -67,12 +66,6 @@ See docs/jobs.md for the keys and the worker protocols.`,
 			if err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("wait") {
-				jr.wait = wait
-			}
-			if jr.cancelOnInterrupt {
-				jr.wait = true
-			}
 			src, closeSrc, err := openItems(jr, cmd.InOrStdin())
 			if err != nil {
 				return err
@@ -83,14 +76,14 @@ See docs/jobs.md for the keys and the worker protocols.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			id, _, err := submitJob(ctx, c, jr.spec, src, cmd.ErrOrStderr())
+			id, _, err := submitJob(ctx, c, jr.Spec, src, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			if jr.attachConsole {
+			if jr.AttachConsole {
 				fmt.Fprintf(cmd.ErrOrStderr(), "ducc: attach_console is not supported; follow a job process with 'ducc logs %d -f'\n", id)
 			}
-			if !jr.wait {
+			if !jr.Wait {
 				if g.json {
 					return printJSON(cmd.OutOrStdout(), wire.SubmitReply{ID: id})
 				}
@@ -100,36 +93,20 @@ See docs/jobs.md for the keys and the worker protocols.`,
 			if !g.json {
 				fmt.Fprintf(cmd.OutOrStdout(), "Job %d submitted\n", id)
 			}
-			return waitJob(ctx, c, id, cmd.OutOrStdout(), cmd.ErrOrStderr(), jr.cancelOnInterrupt, g.json)
+			return waitJob(ctx, c, id, cmd.OutOrStdout(), cmd.ErrOrStderr(), jr.CancelOnInterrupt, g.json)
 		},
 	}
-	f := cmd.Flags()
-	for _, k := range specKeys {
-		flag := strings.ReplaceAll(k.name, "_", "-")
-		switch k.kind {
-		case kItems:
-			continue // YAML only
-		case kBool:
-			f.Bool(flag, false, k.usage)
-		case kEnv:
-			f.StringArray(flag, nil, k.usage+"; may be repeated")
-		default:
-			f.String(flag, "", k.usage)
-		}
-	}
-	f.BoolVar(&wait, "wait", false, "same as --wait-for-completion")
-	f.StringArray("env", nil, "same as --environment")
-	_ = f.MarkHidden("env")
+	spec.AddFlags(cmd.Flags(), spec.KindJob, nil)
 	return cmd
 }
 
 // loadSubmission reads the spec file (if any), lays the flags and the
 // command after '--' over it and interprets the result.
-func loadSubmission(cmd *cobra.Command, file string, command []string) (*jobRequest, error) {
-	raw := rawSpec{}
+func loadSubmission(cmd *cobra.Command, file string, command []string) (*spec.Job, error) {
+	raw := spec.Raw{}
 	if file != "" {
 		var err error
-		if raw, err = parseSpecFile(file); err != nil {
+		if raw, err = spec.ParseFile(file, spec.KindJob); err != nil {
 			return nil, usageErr("%v", err)
 		}
 	}
@@ -140,47 +117,8 @@ func loadSubmission(cmd *cobra.Command, file string, command []string) (*jobRequ
 	// Relative paths given on the command line are relative to the current
 	// directory.
 	f := cmd.Flags()
-	for _, k := range specKeys {
-		flag := strings.ReplaceAll(k.name, "_", "-")
-		if k.kind == kItems || !f.Changed(flag) {
-			continue
-		}
-		at := "--" + flag
-		switch k.kind {
-		case kEnv:
-			continue // below, with --env
-		case kBool:
-			b, _ := f.GetBool(flag)
-			raw[k.name] = rawValue{s: fmt.Sprint(b), at: at}
-		default:
-			v, _ := f.GetString(flag)
-			raw[k.name] = rawValue{s: v, at: at, base: cwd}
-		}
-	}
-	// --environment (or --env) adds to the spec's environment; for a name
-	// given twice the last entry wins.
-	envFlags, _ := f.GetStringArray("environment")
-	extra, _ := f.GetStringArray("env")
-	if envFlags = append(envFlags, extra...); len(envFlags) > 0 {
-		var env []string
-		if rv, ok := raw["environment"]; ok {
-			env = rv.list
-			if !rv.isList {
-				w, err := splitShell(rv.s)
-				if err != nil {
-					return nil, usageErr("%s: environment: %v", rv.at, err)
-				}
-				env = w
-			}
-		}
-		for _, e := range envFlags {
-			w, err := splitShell(e)
-			if err != nil {
-				return nil, usageErr("--environment: %v", err)
-			}
-			env = append(env, w...)
-		}
-		raw["environment"] = rawValue{list: env, isList: true, at: "--environment", base: cwd}
+	if err := spec.FlagValues(f, spec.KindJob, raw, cwd); err != nil {
+		return nil, usageErr("%v", err)
 	}
 	if f.Changed("input-file") {
 		delete(raw, "input_items") // the flag replaces the file's items
@@ -189,10 +127,10 @@ func loadSubmission(cmd *cobra.Command, file string, command []string) (*jobRequ
 		if f.Changed("process-executable") || f.Changed("process-executable-args") {
 			return nil, usageErr("give the worker command either after '--' or with --process-executable/--process-executable-args, not both")
 		}
-		raw["process_executable"] = rawValue{s: command[0], at: "command after --", base: cwd}
-		raw["process_executable_args"] = rawValue{list: command[1:], isList: true, at: "command after --", base: cwd}
+		raw["process_executable"] = spec.Value{S: command[0], At: "command after --", Base: cwd}
+		raw["process_executable_args"] = spec.Value{List: command[1:], IsList: true, At: "command after --", Base: cwd}
 	}
-	jr, err := buildJob(raw, cwd)
+	jr, err := spec.BuildJob(raw, cwd)
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
@@ -206,19 +144,19 @@ type itemSource interface {
 }
 
 // openItems picks the item source: input file, input_items, standard input.
-func openItems(jr *jobRequest, stdin io.Reader) (itemSource, func(), error) {
+func openItems(jr *spec.Job, stdin io.Reader) (itemSource, func(), error) {
 	nop := func() {}
 	switch {
-	case jr.inputFile == "-":
+	case jr.InputFile == "-":
 		return newLineSource(stdin, "standard input"), nop, nil
-	case jr.inputFile != "":
-		f, err := os.Open(jr.inputFile)
+	case jr.InputFile != "":
+		f, err := os.Open(jr.InputFile)
 		if err != nil {
 			return nil, nil, usageErr("cannot read the work items: %v", err)
 		}
-		return newLineSource(f, jr.inputFile), func() { f.Close() }, nil
-	case jr.haveItems:
-		return &sliceSource{items: jr.items}, nop, nil
+		return newLineSource(f, jr.InputFile), func() { f.Close() }, nil
+	case jr.HaveItems:
+		return &sliceSource{items: jr.Items}, nop, nil
 	}
 	if f, ok := stdin.(*os.File); ok && isTerminal(f) {
 		return nil, nil, usageErr("no work items: give --input-file FILE, input_items in a YAML spec, or pipe the items (one per line) on standard input")

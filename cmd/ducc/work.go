@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ducc-project/ducc/agent"
-	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -147,7 +147,7 @@ func printWorkTable(w io.Writer, ws []wire.WorkInfo, now time.Time) {
 			}
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", x.ID, x.User, x.Kind, x.Class, state,
-			rm.FormatSize(x.Memory), dash(x.Node), clock(x.StartedAt), duration(x.StartedAt, x.EndedAt, now), x.Reason)
+			units.FormatSize(x.Memory), dash(x.Node), clock(x.StartedAt), duration(x.StartedAt, x.EndedAt, now), x.Reason)
 	}
 	tw.Flush()
 }
@@ -178,11 +178,7 @@ func duration(start, end int64, now time.Time) string {
 	if end != 0 {
 		e = time.UnixMilli(end)
 	}
-	d := e.Sub(time.UnixMilli(start))
-	if d < time.Second {
-		return d.Round(time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
+	return units.FormatDuration(e.Sub(time.UnixMilli(start)))
 }
 
 func newShowCmd(g *globals) *cobra.Command {
@@ -222,7 +218,7 @@ func printWork(w io.Writer, x wire.WorkInfo) {
 	if x.Reason != "" {
 		fmt.Fprintf(tw, "Reason:\t%s\n", x.Reason)
 	}
-	fmt.Fprintf(tw, "Memory:\t%s\n", rm.FormatSize(x.Memory))
+	fmt.Fprintf(tw, "Memory:\t%s\n", units.FormatSize(x.Memory))
 	fmt.Fprintf(tw, "Command:\t%s\n", strings.Join(x.Command, " "))
 	if x.Description != "" {
 		fmt.Fprintf(tw, "Description:\t%s\n", x.Description)
@@ -243,7 +239,7 @@ func printWork(w io.Writer, x wire.WorkInfo) {
 	fmt.Fprintln(tw, "  ID\tNODE\tPID\tSTATE\tLIMIT\tRSS\tEXIT\tREASON\tLOG")
 	for _, p := range x.Procs {
 		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", p.ID, p.Node, p.PID, p.State,
-			rm.FormatSize(p.MemoryLimit), rm.FormatSize(int64(p.RSS)), p.ExitCode, p.Reason, p.LogPath)
+			units.FormatSize(p.MemoryLimit), units.FormatSize(int64(p.RSS)), p.ExitCode, p.Reason, p.LogPath)
 	}
 	tw.Flush()
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/head/state/statetest"
+	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -16,7 +17,7 @@ type clock struct{ t time.Time }
 func (c *clock) now() time.Time { return c.t }
 
 // setup makes a job of n items with two running processes, 1.1 and 1.2.
-func setup(t *testing.T, n int, spec wire.JobSpec) (*state.FSM, *statetest.Applier, *clock) {
+func setup(t *testing.T, n int, js wire.JobSpec) (*state.FSM, *statetest.Applier, *clock) {
 	f := state.New()
 	app := &statetest.Applier{FSM: f}
 	ctx := context.Background()
@@ -24,9 +25,9 @@ func setup(t *testing.T, n int, spec wire.JobSpec) (*state.FSM, *statetest.Appli
 	for i := range items {
 		items[i].Data = "x"
 	}
-	state.FillDefaults(&spec)
+	spec.JobDefaults(&js)
 	if _, err := app.Apply(ctx, state.Command{Type: state.CmdSubmit, Time: 1, Last: true,
-		Work: &state.Work{Kind: wire.WorkJob, User: "u", Job: &state.Job{Spec: spec, Items: items}}}); err != nil {
+		Work: &state.Work{Kind: wire.WorkJob, User: "u", Job: &state.Job{Spec: js, Items: items}}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"1.1", "1.2"} {

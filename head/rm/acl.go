@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/ducc-project/ducc/units"
 )
 
 // Class returns the named class, or an error listing the classes there are.
@@ -171,7 +173,7 @@ func (c *Config) CheckSubmit(user string, groups []string, class string, memory 
 		}
 		if l.MaxMemory > 0 && t.Memory+memory > int64(l.MaxMemory) {
 			return fmt.Errorf("limit reached: %s would use %s of at most %s in class %q; ask for less memory or wait for work to finish",
-				who, FormatSize(t.Memory+memory), l.MaxMemory, cl.Name)
+				who, units.FormatSize(t.Memory+memory), l.MaxMemory, cl.Name)
 		}
 	}
 	return nil

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ducc-project/ducc/units"
 )
 
 // Policy families of scheduling classes.
@@ -23,14 +25,14 @@ const (
 // Zero values are replaced by defaults in ParseConfig; use DefaultConfig for
 // the shipped configuration.
 type Config struct {
-	ShareQuantum           Size            `yaml:"share_quantum"`
-	DefaultMemory          Size            `yaml:"default_memory"`
+	ShareQuantum           units.Size      `yaml:"share_quantum"`
+	DefaultMemory          units.Size      `yaml:"default_memory"`
 	Nodepools              []Nodepool      `yaml:"nodepools"`
 	Classes                []Class         `yaml:"classes"`
-	GlobalAllotment        Size            `yaml:"global_allotment"`
+	GlobalAllotment        units.Size      `yaml:"global_allotment"`
 	Placement              []PlacementRule `yaml:"placement"`
-	Cycle                  Duration        `yaml:"cycle"`
-	MinInterval            Duration        `yaml:"min_interval"`
+	Cycle                  units.Duration  `yaml:"cycle"`
+	MinInterval            units.Duration  `yaml:"min_interval"`
 	FragmentationThreshold int             `yaml:"fragmentation_threshold"`
 	Preemption             Preemption      `yaml:"preemption"`
 }
@@ -42,7 +44,7 @@ type Nodepool struct {
 	Name         string     `yaml:"name"`
 	Nodes        NodeList   `yaml:"nodes"`
 	SearchOrder  int        `yaml:"search_order"`
-	ShareQuantum Size       `yaml:"share_quantum"` // top-level pools only
+	ShareQuantum units.Size `yaml:"share_quantum"` // top-level pools only
 	Pools        []Nodepool `yaml:"pools"`
 }
 
@@ -69,31 +71,31 @@ func (l *NodeList) UnmarshalYAML(n *yaml.Node) error {
 
 // Class is a scheduling class.
 type Class struct {
-	Name              string   `yaml:"name"`
-	Description       string   `yaml:"description"`
-	Policy            string   `yaml:"policy"`
-	Priority          int      `yaml:"priority"`
-	Weight            int      `yaml:"weight"`
-	Nodepool          string   `yaml:"nodepool"`
-	Default           bool     `yaml:"default"`
-	SubmitACL         string   `yaml:"submit_acl"`
-	AdminACL          string   `yaml:"admin_acl"`
-	InitializationCap int      `yaml:"initialization_cap"`
-	ExpandByDoubling  *bool    `yaml:"expand_by_doubling"`
-	UsePrediction     *bool    `yaml:"use_prediction"`
-	PredictionFudge   Duration `yaml:"prediction_fudge"`
-	MaxAllotment      Size     `yaml:"max_allotment"`
-	Guaranteed        Size     `yaml:"guaranteed"`
-	Max               Size     `yaml:"max"`
-	Limits            []Limit  `yaml:"limits"`
+	Name              string         `yaml:"name"`
+	Description       string         `yaml:"description"`
+	Policy            string         `yaml:"policy"`
+	Priority          int            `yaml:"priority"`
+	Weight            int            `yaml:"weight"`
+	Nodepool          string         `yaml:"nodepool"`
+	Default           bool           `yaml:"default"`
+	SubmitACL         string         `yaml:"submit_acl"`
+	AdminACL          string         `yaml:"admin_acl"`
+	InitializationCap int            `yaml:"initialization_cap"`
+	ExpandByDoubling  *bool          `yaml:"expand_by_doubling"`
+	UsePrediction     *bool          `yaml:"use_prediction"`
+	PredictionFudge   units.Duration `yaml:"prediction_fudge"`
+	MaxAllotment      units.Size     `yaml:"max_allotment"`
+	Guaranteed        units.Size     `yaml:"guaranteed"`
+	Max               units.Size     `yaml:"max"`
+	Limits            []Limit        `yaml:"limits"`
 }
 
 // Limit caps what one user or one group may have in a class at a time.
 type Limit struct {
-	User      string `yaml:"user"`
-	Group     string `yaml:"group"`
-	MaxJobs   int    `yaml:"max_jobs"`
-	MaxMemory Size   `yaml:"max_memory"`
+	User      string     `yaml:"user"`
+	Group     string     `yaml:"group"`
+	MaxJobs   int        `yaml:"max_jobs"`
+	MaxMemory units.Size `yaml:"max_memory"`
 }
 
 // PlacementRule sends work submitted without a class to Class when the
@@ -106,39 +108,14 @@ type PlacementRule struct {
 
 // Preemption holds the YARN-569 style tunables of SPEC §4.
 type Preemption struct {
-	ObserveOnly              bool     `yaml:"observe_only"`
-	Interval                 Duration `yaml:"interval"`
-	KillWait                 Duration `yaml:"kill_wait"`
-	MaxPerRound              Fraction `yaml:"max_per_round"`
-	NaturalTerminationFactor Fraction `yaml:"natural_termination_factor"`
-	Deadzone                 Fraction `yaml:"deadzone"`
-	MinRuntime               Duration `yaml:"min_runtime"`
+	ObserveOnly              bool           `yaml:"observe_only"`
+	Interval                 units.Duration `yaml:"interval"`
+	KillWait                 units.Duration `yaml:"kill_wait"`
+	MaxPerRound              Fraction       `yaml:"max_per_round"`
+	NaturalTerminationFactor Fraction       `yaml:"natural_termination_factor"`
+	Deadzone                 Fraction       `yaml:"deadzone"`
+	MinRuntime               units.Duration `yaml:"min_runtime"`
 }
-
-// Duration reads from YAML as a Go duration string ("3s", "100ms").
-type Duration time.Duration
-
-// D returns the duration as a time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
-
-// String formats the duration.
-func (d Duration) String() string { return time.Duration(d).String() }
-
-// UnmarshalYAML implements yaml.Unmarshaler.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: a duration must be a value like 3s or 100ms", n.Line)
-	}
-	v, err := time.ParseDuration(strings.TrimSpace(n.Value))
-	if err != nil {
-		return fmt.Errorf("line %d: bad duration %q: write it like 3s, 100ms or 2m", n.Line, n.Value)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalYAML implements yaml.Marshaler.
-func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
 
 // Fraction reads from YAML as "10%" or 0.1.
 type Fraction float64
@@ -163,10 +140,10 @@ func (f *Fraction) UnmarshalYAML(n *yaml.Node) error {
 
 // Shipped defaults (SPEC §2–§4).
 const (
-	DefaultQuantum = GiB
+	DefaultQuantum = units.GiB
 	// MinQuantum is the smallest share_quantum accepted.
-	MinQuantum           = MiB
-	DefaultProcessMemory = 4 * GiB
+	MinQuantum           = units.MiB
+	DefaultProcessMemory = 4 * units.GiB
 	DefaultCycle         = time.Second
 	// DefaultMinInterval is 5ms rather than the SPEC's 100ms: `ducc run -- true`
 	// must finish in under 15ms on a warm cluster. The orchestrator coalesces
@@ -246,26 +223,26 @@ func ParseConfig(data []byte) (*Config, error) {
 
 func (c *Config) applyDefaults() {
 	if c.ShareQuantum == 0 {
-		c.ShareQuantum = Size(DefaultQuantum)
+		c.ShareQuantum = units.Size(DefaultQuantum)
 	}
 	if c.DefaultMemory == 0 {
-		c.DefaultMemory = Size(DefaultProcessMemory)
+		c.DefaultMemory = units.Size(DefaultProcessMemory)
 	}
 	if c.Cycle == 0 {
-		c.Cycle = Duration(DefaultCycle)
+		c.Cycle = units.Duration(DefaultCycle)
 	}
 	if c.MinInterval == 0 {
-		c.MinInterval = Duration(DefaultMinInterval)
+		c.MinInterval = units.Duration(DefaultMinInterval)
 	}
 	if c.FragmentationThreshold == 0 {
 		c.FragmentationThreshold = DefaultFragmentationThreshold
 	}
 	p := &c.Preemption
 	if p.Interval == 0 {
-		p.Interval = Duration(DefaultPreemptInterval)
+		p.Interval = units.Duration(DefaultPreemptInterval)
 	}
 	if p.KillWait == 0 {
-		p.KillWait = Duration(DefaultKillWait)
+		p.KillWait = units.Duration(DefaultKillWait)
 	}
 	if p.MaxPerRound == 0 {
 		p.MaxPerRound = DefaultMaxPerRound
@@ -299,7 +276,7 @@ func (c *Config) applyDefaults() {
 			cl.UsePrediction = &t
 		}
 		if cl.PredictionFudge == 0 {
-			cl.PredictionFudge = Duration(DefaultPredictionFudge)
+			cl.PredictionFudge = units.Duration(DefaultPredictionFudge)
 		}
 	}
 }

@@ -7,38 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ducc-project/ducc/units"
 )
-
-func TestParseSize(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int64
-	}{
-		{"4G", 4 * GiB}, {"512M", 512 * MiB}, {"4GiB", 4 * GiB}, {"1.5G", 3 * GiB / 2}, {"2", 2 * GiB},
-		{"4gb", 4 * GiB}, {"1T", TiB}, {"100K", 100 * KiB}, {"64B", 64}, {" 8 G ", 8 * GiB}, {"0", 0},
-	} {
-		got, err := ParseSize(tc.in)
-		if err != nil || got != tc.want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
-		}
-	}
-	for _, bad := range []string{"", "G", "-4G", "4X", "1.2.3G", "4 GiBs"} {
-		if _, err := ParseSize(bad); err == nil {
-			t.Errorf("ParseSize(%q) accepted", bad)
-		}
-	}
-}
-
-func TestFormatSize(t *testing.T) {
-	for _, tc := range []struct {
-		in   int64
-		want string
-	}{{4 * GiB, "4 GiB"}, {512 * MiB, "512 MiB"}, {3 * GiB / 2, "1.5 GiB"}, {0, "0 B"}, {100, "100 B"}, {2 * TiB, "2 TiB"}} {
-		if got := FormatSize(tc.in); got != tc.want {
-			t.Errorf("FormatSize(%d) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
 
 func TestDefaultConfig(t *testing.T) {
 	c := DefaultConfig()
@@ -49,7 +20,7 @@ func TestDefaultConfig(t *testing.T) {
 	if got := c.classNames(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("classes %v", got)
 	}
-	if c.ShareQuantum != Size(GiB) || c.MinInterval.D() != 5*time.Millisecond || c.Preemption.KillWait.D() != 15*time.Second {
+	if c.ShareQuantum != units.Size(GiB) || c.MinInterval.D() != 5*time.Millisecond || c.Preemption.KillWait.D() != 15*time.Second {
 		t.Fatalf("defaults %+v", c)
 	}
 	for fam, name := range map[string]string{FairShare: "normal", FixedShare: "fixed", Reserve: "reserve"} {

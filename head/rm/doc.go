@@ -72,6 +72,6 @@
 // bands leave free.
 //
 // Config parsing is strict (unknown keys are errors) and Validate reports
-// every mistake with what to change. ParseSize and FormatSize are shared
-// with the CLI.
+// every mistake with what to change. Sizes and durations in the config
+// are read and written by package units.
 package rm

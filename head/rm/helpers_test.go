@@ -6,6 +6,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ducc-project/ducc/units"
+)
+
+// Byte multiples, short for the tests.
+const (
+	KiB = units.KiB
+	MiB = units.MiB
+	GiB = units.GiB
+	TiB = units.TiB
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -3,6 +3,8 @@ package rm
 import (
 	"fmt"
 	"sort"
+
+	"github.com/ducc-project/ducc/units"
 )
 
 // start records a new process of w on n.
@@ -36,7 +38,7 @@ func (s *sched) start(w *work, n *node, shares int, reason string) {
 		Memory: int64(shares) * w.quantum, Reason: reason,
 	})
 	s.tracef("start %s %d on %s: %d shares (%s), %s; %d free left", w.w.Kind, w.w.ID, n.n.Name, shares,
-		FormatSize(int64(shares)*w.quantum), reason, n.shares-n.used)
+		units.FormatSize(int64(shares)*w.quantum), reason, n.shares-n.used)
 }
 
 // heldNode returns a node where w holds space that fits one process now.
@@ -107,8 +109,8 @@ func (s *sched) tooBig(w *work, ps []*pool) string {
 	if l >= w.order {
 		return ""
 	}
-	need := FormatSize(int64(w.order) * w.quantum)
-	big := FormatSize(int64(l) * w.quantum)
+	need := units.FormatSize(int64(w.order) * w.quantum)
+	big := units.FormatSize(int64(l) * w.quantum)
 	switch {
 	case len(w.w.MachineList) > 0:
 		return fmt.Sprintf("no node in machine_list can hold %s; largest schedulable there is %s", need, big)
@@ -142,7 +144,7 @@ func (s *sched) placeNP(ws []*work, npUse map[string]int64) {
 			mem := int64(w.order) * w.quantum
 			if a := s.allotment(w); a > 0 && npUse[key]+mem > a {
 				w.pending = fmt.Sprintf("deferred: allotment of %s exceeded (user %s holds %s in class %s; this needs %s more)",
-					FormatSize(a), w.user, FormatSize(npUse[key]), w.class.Name, FormatSize(mem))
+					units.FormatSize(a), w.user, units.FormatSize(npUse[key]), w.class.Name, units.FormatSize(mem))
 				break
 			}
 			if s.holdShares(w) >= w.order && s.heldNode(w) == nil {
@@ -199,7 +201,7 @@ func (s *sched) freeMachine(w *work) *node {
 }
 
 func (s *sched) npWaitReason(w *work) string {
-	size := FormatSize(int64(w.order) * w.quantum)
+	size := units.FormatSize(int64(w.order) * w.quantum)
 	if w.w.Kind == Reservation {
 		sizes := map[int]int{}
 		for _, n := range w.pool.nodes {
@@ -217,7 +219,7 @@ func (s *sched) npWaitReason(w *work) string {
 			if i > 0 {
 				have += ", "
 			}
-			have += fmt.Sprintf("%d × %s", sizes[k], FormatSize(int64(k)*w.quantum))
+			have += fmt.Sprintf("%d × %s", sizes[k], units.FormatSize(int64(k)*w.quantum))
 		}
 		if sizes[w.order] == 0 {
 			if have == "" {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/ducc-project/ducc/units"
 )
 
 // Victim categories, in the order they are taken.
@@ -444,9 +446,9 @@ func (s *sched) preemptRound() {
 		// Defragmentation gives a needy job with nothing under way one
 		// process per round; other shortfalls wait for jobs over their share.
 		defrag := s.needy(b) && s.holdShares(b) == 0
-		units := b.target - b.have() - s.holdShares(b)/b.order
+		want := b.target - b.have() - s.holdShares(b)/b.order
 		var last *node
-		for ; units > 0; units-- {
+		for ; want > 0; want-- {
 			if issued && used >= budget {
 				s.tracef("preemption: round budget of %d shares (max_per_round %.0f%%) used", budget, 100*float64(pc.MaxPerRound))
 				s.budgetHit = true
@@ -512,7 +514,7 @@ func (s *sched) preemptRound() {
 						v.p.w.class.Name, v.p.w.target, v.p.w.cur, b.w.ID)
 				case catDefrag:
 					reason = Defragmentation
-					text = fmt.Sprintf("defragmentation: needy job %d needs %s on one node", b.w.ID, FormatSize(int64(b.order)*b.quantum))
+					text = fmt.Sprintf("defragmentation: needy job %d needs %s on one node", b.w.ID, units.FormatSize(int64(b.order)*b.quantum))
 				}
 				s.issueStops([]victim{v}, reason, text, pc.ObserveOnly)
 			}

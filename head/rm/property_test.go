@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/ducc-project/ducc/units"
 )
 
 var fairClasses = []string{"background", "low", "normal", "high", "urgent"}
@@ -17,7 +19,7 @@ func randomCluster(r *rand.Rand) Input {
 		cfg = flat(cfg)
 	}
 	cfg.Preemption.ObserveOnly = r.Intn(8) == 0
-	cfg.Preemption.MinRuntime = Duration(time.Duration(r.Intn(3)) * time.Minute)
+	cfg.Preemption.MinRuntime = units.Duration(time.Duration(r.Intn(3)) * time.Minute)
 	sizes := []int64{4, 8, 16, 32, 64}
 	nn := 1 + r.Intn(25)
 	nodes := make([]Node, nn)

@@ -1,6 +1,10 @@
 package rm
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ducc-project/ducc/units"
+)
 
 // reasons writes a human reason for every piece of work that has fewer
 // processes than it wants after this plan.
@@ -39,7 +43,7 @@ func (s *sched) fairReason(w *work) string {
 	if w.pending != "" {
 		return w.pending
 	}
-	size := FormatSize(int64(w.order) * w.quantum)
+	size := units.FormatSize(int64(w.order) * w.quantum)
 	note := ""
 	switch {
 	case s.cfg.Preemption.ObserveOnly && s.observed[w]:
@@ -82,7 +86,7 @@ func (s *sched) fairReason(w *work) string {
 		cls, w.target, w.want, w.user, s.sz(w, s.userShare[cls+"\x00"+w.user]), s.sz(w, s.classShare[cls]))
 }
 
-func (s *sched) sz(w *work, shares int) string { return FormatSize(int64(shares) * w.quantum) }
+func (s *sched) sz(w *work, shares int) string { return units.FormatSize(int64(shares) * w.quantum) }
 
 // summaries fills Plan.Classes for `ducc classes`.
 func (s *sched) summaries() {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ducc-project/ducc/units"
 )
 
 // DUCC documentation: with a 15 GB quantum, a job declaring 14 GB whose fair
@@ -18,7 +20,7 @@ func TestQuantum15GB(t *testing.T) {
 		p := Schedule(Input{Now: t0, Config: cfg, Nodes: mkNodes("n", 5, 60*GiB),
 			Work: []Work{job(1, "alice", "normal", tc.mem, 1000)}})
 		if got := countStarts(p)[1]; got != tc.want {
-			t.Errorf("%s job: %d processes, want %d", FormatSize(tc.mem), got, tc.want)
+			t.Errorf("%s job: %d processes, want %d", units.FormatSize(tc.mem), got, tc.want)
 		}
 		for _, s := range p.Starts {
 			if s.Memory != int64(s.Shares)*15*GiB {
@@ -365,7 +367,7 @@ func TestPreemptionDeadzoneAndObserveOnly(t *testing.T) {
 
 func TestMinRuntime(t *testing.T) {
 	s := preemptSetup(flat(DefaultConfig()))
-	s.cfg.Preemption.MinRuntime = Duration(time.Hour)
+	s.cfg.Preemption.MinRuntime = units.Duration(time.Hour)
 	p := s.step(time.Minute)
 	if len(p.Stops) != 0 {
 		t.Fatalf("min_runtime ignored: %d stops", len(p.Stops))

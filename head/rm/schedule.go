@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/ducc-project/ducc/units"
 )
 
 // Schedule runs one scheduling cycle: it reads the snapshot in and returns
@@ -57,7 +59,7 @@ func (s *sched) initCapacity() {
 		}
 	}
 	for _, p := range s.pools {
-		s.tracef("pool %s: %d nodes, quantum %s, %d shares for fair-share work", p.name, len(p.nodes), FormatSize(p.quantum), p.avail)
+		s.tracef("pool %s: %d nodes, quantum %s, %d shares for fair-share work", p.name, len(p.nodes), units.FormatSize(p.quantum), p.avail)
 	}
 }
 

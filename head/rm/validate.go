@@ -5,6 +5,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"github.com/ducc-project/ducc/units"
 )
 
 // ConfigError lists every problem found in a scheduler config, each saying
@@ -24,8 +26,8 @@ func (e *ConfigError) Error() string {
 // Validate reports every mistake in the config at once, as a *ConfigError.
 func (c *Config) Validate() error {
 	var v validator
-	if c.ShareQuantum < Size(MinQuantum) {
-		v.addf("share_quantum %s is too small: use at least %s (e.g. 1G)", c.ShareQuantum, FormatSize(MinQuantum))
+	if c.ShareQuantum < units.Size(MinQuantum) {
+		v.addf("share_quantum %s is too small: use at least %s (e.g. 1G)", c.ShareQuantum, units.FormatSize(MinQuantum))
 	}
 	if c.DefaultMemory <= 0 {
 		v.addf("default_memory must be positive (e.g. 4G)")
@@ -111,8 +113,8 @@ func (v *validator) pools(top []Nodepool) map[string]bool {
 			if depth > 0 && p.ShareQuantum != 0 {
 				v.addf("nodepool %q is nested and sets share_quantum: only top-level pools may set it; remove it", p.Name)
 			}
-			if p.ShareQuantum != 0 && p.ShareQuantum < Size(MinQuantum) {
-				v.addf("nodepool %q: share_quantum %s is too small: use at least %s", p.Name, p.ShareQuantum, FormatSize(MinQuantum))
+			if p.ShareQuantum != 0 && p.ShareQuantum < units.Size(MinQuantum) {
+				v.addf("nodepool %q: share_quantum %s is too small: use at least %s", p.Name, p.ShareQuantum, units.FormatSize(MinQuantum))
 			}
 			if len(p.Nodes) == 0 {
 				v.addf("nodepool %q has no nodes: give a glob (\"gpu*\") or a list of names", p.Name)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -412,10 +413,10 @@ func pingerOf(w *state.Work) Pinger {
 		Interval: time.Duration(sp.PingIntervalMS) * time.Millisecond,
 		Timeout:  time.Duration(sp.PingTimeoutMS) * time.Millisecond}
 	if p.Interval <= 0 {
-		p.Interval = state.DefaultPingInterval
+		p.Interval = spec.DefaultPingInterval
 	}
 	if p.Timeout <= 0 {
-		p.Timeout = state.DefaultPingTimeout
+		p.Timeout = spec.DefaultPingTimeout
 	}
 	return p
 }

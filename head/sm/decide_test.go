@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -18,7 +19,7 @@ func ms(d time.Duration) int64 { return t0.Add(d).UnixMilli() }
 // service builds an active service; opts adjust it.
 func service(id uint64, ep string, opts ...func(*state.Work)) *state.Work {
 	sp := wire.ServiceSpec{Endpoint: ep, Executable: "/bin/srv", Instances: 1}
-	state.FillServiceDefaults(&sp)
+	spec.ServiceDefaults(&sp)
 	w := &state.Work{ID: id, Kind: wire.WorkService, User: "alice", State: state.StateRunning,
 		Service: &state.Service{Spec: sp, IDs: []int{0}}}
 	for _, o := range opts {

@@ -8,43 +8,12 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/wire"
 )
-
-// Endpoint kinds (docs/services.md; HTTP and TCP are *ducc* additions).
-const (
-	EndpointCustom = "CUSTOM"
-	EndpointHTTP   = "HTTP"
-	EndpointTCP    = "TCP"
-)
-
-// ParseEndpoint splits "KIND:rest" and checks it. HTTP endpoints without a
-// scheme get http://.
-func ParseEndpoint(ep string) (kind, target string, err error) {
-	kind, target, ok := strings.Cut(ep, ":")
-	if !ok || target == "" {
-		return "", "", fmt.Errorf("service_request_endpoint %q: write CUSTOM:<name>, HTTP:<url> or TCP:<host:port>", ep)
-	}
-	switch strings.ToUpper(kind) {
-	case EndpointCustom:
-		return EndpointCustom, target, nil
-	case EndpointHTTP:
-		if !strings.HasPrefix(target, "http://") && !strings.HasPrefix(target, "https://") {
-			target = "http://" + target
-		}
-		return EndpointHTTP, target, nil
-	case EndpointTCP:
-		if _, _, err := net.SplitHostPort(target); err != nil {
-			return "", "", fmt.Errorf("service_request_endpoint %q: TCP endpoints are TCP:<host:port>: %v", ep, err)
-		}
-		return EndpointTCP, target, nil
-	}
-	return "", "", fmt.Errorf("service_request_endpoint %q: unknown kind %q; use CUSTOM:<name>, HTTP:<url> or TCP:<host:port>", ep, kind)
-}
 
 // maxPingOutput bounds what the built-in HTTP pinger reads of a reply.
 const maxPingOutput = 64 << 10
@@ -71,12 +40,12 @@ func (m *Manager) ping(ctx context.Context, p Pinger, st wire.PingState, node st
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
-	kind, target, err := ParseEndpoint(p.Endpoint)
+	kind, target, err := spec.ParseEndpoint(p.Endpoint)
 	if err != nil {
 		return Ping{}, err
 	}
 	switch kind {
-	case EndpointTCP:
+	case spec.EndpointTCP:
 		var d net.Dialer
 		c, err := d.DialContext(ctx, "tcp", target)
 		if err != nil {
@@ -84,7 +53,7 @@ func (m *Manager) ping(ctx context.Context, p Pinger, st wire.PingState, node st
 		}
 		c.Close()
 		return Ping{Alive: true, Healthy: true, Info: "accepting connections on " + target}, nil
-	case EndpointHTTP:
+	case spec.EndpointHTTP:
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 		if err != nil {
 			return Ping{}, fmt.Errorf("http ping: %w", err)

@@ -3,7 +3,6 @@ package state
 import (
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/ducc-project/ducc/wire"
 )
@@ -72,41 +71,6 @@ func (j *Job) Stats() wire.JobStats {
 		st.InitMeanMS = float64(j.InitMSSum) / float64(j.InitCount)
 	}
 	return st
-}
-
-// Job defaults (SPEC §5), applied by the head at submission.
-const (
-	DefaultPipelines      = 4
-	DefaultInitTimeMax    = 120 * time.Minute
-	DefaultInitFailCap    = 99
-	DefaultFailuresLimit  = 20
-	DefaultPerItemTimeMax = 1440 * time.Minute
-	DefaultMaxJobErrors   = 15
-)
-
-// FillDefaults sets the defaults of SPEC §5 for zero fields.
-func FillDefaults(s *wire.JobSpec) {
-	if s.WorkerProtocol == "" {
-		s.WorkerProtocol = wire.ProtocolStream
-	}
-	if s.Pipelines <= 0 {
-		s.Pipelines = DefaultPipelines
-	}
-	if s.InitTimeMaxMS <= 0 {
-		s.InitTimeMaxMS = DefaultInitTimeMax.Milliseconds()
-	}
-	if s.InitFailuresCap <= 0 {
-		s.InitFailuresCap = DefaultInitFailCap
-	}
-	if s.FailuresLimit <= 0 {
-		s.FailuresLimit = DefaultFailuresLimit
-	}
-	if s.PerItemTimeMaxMS <= 0 {
-		s.PerItemTimeMaxMS = DefaultPerItemTimeMax.Milliseconds()
-	}
-	if s.MaxJobErrors <= 0 {
-		s.MaxJobErrors = DefaultMaxJobErrors
-	}
 }
 
 func (f *FSM) job(c *Command) (*Work, *Job, error) {

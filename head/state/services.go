@@ -5,47 +5,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/wire"
 )
-
-// Service defaults (SPEC §6; *ducc*: ping interval 10 s, max_instances 10).
-const (
-	DefaultLinger            = 5 * time.Minute
-	DefaultFailuresWindow    = 30 * time.Minute
-	DefaultSvcFailuresLimit  = 5
-	DefaultInitFailuresLimit = 1
-	DefaultPingTimeout       = 500 * time.Millisecond
-	DefaultPingInterval      = 10 * time.Second
-	DefaultMaxInstances      = 10
-)
-
-// FillServiceDefaults sets the defaults of SPEC §6 for zero fields.
-func FillServiceDefaults(s *wire.ServiceSpec) {
-	if s.Instances <= 0 && s.Executable != "" {
-		s.Instances = 1
-	}
-	if s.LingerMS <= 0 {
-		s.LingerMS = DefaultLinger.Milliseconds()
-	}
-	if s.FailuresWindowMS <= 0 {
-		s.FailuresWindowMS = DefaultFailuresWindow.Milliseconds()
-	}
-	if s.FailuresLimit <= 0 {
-		s.FailuresLimit = DefaultSvcFailuresLimit
-	}
-	if s.InitFailuresLimit <= 0 {
-		s.InitFailuresLimit = DefaultInitFailuresLimit
-	}
-	if s.PingTimeoutMS <= 0 {
-		s.PingTimeoutMS = DefaultPingTimeout.Milliseconds()
-	}
-	if s.PingIntervalMS <= 0 {
-		s.PingIntervalMS = DefaultPingInterval.Milliseconds()
-	}
-	if s.MaxInstances <= 0 {
-		s.MaxInstances = max(DefaultMaxInstances, s.Instances)
-	}
-}
 
 // Service is the durable state of a registered service. Pinger results
 // are not here: they are soft state, rebuilt by a new head's pingers.
@@ -261,65 +223,23 @@ func ServiceEnv(user, home string, env []string) []string {
 	return append(base, env...)
 }
 
-// ModifiableKeys are the registration keys `ducc services modify` takes.
-var ModifiableKeys = []string{"description", "instances", "autostart", "service_linger",
-	"process_memory_size", "process_executable", "process_executable_args", "environment",
-	"working_directory", "log_directory", "service_dependency", "instance_failures_window",
-	"instance_failures_limit", "instance_init_failures_limit", "service_ping_executable",
-	"service_ping_arguments", "service_ping_timeout", "service_ping_interval", "administrators",
-	"max_instances"}
-
+// modify applies `ducc services modify`: each key's new value (merged
+// by package spec), then what the key changes beyond the spec.
 func modify(s *Service, n *wire.ServiceSpec, keys []string) {
+	sp := &s.Spec
 	for _, k := range keys {
-		sp := &s.Spec
+		spec.Merge(sp, n, k)
 		switch k {
-		case "description":
-			sp.Description = n.Description
 		case "instances":
-			sp.Instances = n.Instances
-			if n.Instances > sp.MaxInstances {
-				sp.MaxInstances = n.Instances
-			}
-			s.setCount(n.Instances)
+			sp.MaxInstances = max(sp.MaxInstances, sp.Instances)
+			s.setCount(sp.Instances)
 		case "autostart":
-			sp.Autostart, s.Autostart = n.Autostart, n.Autostart
+			s.Autostart = sp.Autostart
 			if s.Autostart && !s.Disabled {
 				s.Started, s.ByRefs = true, false
 			}
-		case "service_linger":
-			sp.LingerMS = n.LingerMS
-		case "process_memory_size":
-			sp.Memory = n.Memory
-		case "process_executable":
-			sp.Executable = n.Executable
-		case "process_executable_args":
-			sp.Args = slices.Clone(n.Args)
-		case "environment":
-			sp.Environment = slices.Clone(n.Environment)
-		case "working_directory":
-			sp.WorkingDirectory = n.WorkingDirectory
-		case "log_directory":
-			sp.LogDirectory = n.LogDirectory
-		case "service_dependency":
-			sp.Dependency = slices.Clone(n.Dependency)
-		case "instance_failures_window":
-			sp.FailuresWindowMS = n.FailuresWindowMS
-		case "instance_failures_limit":
-			sp.FailuresLimit = n.FailuresLimit
-		case "instance_init_failures_limit":
-			sp.InitFailuresLimit = n.InitFailuresLimit
-		case "service_ping_executable":
-			sp.PingExecutable = n.PingExecutable
-		case "service_ping_arguments":
-			sp.PingArgs = slices.Clone(n.PingArgs)
-		case "service_ping_timeout":
-			sp.PingTimeoutMS = n.PingTimeoutMS
-		case "service_ping_interval":
-			sp.PingIntervalMS = n.PingIntervalMS
-		case "administrators":
-			sp.Administrators = slices.Clone(n.Administrators)
 		case "max_instances":
-			sp.MaxInstances = max(n.MaxInstances, 1)
+			sp.MaxInstances = max(sp.MaxInstances, 1)
 			if len(s.IDs) > sp.MaxInstances {
 				s.setCount(sp.MaxInstances)
 			}

@@ -7,12 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/wire"
 )
 
 func svcWork(ep string) *Work {
 	sp := wire.ServiceSpec{Endpoint: ep, Executable: "/bin/srv", Instances: 2, FailuresLimit: 2}
-	FillServiceDefaults(&sp)
+	spec.ServiceDefaults(&sp)
 	return &Work{Kind: wire.WorkService, User: "alice", Class: "fixed", Memory: 1 << 30, Path: "/bin/srv", Service: &Service{Spec: sp}}
 }
 

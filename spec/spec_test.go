@@ -1,4 +1,4 @@
-package main
+package spec
 
 import (
 	"os"
@@ -45,11 +45,11 @@ wait_for_completion: true
 cancel_on_interrupt: no
 attach_console: false
 `)
-	raw, err := parseSpecFile(p)
+	raw, err := ParseFile(p, KindJob)
 	if err != nil {
 		t.Fatal(err)
 	}
-	jr, err := buildJob(raw, "/home/u")
+	jr, err := BuildJob(raw, "/home/u")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,10 +65,10 @@ attach_console: false
 		Environment: []string{"LANG=C.UTF-8", "EMPTY="},
 		MachineList: []string{"n1", "n2"},
 	}
-	if !reflect.DeepEqual(jr.spec, want) {
-		t.Fatalf("spec\n got %+v\nwant %+v", jr.spec, want)
+	if !reflect.DeepEqual(jr.Spec, want) {
+		t.Fatalf("spec\n got %+v\nwant %+v", jr.Spec, want)
 	}
-	if !jr.wait || jr.cancelOnInterrupt || jr.attachConsole || !jr.haveItems || len(jr.items) != 3 {
+	if !jr.Wait || jr.CancelOnInterrupt || jr.AttachConsole || !jr.HaveItems || len(jr.Items) != 3 {
 		t.Fatalf("CLI behaviour wrong: %+v", jr)
 	}
 }
@@ -91,15 +91,15 @@ service_dependency = CUSTOM:a, CUSTOM:b CUSTOM:c
 wait_for_completion
 input_file = items.txt
 `)
-	raw, err := parseSpecFile(p)
+	raw, err := ParseFile(p, KindJob)
 	if err != nil {
 		t.Fatal(err)
 	}
-	jr, err := buildJob(raw, "/home/u")
+	jr, err := BuildJob(raw, "/home/u")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp := jr.spec
+	sp := jr.Spec
 	checks := []struct {
 		name      string
 		got, want any
@@ -113,8 +113,8 @@ input_file = items.txt
 		{"memory", sp.Memory, int64(4 << 30)},
 		{"init time", sp.InitTimeMaxMS, int64(600_000)},
 		{"services", sp.ServiceDependency, []string{"CUSTOM:a", "CUSTOM:b", "CUSTOM:c"}},
-		{"wait", jr.wait, true},
-		{"input_file", jr.inputFile, filepath.Join(filepath.Dir(p), "items.txt")},
+		{"wait", jr.Wait, true},
+		{"input_file", jr.InputFile, filepath.Join(filepath.Dir(p), "items.txt")},
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {
@@ -126,19 +126,19 @@ input_file = items.txt
 }
 
 func TestSpecDefaults(t *testing.T) {
-	jr, err := buildJob(rawSpec{"process_executable": {s: "true"}}, "/home/u")
+	jr, err := BuildJob(Raw{"process_executable": {S: "true"}}, "/home/u")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := wire.JobSpec{Executable: "true", WorkingDirectory: "/home/u"}
-	if !reflect.DeepEqual(jr.spec, want) {
-		t.Fatalf("got %+v, want %+v", jr.spec, want)
+	if !reflect.DeepEqual(jr.Spec, want) {
+		t.Fatalf("got %+v, want %+v", jr.Spec, want)
 	}
-	if jr.wait || jr.inputFile != "" || jr.haveItems {
+	if jr.Wait || jr.InputFile != "" || jr.HaveItems {
 		t.Fatalf("defaults: %+v", jr)
 	}
-	jr, err = buildJob(rawSpec{"process_executable": {s: "true"}, "cancel_on_interrupt": {s: "true"}}, "/")
-	if err != nil || !jr.wait {
+	jr, err = BuildJob(Raw{"process_executable": {S: "true"}, "cancel_on_interrupt": {S: "true"}}, "/")
+	if err != nil || !jr.Wait {
 		t.Fatalf("cancel_on_interrupt must imply waiting: %+v %v", jr, err)
 	}
 }
@@ -198,9 +198,9 @@ func TestSpecErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeSpec(t, tc.file, tc.text)
-			raw, err := parseSpecFile(p)
+			raw, err := ParseFile(p, KindJob)
 			if err == nil {
-				_, err = buildJob(raw, "/")
+				_, err = BuildJob(raw, "/")
 			}
 			if err == nil {
 				t.Fatalf("no error; want one containing %q", tc.want)
@@ -216,16 +216,16 @@ func TestSpecErrors(t *testing.T) {
 
 func TestSpecUnknownExtensionFallsBackToYAML(t *testing.T) {
 	p := writeSpec(t, "job.spec", "process_executable: x\nprocess_executable_args:\n  - a b\n  - c\n")
-	raw, err := parseSpecFile(p)
+	raw, err := ParseFile(p, KindJob)
 	if err != nil {
 		t.Fatal(err)
 	}
-	jr, err := buildJob(raw, "/")
+	jr, err := BuildJob(raw, "/")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(jr.spec.Args, []string{"a b", "c"}) {
-		t.Fatalf("args %q", jr.spec.Args)
+	if !reflect.DeepEqual(jr.Spec.Args, []string{"a b", "c"}) {
+		t.Fatalf("args %q", jr.Spec.Args)
 	}
 }
 
@@ -242,9 +242,9 @@ func TestSpecSplitShell(t *testing.T) {
 		{`a'b'"c"`, []string{"abc"}},
 	}
 	for _, tc := range tests {
-		got, err := splitShell(tc.in)
+		got, err := SplitShell(tc.in)
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("splitShell(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+			t.Errorf("SplitShell(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 		}
 	}
 }
@@ -263,12 +263,12 @@ func TestSpecPropertiesSyntax(t *testing.T) {
 		{"description=", "description", ""},
 	}
 	for _, tc := range tests {
-		raw, err := parsePropertiesSpec([]byte(tc.text), "t", "", func(string) (string, bool) { return "", false })
+		raw, err := ParseProperties([]byte(tc.text), "t", "", func(string) (string, bool) { return "", false }, KindJob)
 		if err != nil {
 			t.Errorf("%q: %v", tc.text, err)
 			continue
 		}
-		if got := raw[tc.key].s; got != tc.want {
+		if got := raw[tc.key].S; got != tc.want {
 			t.Errorf("%q: got %q, want %q", tc.text, got, tc.want)
 		}
 	}
@@ -276,8 +276,8 @@ func TestSpecPropertiesSyntax(t *testing.T) {
 
 // TestSpecExamples keeps the shipped examples valid.
 func TestSpecExamples(t *testing.T) {
-	files, _ := filepath.Glob("../../examples/*/*.yaml")
-	props, _ := filepath.Glob("../../examples/*/*.properties")
+	files, _ := filepath.Glob("../examples/*/*.yaml")
+	props, _ := filepath.Glob("../examples/*/*.properties")
 	files = append(files, props...)
 	if len(files) < 5 {
 		t.Fatalf("found only %d example specs", len(files))
@@ -286,23 +286,23 @@ func TestSpecExamples(t *testing.T) {
 		if filepath.Base(filepath.Dir(f)) == "services" {
 			continue // service registrations: TestServiceExamples
 		}
-		raw, err := parseSpecFile(f)
+		raw, err := ParseFile(f, KindJob)
 		if err != nil {
 			t.Errorf("%v", err)
 			continue
 		}
-		jr, err := buildJob(raw, "/")
+		jr, err := BuildJob(raw, "/")
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
 			continue
 		}
-		if strings.HasPrefix(jr.spec.Executable, "/") {
-			if _, err := os.Stat(jr.spec.Executable); err != nil {
-				t.Errorf("%s: worker %s: %v", f, jr.spec.Executable, err)
+		if strings.HasPrefix(jr.Spec.Executable, "/") {
+			if _, err := os.Stat(jr.Spec.Executable); err != nil {
+				t.Errorf("%s: worker %s: %v", f, jr.Spec.Executable, err)
 			}
 		}
-		if jr.inputFile != "" {
-			if _, err := os.Stat(jr.inputFile); err != nil {
+		if jr.InputFile != "" {
+			if _, err := os.Stat(jr.InputFile); err != nil {
 				t.Errorf("%s: input: %v", f, err)
 			}
 		}
@@ -311,17 +311,17 @@ func TestSpecExamples(t *testing.T) {
 
 // TestServiceExamples: the example registrations parse strictly.
 func TestServiceExamples(t *testing.T) {
-	files, _ := filepath.Glob("../../examples/services/*.yaml")
+	files, _ := filepath.Glob("../examples/services/*.yaml")
 	if len(files) < 2 {
 		t.Fatalf("found only %d example registrations", len(files))
 	}
 	for _, f := range files {
-		raw, err := parseSpecFileKeys(f, serviceKeys, "service registration")
+		raw, err := ParseFile(f, KindService)
 		if err != nil {
 			t.Errorf("%v", err)
 			continue
 		}
-		sp, _, err := buildService(raw)
+		sp, _, err := BuildService(raw)
 		if err != nil || sp.Endpoint == "" || sp.Executable == "" {
 			t.Errorf("%s: %v %+v", f, err, sp)
 			continue

@@ -1,0 +1,94 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/ducc-project/ducc/wire"
+)
+
+// build sets target's fields from raw, key by key in table order (so that
+// errors are deterministic), and returns the names of the keys given.
+func build(kind Kind, raw Raw, target any) ([]string, error) {
+	var given []string
+	for i := range keys {
+		k := &keys[i]
+		u := k.use(kind)
+		if u == nil {
+			continue
+		}
+		v, ok := raw[k.Name]
+		if !ok {
+			continue
+		}
+		given = append(given, k.Name)
+		if err := set(k, u, target, v); err != nil {
+			where := v.At
+			if where != "" {
+				where += ": "
+			}
+			return nil, fmt.Errorf("%s%s: %w", where, k.Name, err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		if _, ok := lookup(kind, name); !ok {
+			return nil, unknown(kind, name)
+		}
+	}
+	return given, nil
+}
+
+// BuildJob interprets a raw job spec. cwd is the caller's directory: the
+// default working directory. Defaults the head fills (JobDefaults) are
+// left zero.
+func BuildJob(raw Raw, cwd string) (*Job, error) {
+	j := &Job{}
+	if _, err := build(KindJob, raw, j); err != nil {
+		return nil, err
+	}
+	_, j.HaveItems = raw["input_items"]
+	if j.Spec.Executable == "" {
+		return nil, errors.New("process_executable is required: the worker command, e.g. 'process_executable: ./worker.py' in the spec or --process-executable ./worker.py")
+	}
+	if j.Spec.WorkingDirectory == "" {
+		j.Spec.WorkingDirectory = cwd
+	}
+	if j.InputFile != "" && j.HaveItems {
+		return nil, errors.New("both input_file and input_items are given: keep one")
+	}
+	if j.CancelOnInterrupt {
+		j.Wait = true
+	}
+	return j, nil
+}
+
+// BuildService interprets a raw service spec; it returns the spec and the
+// keys that were given (what `ducc services modify` changes). It checks
+// each value, not the whole: see ValidateService.
+func BuildService(raw Raw) (wire.ServiceSpec, []string, error) {
+	var sp wire.ServiceSpec
+	keys, err := build(KindService, raw, &sp)
+	if err != nil {
+		return wire.ServiceSpec{}, nil, err
+	}
+	return sp, keys, nil
+}
+
+// BuildRun interprets a managed reservation's flags. The command, its
+// environment and directory are the caller's to set.
+func BuildRun(raw Raw) (Run, error) {
+	var r Run
+	_, err := build(KindRun, raw, &r)
+	return r, err
+}
+
+// BuildReserve interprets a reservation's flags and checks the result.
+func BuildReserve(raw Raw) (Reserve, error) {
+	var r Reserve
+	if _, err := build(KindReserve, raw, &r); err != nil {
+		return r, err
+	}
+	return r, ValidateReserve(r.Req)
+}

@@ -1,0 +1,25 @@
+// Package spec owns what users write to ask for work: job specs, service
+// registrations, managed reservations (`ducc run`) and reservations
+// (`ducc reserve`).
+//
+// One key table (keys.go) lists every key with its YAML and properties
+// name, its type, its CLI flag and help text, its default, its checks and
+// whether `ducc services modify` may change it. Everything else is driven
+// by the table:
+//
+//   - ParseFile, ParseYAML and ParseProperties read spec files (YAML, or
+//     DUCC-style Java properties with continuations and ${VAR}) into a Raw
+//     spec, strictly: unknown keys are errors that name the right key;
+//   - AddFlags and FlagValues make and read the CLI's flags;
+//   - BuildJob, BuildService, BuildRun and BuildReserve interpret a Raw
+//     spec into the wire requests;
+//   - JobDefaults and ServiceDefaults fill what was left out;
+//   - ValidateJob, ValidateService, ValidateRun and ValidateReserve refuse
+//     what could never work, without looking at the cluster (classes, node
+//     sizes and ACLs are the head's business);
+//   - CheckModify and Merge are `ducc services modify`.
+//
+// Adding a key means adding one entry to the table (and its field to the
+// wire type). The package is pure apart from ParseFile reading a file and
+// the environment; it imports wire and units.
+package spec

@@ -1,0 +1,137 @@
+package spec
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// env is a fixed environment for ${VAR} in fuzzed properties files.
+func env(name string) (string, bool) {
+	if name == "HOME" {
+		return "/home/u", true
+	}
+	return "", false
+}
+
+// seedFiles adds the shipped examples (and a few edge cases) to a corpus.
+func seedFiles(f *testing.F, pattern string, extra ...string) {
+	files, _ := filepath.Glob(pattern)
+	for _, p := range files {
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(data)
+		}
+	}
+	for _, e := range extra {
+		f.Add([]byte(e))
+	}
+}
+
+// FuzzParseProperties: any file is read or refused without a panic, and
+// what is read builds a job or a service (or is refused) without a panic.
+func FuzzParseProperties(f *testing.F) {
+	seedFiles(f, "../examples/*/*.properties",
+		"process_executable = ${HOME}/w \\\n  more\nenvironment = A=1 B='x y'\n",
+		"description = caf\\u00e9 $${x} ${description}\n", "a\\", "\\u12", "key:value\n!c\n#c\n", "=\n:\n")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, kind := range []Kind{KindJob, KindService} {
+			raw, err := ParseProperties(data, "f", "/base", env, kind)
+			if err != nil {
+				continue
+			}
+			for k, v := range raw {
+				if _, ok := lookup(kind, k); !ok || v.At == "" || v.IsList {
+					t.Fatalf("%s: bad raw entry %q: %+v", kind, k, v)
+				}
+			}
+			if kind == KindJob {
+				if j, err := BuildJob(raw, "/"); err == nil {
+					_ = ValidateJob(j.Spec)
+				}
+			} else if s, _, err := BuildService(raw); err == nil {
+				_ = ValidateService(s)
+			}
+		}
+	})
+}
+
+// FuzzParseJobYAML: any YAML job spec is read and built, or refused,
+// without a panic; a built job always has a command and a directory.
+func FuzzParseJobYAML(f *testing.F) {
+	seedFiles(f, "../examples/*/*.yaml",
+		"process_executable: x\ninput_items: [a, b]\nenvironment: {A: 1, B: }\n",
+		"- a\n", "process_executable: [x\n", "&a x: *a\n", "process_memory_size: 1e400\n")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		raw, err := ParseYAML(data, "f.yaml", "/base", KindJob)
+		if err != nil {
+			return
+		}
+		j, err := BuildJob(raw, "/cwd")
+		if err != nil {
+			return
+		}
+		if j.Spec.Executable == "" || j.Spec.WorkingDirectory == "" {
+			t.Fatalf("built a job without a command or directory: %+v", j.Spec)
+		}
+		if j.InputFile != "" && j.HaveItems {
+			t.Fatal("built a job with both input_file and input_items")
+		}
+		JobDefaults(&j.Spec)
+		if err := ValidateJob(j.Spec); err != nil {
+			t.Fatalf("a job the CLI builds is refused by the head's checks: %v", err)
+		}
+	})
+}
+
+// FuzzParseServiceYAML: the same for service registrations, and a merge
+// of everything given is the registration itself.
+func FuzzParseServiceYAML(f *testing.F) {
+	seedFiles(f, "../examples/services/*.yaml", "service_request_endpoint: CUSTOM:x\nservice_ping_executable: p\n")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		raw, err := ParseYAML(data, "s.yaml", "/base", KindService)
+		if err != nil {
+			return
+		}
+		s, keys, err := BuildService(raw)
+		if err != nil {
+			return
+		}
+		_ = ValidateService(s)
+		mod := slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return CheckModify([]string{k}) != nil })
+		var m = s
+		m.Description, m.Executable, m.Args, m.Memory = "", "", nil, 0
+		MergeKeys(&m, &s, mod)
+		if len(m.Args) != len(s.Args) || m.Executable != s.Executable || m.Description != s.Description || m.Memory != s.Memory {
+			t.Fatalf("merging %v gives %+v, want %+v", mod, m, s)
+		}
+	})
+}
+
+// quote writes words so that a shell (and SplitShell) reads them back.
+func quote(words []string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+// FuzzShellWords: SplitShell never panics, and words it returns, quoted,
+// split back into the same words.
+func FuzzShellWords(f *testing.F) {
+	for _, s := range []string{"", "a b", `-c 'echo "$X"; exit 3'`, `"a \"b\" \\ \$HOME" c\ d`, `''`, `a'b'"c"`, `'`, `"\`, "\\", "a\tb\nc\r"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		words, err := SplitShell(s)
+		if err != nil {
+			return
+		}
+		back, err := SplitShell(quote(words))
+		if err != nil || !slices.Equal(back, words) {
+			t.Fatalf("SplitShell(%q) = %q; quoted %q reads back as %q, %v", s, words, quote(words), back, err)
+		}
+	})
+}

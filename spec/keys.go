@@ -1,0 +1,385 @@
+package spec
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ducc-project/ducc/wire"
+)
+
+// Kind is what a spec asks for.
+type Kind uint8
+
+// The kinds of specs.
+const (
+	KindJob     Kind = iota // ducc submit: a job of work items
+	KindService             // ducc services register: a service
+	KindRun                 // ducc run: a managed reservation, one process
+	KindReserve             // ducc reserve: a whole machine
+	numKinds
+)
+
+// String names the kind for messages: "job spec".
+func (k Kind) String() string {
+	switch k {
+	case KindJob:
+		return "job spec"
+	case KindService:
+		return "service registration"
+	case KindRun:
+		return "managed reservation"
+	case KindReserve:
+		return "reservation"
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// Type says how a key's value is written and read.
+type Type uint8
+
+// Value types.
+const (
+	Text       Type = iota // free text, kept as written
+	String                 // a word; surrounding blanks are dropped
+	Executable             // a command: ~ is expanded; a relative path with a slash is relative to the spec file's folder (flags: the current directory); a bare name is looked up in PATH on the node
+	Path                   // a path: ~ is expanded, relative ones are resolved like an Executable's; "-" stays "-"
+	Args                   // a YAML list, or a string split like a shell would
+	List                   // a YAML list, or a comma/space separated string
+	Env                    // a YAML map, a YAML list of NAME=VALUE, or "A=1 B='two words'"
+	Int                    // a whole number, at least Key.Min
+	Size                   // a memory size: 4G, 512M, 4GiB; a bare number is GiB
+	Minutes                // minutes (decimals allowed) or a duration like 90s
+	Millis                 // milliseconds or a duration like 10s
+	Bool                   // true/false/yes/no/on/off; an empty value means true
+	Items                  // a YAML list only (work items)
+)
+
+// takesList reports whether a YAML list is a valid value.
+func (t Type) takesList() bool { return t == Args || t == List || t == Env || t == Items }
+
+// Use is how one kind of spec uses a key. T is what the kind's spec
+// builds: Job, wire.ServiceSpec, Run or Reserve.
+type Use[T any] struct {
+	// Help is the flag's help text (and what docs say of the key).
+	Help string
+	// Default is filled in, written as a user would, when the field is
+	// zero (JobDefaults, ServiceDefaults); the help shows it.
+	Default string
+	// Flag is the CLI flag: "" is the key's name with dashes, "-" none.
+	Flag string
+	// Also are more flags that set the key, shown as "same as --Flag";
+	// Hidden are such flags left out of the help. The last one given wins.
+	Also, Hidden []string
+	// Field is the field the key sets: a *string, *[]string, *int, *int64
+	// or *bool, as Type needs.
+	Field func(*T) any
+}
+
+// Key is one key of the table.
+type Key struct {
+	// Name is the key in YAML and properties files (DUCC's name).
+	Name string
+	Type Type
+	// Min is the smallest value of an Int key a user may write.
+	Min int64
+	// Check, if set, normalizes and checks a String value.
+	Check func(string) (string, error)
+	// Modify: `ducc services modify` may change the key (the new value
+	// replaces the old one).
+	Modify bool
+
+	Job     *Use[Job]
+	Service *Use[wire.ServiceSpec]
+	Run     *Use[Run]
+	Reserve *Use[Reserve]
+}
+
+// use is a Use with its type erased, for code that serves every kind.
+type use struct {
+	help, def, flag string
+	also, hidden    []string
+	field           func(target any) any
+}
+
+func erase[T any](u *Use[T]) *use {
+	if u == nil {
+		return nil
+	}
+	flag := u.Flag
+	return &use{help: u.Help, def: u.Default, flag: flag, also: u.Also, hidden: u.Hidden,
+		field: func(target any) any { return u.Field(target.(*T)) }}
+}
+
+// use returns how kind uses the key, or nil.
+func (k *Key) use(kind Kind) *use {
+	var u *use
+	switch kind {
+	case KindJob:
+		u = erase(k.Job)
+	case KindService:
+		u = erase(k.Service)
+	case KindRun:
+		u = erase(k.Run)
+	case KindReserve:
+		u = erase(k.Reserve)
+	}
+	if u != nil && u.flag == "" {
+		u.flag = strings.ReplaceAll(k.Name, "_", "-")
+	}
+	return u
+}
+
+// Help is the key's help text for kind, with its default; "" if kind
+// does not take the key.
+func (k *Key) Help(kind Kind) string {
+	u := k.use(kind)
+	if u == nil {
+		return ""
+	}
+	if u.def != "" {
+		return u.help + " (default " + u.def + ")"
+	}
+	return u.help
+}
+
+// Flag is the key's CLI flag for kind; "" if it has none.
+func (k *Key) Flag(kind Kind) string {
+	u := k.use(kind)
+	if u == nil || u.flag == "-" {
+		return ""
+	}
+	return u.flag
+}
+
+// Job is a job spec interpreted: what to submit and what the CLI does.
+type Job struct {
+	Spec      wire.JobSpec
+	InputFile string   // "" = none, "-" = standard input
+	Items     []string // input_items
+	HaveItems bool     // input_items was given (possibly empty)
+	// What the CLI does after submitting.
+	Wait, CancelOnInterrupt, AttachConsole bool
+}
+
+// Run is a managed reservation as asked for on the command line.
+type Run struct {
+	Req    wire.RunRequest
+	Detach bool
+}
+
+// Reserve is a reservation as asked for on the command line.
+type Reserve struct {
+	Req  wire.ReserveRequest
+	Wait bool
+}
+
+// The key table, in the order of DUCC's documentation: jobs first, then
+// what services add. Values are checked in this order, so errors are
+// deterministic, and "valid keys are" lists them in this order.
+var keys = []Key{
+	{Name: "description", Type: Text, Modify: true,
+		Job:     &Use[Job]{Help: "free text shown by 'ducc jobs'", Field: func(j *Job) any { return &j.Spec.Description }},
+		Service: &Use[wire.ServiceSpec]{Help: "free text shown by 'ducc services query'", Field: func(s *wire.ServiceSpec) any { return &s.Description }},
+		Run:     &Use[Run]{Help: "free text shown by 'ducc jobs'", Field: func(r *Run) any { return &r.Req.Description }},
+		Reserve: &Use[Reserve]{Help: "free text", Field: func(r *Reserve) any { return &r.Req.Description }},
+	},
+	{Name: "scheduling_class", Type: String,
+		Job:     &Use[Job]{Help: "scheduling class (default: placement rules, else the default FAIR class)", Field: func(j *Job) any { return &j.Spec.Class }},
+		Service: &Use[wire.ServiceSpec]{Help: "a FIXED_SHARE class (default: the default fixed class)", Field: func(s *wire.ServiceSpec) any { return &s.Class }},
+		Run:     &Use[Run]{Flag: "class", Help: "FIXED_SHARE scheduling class (default: fixed)", Field: func(r *Run) any { return &r.Req.Class }},
+		Reserve: &Use[Reserve]{Flag: "class", Help: "RESERVE class (default: reserve)", Field: func(r *Reserve) any { return &r.Req.Class }},
+	},
+	{Name: "service_request_endpoint", Type: String,
+		Service: &Use[wire.ServiceSpec]{Help: "CUSTOM:<name>, HTTP:<url> or TCP:<host:port> (required)", Field: func(s *wire.ServiceSpec) any { return &s.Endpoint }},
+	},
+	{Name: "process_executable", Type: Executable, Modify: true,
+		Job:     &Use[Job]{Help: "the worker command (required)", Field: func(j *Job) any { return &j.Spec.Executable }},
+		Service: &Use[wire.ServiceSpec]{Help: "the service command (none: a ping-only service)", Field: func(s *wire.ServiceSpec) any { return &s.Executable }},
+	},
+	{Name: "process_executable_args", Type: Args, Modify: true,
+		Job:     &Use[Job]{Help: "arguments of the worker command, split like a shell would", Field: func(j *Job) any { return &j.Spec.Args }},
+		Service: &Use[wire.ServiceSpec]{Help: "its arguments; ${DUCC_SERVICE_INSTANCE} is replaced by the instance id", Field: func(s *wire.ServiceSpec) any { return &s.Args }},
+	},
+	{Name: "worker_protocol", Type: String, Check: checkProtocol,
+		Job: &Use[Job]{Help: "stream (one long-lived worker, JSON lines) or exec (one run per item)", Default: wire.ProtocolStream, Field: func(j *Job) any { return &j.Spec.WorkerProtocol }},
+	},
+	{Name: "input_file", Type: Path,
+		Job: &Use[Job]{Help: "file with the work items, one per line ('-' = standard input)", Field: func(j *Job) any { return &j.InputFile }},
+	},
+	{Name: "input_items", Type: Items,
+		Job: &Use[Job]{Flag: "-", Help: "the work items as a YAML list (YAML specs only)", Field: func(j *Job) any { return &j.Items }},
+	},
+	{Name: "process_memory_size", Type: Size, Modify: true,
+		Job:     &Use[Job]{Help: "memory per job process, e.g. 4G or 512M (default: the class default, 4G)", Field: func(j *Job) any { return &j.Spec.Memory }},
+		Service: &Use[wire.ServiceSpec]{Help: "memory per instance, e.g. 1G (default: the class default, 4G)", Field: func(s *wire.ServiceSpec) any { return &s.Memory }},
+		Run:     &Use[Run]{Flag: "memory", Help: "memory for the process, e.g. 512M or 4G (default: the class default, 4G)", Field: func(r *Run) any { return &r.Req.Memory }},
+		Reserve: &Use[Reserve]{Flag: "memory", Help: "memory size of the machine, e.g. 64G (required)", Field: func(r *Reserve) any { return &r.Req.Memory }},
+	},
+	{Name: "process_pipeline_count", Type: Int, Min: 1,
+		Job: &Use[Job]{Help: "items a job process works on at once", Default: "4", Field: func(j *Job) any { return &j.Spec.Pipelines }},
+	},
+	{Name: "process_deployments_max", Type: Int, Min: 0,
+		Job: &Use[Job]{Help: "cap on job processes (default: unlimited)", Field: func(j *Job) any { return &j.Spec.DeploymentsMax }},
+	},
+	{Name: "process_initialization_time_max", Type: Minutes,
+		Job: &Use[Job]{Help: "minutes a job process may take to become ready", Default: "120", Field: func(j *Job) any { return &j.Spec.InitTimeMaxMS }},
+	},
+	{Name: "process_initialization_failures_cap", Type: Int, Min: 1,
+		Job: &Use[Job]{Help: "init failures after which no new job processes are added", Default: "99", Field: func(j *Job) any { return &j.Spec.InitFailuresCap }},
+	},
+	{Name: "process_failures_limit", Type: Int, Min: 1,
+		Job: &Use[Job]{Help: "job process failures after init that fail the job", Default: "20", Field: func(j *Job) any { return &j.Spec.FailuresLimit }},
+	},
+	{Name: "process_per_item_time_max", Type: Minutes,
+		Job: &Use[Job]{Help: "minutes per item before it times out", Default: "1440", Field: func(j *Job) any { return &j.Spec.PerItemTimeMaxMS }},
+	},
+	{Name: "max_job_errors", Type: Int, Min: 1,
+		Job: &Use[Job]{Help: "item errors that fail the job", Default: "15", Field: func(j *Job) any { return &j.Spec.MaxJobErrors }},
+	},
+	{Name: "max_item_retries", Type: Int, Min: 0,
+		Job: &Use[Job]{Help: "retries of an item that failed or timed out (default 0)", Field: func(j *Job) any { return &j.Spec.MaxItemRetries }},
+	},
+	{Name: "instances", Type: Int, Min: 0, Modify: true,
+		Service: &Use[wire.ServiceSpec]{Help: "instances to run when started (default 1)", Field: func(s *wire.ServiceSpec) any { return &s.Instances }},
+	},
+	{Name: "max_instances", Type: Int, Min: 1, Modify: true,
+		Service: &Use[wire.ServiceSpec]{Help: "cap on instances, also for a pinger's additions (default 10)", Field: func(s *wire.ServiceSpec) any { return &s.MaxInstances }},
+	},
+	{Name: "autostart", Type: Bool, Modify: true,
+		Service: &Use[wire.ServiceSpec]{Help: "keep the service running from registration and cluster start", Field: func(s *wire.ServiceSpec) any { return &s.Autostart }},
+	},
+	{Name: "service_linger", Type: Millis, Modify: true,
+		Service: &Use[wire.ServiceSpec]{Help: "ms (or a duration like 30s) a reference-started service lingers after its last reference", Default: "300000", Field: func(s *wire.ServiceSpec) any { return &s.LingerMS }},
+	},
+	{Name: "service_dependency", Type: List, Modify: true,
+		Job:     &Use[Job]{Help: "service endpoints the job needs, comma or space separated", Field: func(j *Job) any { return &j.Spec.ServiceDependency }},
+		Service: &Use[wire.ServiceSpec]{Help: "endpoints of services this service needs", Field: func(s *wire.ServiceSpec) any { return &s.Dependency }},
+	},
+	{Name: "instance_failures_window", Type: Minutes, Modify: true,
+		Service: &Use[wire.ServiceSpec]{Help: "minutes (or a duration) over which instance failures are counted", Default: "30", Field: func(s *wire.ServiceSpec) any { return &s.FailuresWindowMS }},
+	},
+	{Name: "instance_failures_limit", Type: Int, Min: 1, Modify: true,
+		Service: &Use[wire.ServiceSpec]{Help: "instance failures in the window above which the service is disabled", Default: "5", Field: func(s *wire.ServiceSpec) any { return &s.FailuresLimit }},
+	},
+	{Name: "instance_init_failures_limit", Type: Int, Min: 1, Modify: true,
+		Service: &Use[wire.ServiceSpec]{Help: "initialization failures above which the service is disabled", Default: "1", Field: func(s *wire.ServiceSpec) any { return &s.InitFailuresLimit }},
+	},
+	{Name: "service_ping_executable", Type: Executable, Modify: true,
+		Service: &Use[wire.ServiceSpec]{Help: "custom pinger command, run as you (required for CUSTOM: endpoints)", Field: func(s *wire.ServiceSpec) any { return &s.PingExecutable }},
+	},
+	{Name: "service_ping_arguments", Type: Args, Modify: true,
+		Service: &Use[wire.ServiceSpec]{Help: "arguments of the custom pinger", Field: func(s *wire.ServiceSpec) any { return &s.PingArgs }},
+	},
+	{Name: "service_ping_timeout", Type: Millis, Modify: true,
+		Service: &Use[wire.ServiceSpec]{Help: "ms (or a duration) a ping may take", Default: "500", Field: func(s *wire.ServiceSpec) any { return &s.PingTimeoutMS }},
+	},
+	{Name: "service_ping_interval", Type: Millis, Modify: true,
+		Service: &Use[wire.ServiceSpec]{Help: "ms (or a duration) between pings", Default: "10000", Field: func(s *wire.ServiceSpec) any { return &s.PingIntervalMS }},
+	},
+	{Name: "working_directory", Type: Path, Modify: true,
+		Job:     &Use[Job]{Help: "working directory of the job processes (default: the current directory)", Field: func(j *Job) any { return &j.Spec.WorkingDirectory }},
+		Service: &Use[wire.ServiceSpec]{Help: "working directory of the instances (default: the current directory)", Field: func(s *wire.ServiceSpec) any { return &s.WorkingDirectory }},
+	},
+	{Name: "log_directory", Type: Path, Modify: true,
+		Job:     &Use[Job]{Help: "log directory; logs go to <dir>/<id>/ (default ~/ducc/logs)", Field: func(j *Job) any { return &j.Spec.LogDirectory }},
+		Service: &Use[wire.ServiceSpec]{Help: "log directory; logs go to <dir>/<id>/ (default ~/ducc/logs)", Field: func(s *wire.ServiceSpec) any { return &s.LogDirectory }},
+		Run:     &Use[Run]{Flag: "log-dir", Help: "log directory (default ~/ducc/logs); the log is <dir>/<id>/", Field: func(r *Run) any { return &r.Req.LogDir }},
+	},
+	{Name: "environment", Type: Env, Modify: true,
+		Job: &Use[Job]{Help: "environment of the job processes: \"A=1 B='two words'\" (default: none beyond PATH, HOME, USER)",
+			Hidden: []string{"env"}, Field: func(j *Job) any { return &j.Spec.Environment }},
+		Service: &Use[wire.ServiceSpec]{Help: "environment of the instances and the pinger: \"A=1 B=2\"", Field: func(s *wire.ServiceSpec) any { return &s.Environment }},
+	},
+	{Name: "machine_list", Type: List,
+		Job:     &Use[Job]{Help: "run only on these nodes, comma or space separated", Field: func(j *Job) any { return &j.Spec.MachineList }},
+		Run:     &Use[Run]{Flag: "machine", Help: "run only on these nodes", Field: func(r *Run) any { return &r.Req.MachineList }},
+		Reserve: &Use[Reserve]{Flag: "machine", Help: "only these nodes", Field: func(r *Reserve) any { return &r.Req.MachineList }},
+	},
+	{Name: "administrators", Type: List, Modify: true,
+		Service: &Use[wire.ServiceSpec]{Help: "users who may change the service besides you", Field: func(s *wire.ServiceSpec) any { return &s.Administrators }},
+	},
+	{Name: "wait_for_completion", Type: Bool,
+		Job: &Use[Job]{Help: "wait for the job to end, showing progress; exit 0 only if it completed (EndOfJob)",
+			Also: []string{"wait"}, Field: func(j *Job) any { return &j.Wait }},
+		Reserve: &Use[Reserve]{Flag: "wait", Help: "wait until a machine is reserved", Field: func(r *Reserve) any { return &r.Wait }},
+	},
+	{Name: "cancel_on_interrupt", Type: Bool,
+		Job: &Use[Job]{Help: "while waiting, Ctrl-C cancels the job (implies waiting)", Field: func(j *Job) any { return &j.CancelOnInterrupt }},
+	},
+	{Name: "attach_console", Type: Bool,
+		Job: &Use[Job]{Help: "accepted for DUCC compatibility; use 'ducc logs ID -f' to follow a job process's output", Field: func(j *Job) any { return &j.AttachConsole }},
+	},
+	{Name: "detach", Type: Bool,
+		Run: &Use[Run]{Help: "print the id and return without waiting", Field: func(r *Run) any { return &r.Detach }},
+	},
+}
+
+// notTaken are DUCC/UIMA job keys that ducc does not take, with what to
+// do instead, so that people porting a spec get a useful answer.
+var notTaken = map[string]string{
+	"driver_descriptor_cr":           "ducc has no collection reader: give the items with input_file, input_items or standard input",
+	"driver_descriptor_cr_overrides": "ducc has no collection reader: give the items with input_file, input_items or standard input",
+	"process_descriptor_ae":          "ducc runs any command: give the worker with process_executable and process_executable_args",
+	"process_descriptor_cm":          "ducc runs any command: give the worker with process_executable and process_executable_args",
+	"process_descriptor_cc":          "ducc runs any command: give the worker with process_executable and process_executable_args",
+	"process_descriptor_dd":          "ducc runs any command: give the worker with process_executable and process_executable_args",
+	"process_jvm_args":               "ducc runs any command: put JVM options in process_executable_args",
+	"classpath":                      "ducc runs any command: put the class path in process_executable_args or environment (CLASSPATH=...)",
+	"process_thread_count":           "the ducc name is process_pipeline_count",
+	"driver_jvm_args":                "ducc has no job driver process to configure",
+	"driver_exception_handler":       "the error handler's limits are max_job_errors and max_item_retries",
+	"process_error_window_threshold": "the error handler's limits are max_job_errors and max_item_retries",
+	"process_error_window_size":      "the error handler's limits are max_job_errors and max_item_retries",
+}
+
+// Keys returns the keys a kind of spec takes, in table order.
+func Keys(kind Kind) []*Key {
+	var out []*Key
+	for i := range keys {
+		if keys[i].use(kind) != nil {
+			out = append(out, &keys[i])
+		}
+	}
+	return out
+}
+
+// lookup finds the key called name in a kind of spec.
+func lookup(kind Kind, name string) (*Key, bool) {
+	for i := range keys {
+		if keys[i].Name == name && keys[i].use(kind) != nil {
+			return &keys[i], true
+		}
+	}
+	return nil, false
+}
+
+// names lists the keys of a kind, for messages.
+func names(kind Kind) string {
+	var n []string
+	for _, k := range Keys(kind) {
+		n = append(n, k.Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+// unknown explains an unknown key: a DUCC key ducc does not take, a near
+// miss, or the list of valid keys.
+func unknown(kind Kind, name string) error {
+	if hint, ok := notTaken[strings.ToLower(name)]; ok && kind == KindJob {
+		return fmt.Errorf("key %q is not used by ducc: %s", name, hint)
+	}
+	for _, k := range Keys(kind) {
+		if strings.EqualFold(k.Name, strings.ReplaceAll(name, "-", "_")) {
+			return fmt.Errorf("unknown key %q; did you mean %q? valid keys are: %s", name, k.Name, names(kind))
+		}
+	}
+	return fmt.Errorf("unknown key %q; valid keys are: %s", name, names(kind))
+}
+
+func checkProtocol(s string) (string, error) {
+	switch p := strings.ToLower(s); p {
+	case wire.ProtocolStream, wire.ProtocolExec:
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown worker protocol %q; use %q (one long-lived worker reading JSON lines) or %q (one run per item)", s, wire.ProtocolStream, wire.ProtocolExec)
+}

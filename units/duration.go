@@ -1,0 +1,102 @@
+package units
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Duration is a time.Duration that reads from YAML as a Go duration
+// string ("3s", "100ms").
+type Duration time.Duration
+
+// D returns the duration as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String formats the duration.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: a duration must be a value like 3s or 100ms", n.Line)
+	}
+	v, err := time.ParseDuration(strings.TrimSpace(n.Value))
+	if err != nil {
+		return fmt.Errorf("line %d: bad duration %q: write it like 3s, 100ms or 2m", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML implements yaml.Marshaler.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// FormatDuration writes a duration compactly for humans: 250ms, 45s,
+// 3m05s, 2h03m, 3d04h. Negative durations are 0s; from a second on, the
+// seconds are truncated.
+func FormatDuration(d time.Duration) string {
+	if d <= 0 {
+		return "0s"
+	}
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	s := int64(d / time.Second)
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	case s < 86400:
+		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
+	default:
+		return fmt.Sprintf("%dd%02dh", s/86400, s%86400/3600)
+	}
+}
+
+// ParseMinutes reads minutes, DUCC's unit for job time limits ("120",
+// "0.5"), or a Go duration ("90s", "1h30m"), and returns milliseconds
+// (at least 1). Zero and negative values are refused.
+func ParseMinutes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, errors.New("is empty: give minutes, like 30, or a duration like 90s")
+	}
+	var d time.Duration
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if math.IsNaN(f) || math.IsInf(f, 0) || f > 1e9 {
+			return 0, fmt.Errorf("%q is not a number of minutes", s)
+		}
+		d = time.Duration(f * float64(time.Minute))
+	} else if d, err = time.ParseDuration(s); err != nil {
+		return 0, fmt.Errorf("%q is neither minutes (like 30 or 0.5) nor a duration (like 90s or 2h)", s)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("must be more than zero, got %q", s)
+	}
+	return max(d.Milliseconds(), 1), nil
+}
+
+// ParseMillis reads milliseconds, DUCC's unit for service timings
+// ("500"), or a Go duration ("10s"), and returns milliseconds (at least
+// 1). Zero and negative values are refused.
+func ParseMillis(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n <= 0 {
+			return 0, fmt.Errorf("must be more than zero, got %q", s)
+		}
+		return n, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%q is neither milliseconds (like 500) nor a duration (like 10s)", s)
+	}
+	return max(d.Milliseconds(), 1), nil
+}
