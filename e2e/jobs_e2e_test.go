@@ -1,11 +1,10 @@
-package main
+package e2e
 
 import (
 	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -33,19 +32,6 @@ for line in sys.stdin:
     else:
         print(json.dumps({"id": m["id"], "ok": True, "result": m["item"] + "!"}), flush=True)
 `
-
-func needPython(t testing.TB) string {
-	t.Helper()
-	// The system python: other users may not enter root's home (pyenv).
-	if _, err := os.Stat("/usr/bin/python3"); err == nil {
-		return "/usr/bin/python3"
-	}
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 is not installed")
-	}
-	return py
-}
 
 // jobFixture is a dev cluster with the test worker and a world-readable
 // scratch dir.
