@@ -169,6 +169,22 @@ func (a *agentProc) waitRunning(id string) wire.WorkInfo {
 	return wire.WorkInfo{}
 }
 
+// waitEnd waits until the work ends; t is the (sub)test that waits.
+func (a *agentProc) waitEnd(t testing.TB, id string, d time.Duration) wire.WorkInfo {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		w := a.show(id)
+		if w.Ended {
+			return w
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	w := a.show(id)
+	t.Fatalf("work %s did not end in %s: %s %s %+v", id, d, w.State, w.Reason, w.Job)
+	return w
+}
+
 // runDucc runs the CLI with DUCC_SOCKET set to sock.
 func runDucc(sock string, args ...string) (string, string, int) {
 	cmd := exec.Command(duccBin, args...)

@@ -76,21 +76,6 @@ func (f *jobFixture) submit(t *testing.T, input string, initSec, perSec float64,
 	return fields[1]
 }
 
-func (f *jobFixture) waitEnd(t testing.TB, id string, d time.Duration) wire.WorkInfo {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		w := f.show(id)
-		if w.Ended {
-			return w
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	w := f.show(id)
-	t.Fatalf("job %s did not end in %s: %s %s %+v", id, d, w.State, w.Reason, w.Job)
-	return w
-}
-
 func (f *jobFixture) results(t *testing.T, id string, flags ...string) []wire.ItemResult {
 	t.Helper()
 	out, errs, code := f.ducc(append([]string{"results", id}, flags...)...)
