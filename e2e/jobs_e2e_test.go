@@ -269,8 +269,8 @@ func TestJobFairShareAndPreemption(t *testing.T) {
 	ensureUser(t, "ducc-e2e")
 	ensureUser(t, "ducc-e2e2")
 	// Prediction off: these jobs are short enough that the RM would
-	// rightly not expand them (SPEC §4 step 1), and this test is about
-	// shares.
+	// rightly not expand them (their items end before a new process would
+	// be ready), and this test is about shares.
 	cfg := filepath.Join(t.TempDir(), "ducc.yaml")
 	if err := os.WriteFile(cfg, []byte(fairConfig), 0o644); err != nil {
 		t.Fatal(err)
