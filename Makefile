@@ -13,8 +13,9 @@ include Makefile.ops
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ducc
 
-# Every test: unit, race, and the end-to-end tests that start the real
-# binary. Run as root for cgroups and test users (CI does).
+# Every test: unit, race, and the end-to-end tests in e2e/ that start the
+# real binary. Run as root for cgroups, test users and network namespaces
+# (CI does).
 test: build vet
 	$(GO) test -count=1 -timeout 12m ./...
 	$(GO) test -count=1 -race -timeout 12m $(RACE_PKGS)
@@ -22,7 +23,7 @@ test: build vet
 # The multi-node harness alone: five agents in network namespaces (root;
 # also part of make test).
 e2e: build
-	$(GO) test -count=1 -v -run 'TestMultiNode' ./cmd/ducc/
+	$(GO) test -count=1 -v -run 'TestMultiNode' ./e2e/
 
 test-short:
 	$(GO) test -short -count=1 ./...
@@ -38,8 +39,8 @@ bench: build
 	$(GO) test -run XXX -bench . -benchtime 3x ./head/rm/
 	$(GO) test -run XXX -bench . ./wire/
 	$(GO) test -run XXX -bench . -benchtime 30x ./proc/
-	$(GO) test -run XXX -bench RunTrue -benchtime 40x ./cmd/ducc/
-	$(GO) test -run XXX -bench Job -benchtime 1x ./cmd/ducc/
+	$(GO) test -run XXX -bench RunTrue -benchtime 40x ./e2e/
+	$(GO) test -run XXX -bench Job -benchtime 1x ./e2e/
 
 # Fuzz every decoder and parser of user input, 20 s each.
 fuzz:

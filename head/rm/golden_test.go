@@ -10,12 +10,18 @@ import (
 	"time"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current decision traces")
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current decision traces, then fail")
 
 // story is a multi-cycle scenario whose decision traces are pinned in
 // testdata/<name>.golden. Ids and times are fixed, so traces only change
-// when the scheduler's decisions (or their wording) change: review the diff,
-// then regenerate with `go test ./head/rm -run Golden -update`.
+// when the scheduler's decisions (or their wording) change. To accept a
+// change on purpose, regenerate in two steps:
+//
+//	go test ./head/rm -run Golden -update   # rewrites the files and fails
+//	git diff head/rm/testdata               # review every changed decision
+//	go test ./head/rm -run Golden           # passes against the new files
+//
+// A run with -update always fails, so a regeneration never passes unseen.
 type story struct {
 	name  string
 	sim   func(t *testing.T) *sim
@@ -101,14 +107,14 @@ func TestGoldenTraces(t *testing.T) {
 				if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				return
+				t.Fatalf("golden file %s rewritten; review the diff and run again without -update", path)
 			}
 			want, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatalf("%v (run with -update to create it)", err)
 			}
 			if got := b.String(); got != string(want) {
-				t.Errorf("trace differs from %s; review and rerun with -update.\n%s", path, firstDiff(string(want), got))
+				t.Errorf("trace differs from %s; if the change is intended, rerun with -update, review the rewritten file and run again.\n%s", path, firstDiff(string(want), got))
 			}
 		})
 	}

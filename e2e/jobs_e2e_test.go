@@ -1,11 +1,10 @@
-package main
+package e2e
 
 import (
 	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -33,19 +32,6 @@ for line in sys.stdin:
     else:
         print(json.dumps({"id": m["id"], "ok": True, "result": m["item"] + "!"}), flush=True)
 `
-
-func needPython(t testing.TB) string {
-	t.Helper()
-	// The system python: other users may not enter root's home (pyenv).
-	if _, err := os.Stat("/usr/bin/python3"); err == nil {
-		return "/usr/bin/python3"
-	}
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 is not installed")
-	}
-	return py
-}
 
 // jobFixture is a dev cluster with the test worker and a world-readable
 // scratch dir.
@@ -88,21 +74,6 @@ func (f *jobFixture) submit(t *testing.T, input string, initSec, perSec float64,
 		t.Fatalf("submit printed %q", out)
 	}
 	return fields[1]
-}
-
-func (f *jobFixture) waitEnd(t testing.TB, id string, d time.Duration) wire.WorkInfo {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		w := f.show(id)
-		if w.Ended {
-			return w
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	w := f.show(id)
-	t.Fatalf("job %s did not end in %s: %s %s %+v", id, d, w.State, w.Reason, w.Job)
-	return w
 }
 
 func (f *jobFixture) results(t *testing.T, id string, flags ...string) []wire.ItemResult {
@@ -298,8 +269,8 @@ func TestJobFairShareAndPreemption(t *testing.T) {
 	ensureUser(t, "ducc-e2e")
 	ensureUser(t, "ducc-e2e2")
 	// Prediction off: these jobs are short enough that the RM would
-	// rightly not expand them (SPEC §4 step 1), and this test is about
-	// shares.
+	// rightly not expand them (their items end before a new process would
+	// be ready), and this test is about shares.
 	cfg := filepath.Join(t.TempDir(), "ducc.yaml")
 	if err := os.WriteFile(cfg, []byte(fairConfig), 0o644); err != nil {
 		t.Fatal(err)

@@ -1,13 +1,8 @@
-package main
+package e2e
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -19,196 +14,8 @@ import (
 	"github.com/ducc-project/ducc/wire"
 )
 
-// The end-to-end tests build the real binary, start `ducc agent --dev` in
-// a temp dir and drive the real CLI against it.
-
-var duccBin string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ducc-e2e-bin")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	duccBin = filepath.Join(dir, "ducc")
-	out, err := exec.Command("go", "build", "-o", duccBin, ".").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build ducc: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// cluster is a dev cluster started from the real binary.
-type cluster struct {
-	t    testing.TB
-	dir  string
-	sock string
-	cmd  *exec.Cmd
-	log  *os.File
-	args []string // extra agent flags
-}
-
-func startCluster(t testing.TB, agentArgs ...string) *cluster {
-	t.Helper()
-	dir := t.TempDir()
-	// Log directories must be reachable by other users (e.g. the test user).
-	for _, d := range []string{dir, filepath.Dir(dir)} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c := &cluster{t: t, dir: dir, sock: filepath.Join(dir, "data", "ducc.sock"), args: agentArgs}
-	c.start()
-	t.Cleanup(func() {
-		c.stop()
-		// Kill what the tests left running so no process outlives them.
-		killLeftovers(filepath.Join(dir, "data"))
-	})
-	return c
-}
-
-func (c *cluster) start() {
-	c.t.Helper()
-	lf, err := os.OpenFile(filepath.Join(c.dir, "agent.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.log = lf
-	c.cmd = exec.Command(duccBin, append([]string{"agent", "--dev", "--data-dir", filepath.Join(c.dir, "data"), "--memory", "16G", "--node", "n1"}, c.args...)...)
-	c.cmd.Stdout, c.cmd.Stderr = lf, lf
-	if err := c.cmd.Start(); err != nil {
-		c.t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		out, _, code := c.ducc("status", "--json")
-		var st wire.StatusInfo
-		if code == 0 && json.Unmarshal([]byte(out), &st) == nil && st.NodesUp == 1 {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	c.t.Fatalf("dev cluster did not come up in 20s; agent log:\n%s", c.agentLog())
-}
-
-func (c *cluster) agentLog() string {
-	b, _ := os.ReadFile(filepath.Join(c.dir, "agent.log"))
-	return string(b)
-}
-
-// stop sends SIGTERM and waits for a clean exit.
-func (c *cluster) stop() {
-	if c.cmd == nil || c.cmd.ProcessState != nil {
-		return
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- c.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			c.t.Errorf("agent did not exit cleanly on SIGTERM: %v\n%s", err, c.agentLog())
-		}
-	case <-time.After(20 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-done
-		c.t.Errorf("agent did not stop within 20s of SIGTERM\n%s", c.agentLog())
-	}
-	c.log.Close()
-}
-
-func (c *cluster) kill9() {
-	_ = c.cmd.Process.Kill()
-	_ = c.cmd.Wait()
-	c.log.Close()
-}
-
-// ducc runs the CLI against this cluster.
-func (c *cluster) ducc(args ...string) (stdout, stderr string, code int) {
-	return runDucc(c.sock, args...)
-}
-
-func runDucc(sock string, args ...string) (string, string, int) {
-	cmd := exec.Command(duccBin, args...)
-	cmd.Env = append(os.Environ(), "DUCC_SOCKET="+sock)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		code = -1
-	}
-	return out.String(), errb.String(), code
-}
-
-func (c *cluster) show(id string) wire.WorkInfo {
-	c.t.Helper()
-	out, errs, code := c.ducc("show", id, "--json")
-	if code != 0 {
-		c.t.Fatalf("ducc show %s: exit %d: %s", id, code, errs)
-	}
-	var w wire.WorkInfo
-	if err := json.Unmarshal([]byte(out), &w); err != nil {
-		c.t.Fatalf("ducc show %s: %v", id, err)
-	}
-	return w
-}
-
-// waitRunning waits until the work's process runs.
-func (c *cluster) waitRunning(id string) wire.WorkInfo {
-	c.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		w := c.show(id)
-		if w.State == "Running" && len(w.Procs) > 0 && w.Procs[0].PID > 0 {
-			return w
-		}
-		if w.Ended {
-			c.t.Fatalf("work %s ended before running: %+v", id, w)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	c.t.Fatalf("work %s not running after 15s: %+v", id, c.show(id))
-	return wire.WorkInfo{}
-}
-
-// killLeftovers kills what the tests left running (work outlives agents by
-// design), shims included, and removes the data dir once they are gone.
-func killLeftovers(dataDir string) {
-	ents, _ := os.ReadDir(filepath.Join(dataDir, "procs"))
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dataDir, "procs", e.Name(), "child.json"))
-		if err != nil {
-			continue
-		}
-		var st struct {
-			PID     int `json:"pid"`
-			ShimPID int `json:"shim_pid"`
-		}
-		if json.Unmarshal(b, &st) == nil && st.PID > 0 {
-			_ = syscall.Kill(-st.PID, syscall.SIGKILL)
-			_ = syscall.Kill(st.PID, syscall.SIGKILL)
-			if st.ShimPID > 0 {
-				_ = syscall.Kill(st.ShimPID, syscall.SIGKILL)
-			}
-		}
-	}
-	// A shim that was just starting may still write for a moment.
-	for range 50 {
-		if os.RemoveAll(dataDir) == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func isRoot() bool { return os.Geteuid() == 0 }
+// Tests of the CLI against a dev cluster: managed reservations, wait and
+// cancel, agent restarts, users.
 
 func TestRun(t *testing.T) {
 	c := startCluster(t)
@@ -385,22 +192,6 @@ func TestNodesAndStatus(t *testing.T) {
 	if out, _, code := c.ducc("version"); code != 0 || !strings.HasPrefix(out, "ducc ") {
 		t.Errorf("version: %d %q", code, out)
 	}
-}
-
-// ensureUser creates a test user once.
-func ensureUser(t *testing.T, name string) *user.User {
-	t.Helper()
-	if u, err := user.Lookup(name); err == nil {
-		return u
-	}
-	if out, err := exec.Command("useradd", "-M", "-s", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
-		t.Fatalf("useradd %s: %v %s", name, err, out)
-	}
-	u, err := user.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u
 }
 
 func TestRunAsAnotherUser(t *testing.T) {

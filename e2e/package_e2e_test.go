@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"os"
@@ -30,7 +30,7 @@ func TestPackageDeb(t *testing.T) {
 			t.Skipf("package test skipped: %s exists; not touching this machine", f)
 		}
 	}
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"os"
@@ -47,8 +47,7 @@ func benchJob(b *testing.B, n int, args ...string) {
 			b.Fatalf("submit: %s %s", out, errs)
 		}
 		id := out[len("Job ") : len(out)-len(" submitted\n")]
-		jf := &jobFixture{cluster: c}
-		w := jf.waitEnd(b, id, 10*time.Minute)
+		w := c.waitEnd(b, id, 10*time.Minute)
 		if w.Completion != "EndOfJob" || w.Job.Done != n {
 			b.Fatalf("job ended %s: %+v", w.Completion, w.Job)
 		}

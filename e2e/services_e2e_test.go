@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -22,7 +22,7 @@ import (
 
 func examplePath(t *testing.T, name string) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "..", "examples", "services", name))
+	p, err := filepath.Abs(filepath.Join("..", "examples", "services", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -42,16 +42,12 @@ type netCluster struct {
 
 // nsNode is one agent in its namespace.
 type nsNode struct {
-	c        *netCluster
-	name, ns string
-	ip       string
-	head     bool
-	cfg      string
-	dataDir  string
-	sock     string
-	logPath  string
-	cmd      *exec.Cmd
-	logFile  *os.File
+	agentProc
+	c    *netCluster
+	ns   string
+	ip   string
+	head bool
+	cfg  string
 }
 
 // needNetns skips unless the harness can run: root, iproute2, not -short.
@@ -128,12 +124,7 @@ func startNetClusterTimed(t testing.TB, heartbeat, nodeTimeout, extraYAML string
 	t.Helper()
 	needNetns(t)
 	removeNamespaces()
-	dir := t.TempDir()
-	for _, d := range []string{dir, filepath.Dir(dir)} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := scratchDir(t)
 	c := &netCluster{t: t, dir: dir, key: filepath.Join(dir, "cluster.key"), sw: nsPrefix + "sw", nodes: map[string]*nsNode{},
 		heartbeat: heartbeat, nodeTimeout: nodeTimeout}
 	t.Cleanup(c.destroy)
@@ -168,11 +159,19 @@ func startNetClusterTimed(t testing.TB, heartbeat, nodeTimeout, extraYAML string
 // addNode creates a node's namespace, cabled to the bridge.
 func (c *netCluster) addNode(name string, host int, head bool) *nsNode {
 	t := c.t
-	n := &nsNode{c: c, name: name, ns: nsPrefix + name, ip: fmt.Sprintf("10.213.0.%d", host), head: head}
-	n.dataDir = filepath.Join(c.dir, name, "data")
-	n.sock = filepath.Join(c.dir, name, "ducc.sock")
+	n := &nsNode{c: c, ns: nsPrefix + name, ip: fmt.Sprintf("10.213.0.%d", host), head: head}
 	n.cfg = filepath.Join(c.dir, name, "ducc.yaml")
-	n.logPath = filepath.Join(c.dir, name, "agent.log")
+	n.agentProc = agentProc{
+		t:       t,
+		name:    name,
+		dataDir: filepath.Join(c.dir, name, "data"),
+		sock:    filepath.Join(c.dir, name, "ducc.sock"),
+		logPath: filepath.Join(c.dir, name, "agent.log"),
+		// nsenter enters only the network namespace; "ip netns exec"
+		// would also remount /sys and hide the cgroup hierarchy from the
+		// agent. nsenter execs the agent: killing it kills the agent.
+		argv: []string{"nsenter", "--net=/run/netns/" + n.ns, "--", duccBin, "agent", "--config", n.cfg},
+	}
 	if err := os.MkdirAll(filepath.Dir(n.cfg), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -202,41 +201,8 @@ func (n *nsNode) writeConfig(key string, join []string, heads int, extra string)
 	b.WriteString("web: {listen: \"127.0.0.1:0\"}\n")
 	b.WriteString(extra)
 	if err := os.WriteFile(n.cfg, []byte(b.String()), 0o644); err != nil {
-		n.c.t.Fatal(err)
+		n.t.Fatal(err)
 	}
-}
-
-// start runs the node's agent inside its namespace.
-func (n *nsNode) start() {
-	lf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		n.c.t.Fatal(err)
-	}
-	n.logFile = lf
-	// nsenter enters only the network namespace; "ip netns exec" would
-	// also remount /sys and hide the cgroup hierarchy from the agent.
-	n.cmd = exec.Command("nsenter", "--net=/run/netns/"+n.ns, "--", duccBin, "agent", "--config", n.cfg)
-	n.cmd.Stdout, n.cmd.Stderr = lf, lf
-	if err := n.cmd.Start(); err != nil {
-		n.c.t.Fatalf("start agent %s: %v", n.name, err)
-	}
-}
-
-// kill9 kills the node's agent; its processes keep running.
-func (n *nsNode) kill9() {
-	if n.cmd == nil || n.cmd.ProcessState != nil {
-		return
-	}
-	_ = n.cmd.Process.Kill() // nsenter execs the agent: same pid
-	_ = n.cmd.Wait()
-	n.logFile.Close()
-}
-
-func (n *nsNode) ducc(args ...string) (string, string, int) { return runDucc(n.sock, args...) }
-
-func (n *nsNode) agentLog() string {
-	b, _ := os.ReadFile(n.logPath)
-	return string(b)
 }
 
 // destroy stops every agent, kills every process in the namespaces and
@@ -255,24 +221,13 @@ func (c *netCluster) destroy() {
 			c.t.Logf("full agent logs kept in %s", keep)
 		}
 		for _, name := range c.order {
-			log := c.nodes[name].agentLog()
-			if len(log) > 6000 {
-				log = log[len(log)-6000:]
-			}
-			c.t.Logf("---- agent log of %s (tail) ----\n%s", name, log)
+			c.t.Logf("---- agent log of %s (tail) ----\n%s", name, c.nodes[name].logTail())
 		}
 	}
 	removeNamespaces()
 	for _, name := range c.order {
 		killLeftovers(c.nodes[name].dataDir)
 	}
-}
-
-// status asks a node's agent for the cluster status.
-func (n *nsNode) status() (wire.StatusInfo, bool) {
-	out, _, code := n.ducc("status", "--json")
-	var st wire.StatusInfo
-	return st, code == 0 && json.Unmarshal([]byte(out), &st) == nil
 }
 
 // waitUp waits until every node's agent sees a head that sees want nodes up.
@@ -282,8 +237,8 @@ func (c *netCluster) waitUp(want int, d time.Duration) {
 	for time.Now().Before(deadline) {
 		ok := true
 		for _, name := range c.order {
-			if n := c.nodes[name]; n.cmd == nil || n.cmd.ProcessState != nil {
-				continue // not running
+			if !c.nodes[name].running() {
+				continue
 			}
 			st, good := c.nodes[name].status()
 			if !good || st.Head == "" || st.NodesUp != want {

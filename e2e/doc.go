@@ -1,0 +1,20 @@
+// Package e2e holds the end-to-end tests: they build the ducc binary once
+// (TestMain), start real agents from it and drive the real CLI, the way a
+// user does.
+//
+// One harness serves every test (harness_test.go): agentProc runs one
+// `ducc agent` and talks to it through its socket with the CLI. The dev
+// cluster (startCluster) is one agentProc with `--dev` in a temp dir; the
+// multi-node cluster (startNetCluster, netns_test.go) is one agentProc per
+// node, each in its own network namespace joined to a private bridge.
+//
+// Run them as root: they create cgroups, test users (useradd) and network
+// namespaces, and the package test installs the .deb. Without root the
+// tests that need it skip. The namespaces are shared machine-wide, so two
+// runs of the multi-node tests at once must be serialised, e.g.
+//
+//	flock /tmp/ducc-netns.lock go test -count=1 -run TestMultiNode ./e2e/
+//
+// `make test` runs them all; `make e2e` the multi-node harness alone;
+// `make bench` the end-to-end benchmarks (docs/performance.md).
+package e2e

@@ -1,0 +1,334 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ducc-project/ducc/wire"
+)
+
+// The harness shared by every end-to-end test: TestMain builds the ducc
+// binary once, agentProc runs one `ducc agent` of it, and the CLI is run
+// against an agent's socket. The dev cluster (cluster, below) is one
+// agentProc; the namespace cluster (netns_test.go) is one agentProc per
+// node, each inside its network namespace.
+
+// duccBin is the binary TestMain built; set once before any test runs.
+var duccBin string
+
+func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "ducc-e2e-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	duccBin = filepath.Join(dir, "ducc")
+	out, err := exec.Command("go", "build", "-o", duccBin, "github.com/ducc-project/ducc/cmd/ducc").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build ducc: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// exitUnreachable is the CLI's exit code when no head answers (README,
+// "Exit codes"). The tests check the documented contract, so the number is
+// spelled out here rather than taken from the code under test.
+const exitUnreachable = 3
+
+// agentProc is one agent process of the real binary. Its output goes to
+// logPath; the CLI reaches it through sock.
+type agentProc struct {
+	t       testing.TB
+	name    string   // the node's name
+	argv    []string // the command line that starts it, program first
+	dataDir string
+	sock    string
+	logPath string
+	cmd     *exec.Cmd
+	log     *os.File
+}
+
+// start starts the agent; it does not wait for it to serve.
+func (a *agentProc) start() {
+	a.t.Helper()
+	lf, err := os.OpenFile(a.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	a.log = lf
+	a.cmd = exec.Command(a.argv[0], a.argv[1:]...)
+	a.cmd.Stdout, a.cmd.Stderr = lf, lf
+	if err := a.cmd.Start(); err != nil {
+		lf.Close()
+		a.t.Fatalf("start agent %s: %v", a.name, err)
+	}
+}
+
+// running tells whether the agent was started and has not exited.
+func (a *agentProc) running() bool { return a.cmd != nil && a.cmd.ProcessState == nil }
+
+// stop sends SIGTERM and waits for a clean exit.
+func (a *agentProc) stop() {
+	if !a.running() {
+		return
+	}
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- a.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			a.t.Errorf("agent %s did not exit cleanly on SIGTERM: %v\n%s", a.name, err, a.agentLog())
+		}
+	case <-time.After(20 * time.Second):
+		_ = a.cmd.Process.Kill()
+		<-done
+		a.t.Errorf("agent %s did not stop within 20s of SIGTERM\n%s", a.name, a.agentLog())
+	}
+	a.log.Close()
+}
+
+// kill9 kills the agent; the processes it started keep running.
+func (a *agentProc) kill9() {
+	if !a.running() {
+		return
+	}
+	_ = a.cmd.Process.Kill()
+	_ = a.cmd.Wait()
+	a.log.Close()
+}
+
+func (a *agentProc) agentLog() string {
+	b, _ := os.ReadFile(a.logPath)
+	return string(b)
+}
+
+// logTail is the end of the agent's log, for a failed test's output.
+func (a *agentProc) logTail() string {
+	const max = 6000
+	log := a.agentLog()
+	if len(log) > max {
+		log = log[len(log)-max:]
+	}
+	return log
+}
+
+// ducc runs the CLI against this agent.
+func (a *agentProc) ducc(args ...string) (stdout, stderr string, code int) {
+	return runDucc(a.sock, args...)
+}
+
+// status asks the agent for the cluster status.
+func (a *agentProc) status() (wire.StatusInfo, bool) {
+	out, _, code := a.ducc("status", "--json")
+	var st wire.StatusInfo
+	return st, code == 0 && json.Unmarshal([]byte(out), &st) == nil
+}
+
+func (a *agentProc) show(id string) wire.WorkInfo {
+	a.t.Helper()
+	out, errs, code := a.ducc("show", id, "--json")
+	if code != 0 {
+		a.t.Fatalf("ducc show %s: exit %d: %s", id, code, errs)
+	}
+	var w wire.WorkInfo
+	if err := json.Unmarshal([]byte(out), &w); err != nil {
+		a.t.Fatalf("ducc show %s: %v", id, err)
+	}
+	return w
+}
+
+// waitRunning waits until the work's process runs.
+func (a *agentProc) waitRunning(id string) wire.WorkInfo {
+	a.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		w := a.show(id)
+		if w.State == "Running" && len(w.Procs) > 0 && w.Procs[0].PID > 0 {
+			return w
+		}
+		if w.Ended {
+			a.t.Fatalf("work %s ended before running: %+v", id, w)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	a.t.Fatalf("work %s not running after 15s: %+v", id, a.show(id))
+	return wire.WorkInfo{}
+}
+
+// waitEnd waits until the work ends; t is the (sub)test that waits.
+func (a *agentProc) waitEnd(t testing.TB, id string, d time.Duration) wire.WorkInfo {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		w := a.show(id)
+		if w.Ended {
+			return w
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	w := a.show(id)
+	t.Fatalf("work %s did not end in %s: %s %s %+v", id, d, w.State, w.Reason, w.Job)
+	return w
+}
+
+// runDucc runs the CLI with DUCC_SOCKET set to sock.
+func runDucc(sock string, args ...string) (string, string, int) {
+	cmd := exec.Command(duccBin, args...)
+	cmd.Env = append(os.Environ(), "DUCC_SOCKET="+sock)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		code = -1
+	}
+	return out.String(), errb.String(), code
+}
+
+// scratchDir is a test's temp dir, opened so that other users (the test
+// users the work runs as) reach the logs and files in it.
+func scratchDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// killLeftovers kills what the tests left running (work outlives agents by
+// design), shims included, and removes the data dir once they are gone.
+func killLeftovers(dataDir string) {
+	ents, _ := os.ReadDir(filepath.Join(dataDir, "procs"))
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dataDir, "procs", e.Name(), "child.json"))
+		if err != nil {
+			continue
+		}
+		var st struct {
+			PID     int `json:"pid"`
+			ShimPID int `json:"shim_pid"`
+		}
+		if json.Unmarshal(b, &st) == nil && st.PID > 0 {
+			_ = syscall.Kill(-st.PID, syscall.SIGKILL)
+			_ = syscall.Kill(st.PID, syscall.SIGKILL)
+			if st.ShimPID > 0 {
+				_ = syscall.Kill(st.ShimPID, syscall.SIGKILL)
+			}
+		}
+	}
+	// A shim that was just starting may still write for a moment.
+	for range 50 {
+		if os.RemoveAll(dataDir) == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// cluster is a one-node dev cluster: `ducc agent --dev` in a temp dir.
+type cluster struct {
+	*agentProc
+	dir string
+}
+
+// startCluster starts a dev cluster with the extra agent flags given and
+// waits until it serves. It is stopped, and what it left running killed,
+// when the test ends.
+func startCluster(t testing.TB, agentArgs ...string) *cluster {
+	t.Helper()
+	dir := scratchDir(t)
+	data := filepath.Join(dir, "data")
+	c := &cluster{dir: dir, agentProc: &agentProc{
+		t:       t,
+		name:    "n1",
+		argv:    append([]string{duccBin, "agent", "--dev", "--data-dir", data, "--memory", "16G", "--node", "n1"}, agentArgs...),
+		dataDir: data,
+		sock:    filepath.Join(data, "ducc.sock"),
+		logPath: filepath.Join(dir, "agent.log"),
+	}}
+	c.start()
+	t.Cleanup(func() {
+		c.stop()
+		if t.Failed() {
+			t.Logf("---- agent log (tail) ----\n%s", c.logTail())
+		}
+		killLeftovers(data)
+	})
+	return c
+}
+
+// start starts the agent and waits until it sees its node up.
+func (c *cluster) start() {
+	c.t.Helper()
+	c.agentProc.start()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if st, ok := c.status(); ok && st.NodesUp == 1 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatalf("dev cluster did not come up in 20s; agent log:\n%s", c.agentLog())
+}
+
+func isRoot() bool { return os.Geteuid() == 0 }
+
+// ensureUser creates a test user once.
+func ensureUser(t *testing.T, name string) *user.User {
+	t.Helper()
+	if u, err := user.Lookup(name); err == nil {
+		return u
+	}
+	if out, err := exec.Command("useradd", "-M", "-s", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
+		t.Fatalf("useradd %s: %v %s", name, err, out)
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// needPython returns a python3 that the test users may run, or skips.
+func needPython(t testing.TB) string {
+	t.Helper()
+	// The system python: other users may not enter root's home (pyenv).
+	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+		return "/usr/bin/python3"
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	return py
+}
+
+// repoPath is a path in the repository; the tests run in e2e/.
+func repoPath(t testing.TB, elem ...string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join(append([]string{".."}, elem...)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
