@@ -18,7 +18,7 @@ import (
 )
 
 // The agent feeds work items to a job process over the stream protocol of
-// SPEC §5: the worker prints {"ready": true} once initialized, then reads
+// docs/jobs.md: the worker prints {"ready": true} once initialized, then reads
 // {"id": "...", "item": "..."} lines on stdin and answers each with
 // {"id": "...", "ok": true, "result": ...} or {"id": "...", "error": "..."}
 // on stdout. At most pipelines items are outstanding at the worker; the

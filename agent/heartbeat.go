@@ -31,7 +31,7 @@ func (inv *inventory) init(cfg *Config) error {
 }
 
 // sample fills the memory, swap and load fields of a heartbeat. The
-// schedulable memory is re-read every heartbeat (SPEC §2).
+// schedulable memory is re-read every heartbeat (docs/scheduling.md).
 func (inv *inventory) sample(hb *wire.Heartbeat) {
 	hb.CPUs = runtime.NumCPU()
 	if vm, err := mem.VirtualMemory(); err == nil {

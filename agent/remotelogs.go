@@ -17,7 +17,7 @@ import (
 )
 
 // logName is the file name of a process log:
-// <work id>-<TYPE>-<node>-<pid>.log (SPEC §7).
+// <work id>-<TYPE>-<node>-<pid>.log (docs/operations.md).
 var logName = regexp.MustCompile(`^([0-9]+)-(JP|SVC|POP)-(.+)-[0-9]+\.log$`)
 
 // servableLog checks that path is the log of process procID on this node,

@@ -17,7 +17,7 @@ import (
 	"github.com/ducc-project/ducc/wire"
 )
 
-// Services end to end (SPEC §6): the example HTTP service and autoscaling
+// Services end to end (docs/services.md): the example HTTP service and autoscaling
 // pinger under examples/services, run by the real binary.
 
 func examplePath(t *testing.T, name string) string {

@@ -73,7 +73,7 @@ func (h *Head) Reserve(ctx context.Context, c wire.Caller, r wire.ReserveRequest
 }
 
 // checkSubmit applies the class's submit_acl and per-user/group limits
-// (SPEC §3) against what the caller already has in the class.
+// (docs/scheduling.md) against what the caller already has in the class.
 func (h *Head) checkSubmit(c wire.Caller, class string, memory int64) error {
 	// Limits apply to the caller and the caller's groups only, so the
 	// group database is read for the caller's groups, once.

@@ -35,7 +35,7 @@ func (h *Head) SubmitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobReq
 	if err := h.checkSubmit(c, class.Name, s.Memory); err != nil {
 		return wire.SubmitReply{}, err
 	}
-	// Service dependencies (SPEC §6): an unknown endpoint ends the job at
+	// Service dependencies (docs/services.md): an unknown endpoint ends the job at
 	// once with ServicesUnavailable; known ones make it wait for them.
 	var unknown []string
 	h.cfg.FSM.View(func(v *state.View) {

@@ -17,7 +17,7 @@ import (
 	"unicode/utf8"
 )
 
-// Exec worker: the job process for `worker_protocol: exec` (SPEC §5).
+// Exec worker: the job process for `worker_protocol: exec` (docs/jobs.md).
 //
 // It is started as `ducc exec-worker -- CMD ARGS...` and speaks the stream
 // protocol on its stdin/stdout: it prints {"ready": true} at once, then for

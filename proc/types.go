@@ -150,7 +150,7 @@ func (s Spec) validate() error {
 	return nil
 }
 
-// logName is the final log file name (SPEC §7).
+// logName is the final log file name (docs/operations.md).
 func (s Spec) logName(pid int) string {
 	return fmt.Sprintf("%d-%s-%s-%d.log", s.WorkID, s.Kind, s.Node, pid)
 }

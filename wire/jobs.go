@@ -1,6 +1,6 @@
 package wire
 
-// Job methods (SPEC §5).
+// Job methods (docs/jobs.md).
 const (
 	MethodSubmit   = "submit"      // SubmitJobRequest → SubmitReply
 	MethodItems    = "items"       // ItemsRequest → Empty (more items of a submission)
@@ -14,10 +14,10 @@ const (
 	ProtocolExec   = "exec"
 )
 
-// MaxResultSize bounds one item's result (SPEC §5).
+// MaxResultSize bounds one item's result (docs/jobs.md).
 const MaxResultSize = 64 << 10
 
-// JobSpec is a job as submitted: the keys of SPEC §5, with sizes in bytes
+// JobSpec is a job as submitted: the keys of docs/jobs.md, with sizes in bytes
 // and times in milliseconds. Zero values mean "the default".
 type JobSpec struct {
 	Description       string   `cbor:"1,keyasint,omitempty" json:"description,omitempty"`
@@ -84,7 +84,7 @@ type ResultsReply struct {
 	Total   int          `cbor:"3,keyasint" json:"total"`
 }
 
-// JobStats are a job's statistics (SPEC §5).
+// JobStats are a job's statistics (docs/jobs.md).
 type JobStats struct {
 	Total      int     `cbor:"1,keyasint" json:"total"`
 	Done       int     `cbor:"2,keyasint" json:"done"`

@@ -26,7 +26,7 @@ const (
 // max_instances must be below it.
 const MaxServiceInstances = 1 << 16
 
-// ServiceSpec is a service registration: the keys of SPEC §6, with sizes in
+// ServiceSpec is a service registration: the keys of docs/services.md, with sizes in
 // bytes and times in milliseconds. Zero values mean "the default".
 type ServiceSpec struct {
 	Description       string   `cbor:"1,keyasint,omitempty" json:"description,omitempty"`
@@ -60,7 +60,7 @@ type ServiceRegisterRequest struct {
 
 // ServiceControlRequest changes a registered service. Service is its id
 // or its endpoint. Instances is the count for start/stop (0: all). For
-// modify, Keys names the spec keys (SPEC names) to take from Spec.
+// modify, Keys names the spec keys (the names in the spec package's key table) to take from Spec.
 type ServiceControlRequest struct {
 	Service   string      `cbor:"1,keyasint" json:"service"`
 	Action    string      `cbor:"2,keyasint" json:"action"`
@@ -81,7 +81,7 @@ type ServiceInstance struct {
 	Ready    bool     `cbor:"3,keyasint,omitempty" json:"ready,omitempty"`
 }
 
-// Service states (SPEC §6).
+// Service states (docs/services.md).
 const (
 	SvcStateStopped      = "Stopped"
 	SvcStateStarting     = "Starting"

@@ -40,7 +40,7 @@ finished yet are not printed. The output is JSON lines with or without --json.`,
 	return cmd
 }
 
-// resultLine is one line of 'ducc results' (SPEC §5).
+// resultLine is one line of 'ducc results' (docs/jobs.md).
 type resultLine struct {
 	Index    int             `json:"index"`
 	Item     string          `json:"item"`

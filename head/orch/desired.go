@@ -65,7 +65,7 @@ func procSpec(w *state.Work, p *state.Proc, grace time.Duration) wire.ProcSpec {
 		ps.Protocol, ps.Pipelines = w.Job.Spec.WorkerProtocol, w.Job.Spec.Pipelines
 	}
 	if w.Kind == wire.WorkService {
-		// Stable instance ids (SPEC §6): in the environment and in place
+		// Stable instance ids (docs/services.md): in the environment and in place
 		// of ${DUCC_SERVICE_INSTANCE} in the arguments.
 		inst := strconv.Itoa(p.Instance)
 		ps.Env = append(append([]string(nil), w.Env...), "DUCC_SERVICE_INSTANCE="+inst, "DUCC_SERVICE_ID="+strconv.FormatUint(w.ID, 10))

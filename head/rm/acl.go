@@ -52,7 +52,7 @@ func PolicyFor(k WorkKind) string {
 // groups) asking for class requested ("" for none): the requested class if
 // given, else the first matching placement rule whose class suits the kind,
 // else the default class of the kind's policy family. It checks that the
-// class's policy may be used by that kind of work (SPEC §1).
+// class's policy may be used by that kind of work (docs/scheduling.md).
 func (c *Config) ResolveClass(user string, groups []string, requested string, k WorkKind) (*Class, error) {
 	if requested != "" {
 		cl, err := c.Class(requested)

@@ -6,7 +6,7 @@ import (
 )
 
 // computeWant sets w.want, the most processes the work could use now
-// (SPEC §4 step 1), and w.capNote, what limited it.
+// (docs/scheduling.md, step 1), and w.capNote, what limited it.
 func (s *sched) computeWant(w *work) {
 	if w.class == nil {
 		w.want = max(1, w.cur)

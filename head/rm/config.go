@@ -21,7 +21,7 @@ const (
 	Reserve    = "RESERVE"
 )
 
-// Config is the `scheduler:` section of ducc.yaml (SPEC §3 and §4).
+// Config is the `scheduler:` section of ducc.yaml (docs/scheduling.md).
 // Zero values are replaced by defaults in ParseConfig; use DefaultConfig for
 // the shipped configuration.
 type Config struct {
@@ -106,7 +106,7 @@ type PlacementRule struct {
 	Class  string   `yaml:"class"`
 }
 
-// Preemption holds the YARN-569 style tunables of SPEC §4.
+// Preemption holds the YARN-569 style tunables (docs/scheduling.md).
 type Preemption struct {
 	ObserveOnly              bool           `yaml:"observe_only"`
 	Interval                 units.Duration `yaml:"interval"`
@@ -138,14 +138,14 @@ func (f *Fraction) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// Shipped defaults (SPEC §2–§4).
+// Shipped defaults (docs/scheduling.md).
 const (
 	DefaultQuantum = units.GiB
 	// MinQuantum is the smallest share_quantum accepted.
 	MinQuantum           = units.MiB
 	DefaultProcessMemory = 4 * units.GiB
 	DefaultCycle         = time.Second
-	// DefaultMinInterval is 5ms rather than the SPEC's 100ms: `ducc run -- true`
+	// DefaultMinInterval is 5ms rather than the first design's 100ms: `ducc run -- true`
 	// must finish in under 15ms on a warm cluster. The orchestrator coalesces
 	// triggers, and BenchmarkSchedule shows what a cycle costs.
 	DefaultMinInterval            = 5 * time.Millisecond
@@ -160,7 +160,7 @@ const (
 )
 
 // DefaultConfig returns the shipped scheduler configuration: quantum 1 GiB,
-// one pool "default" holding every node, and the classes of SPEC §3.
+// one pool "default" holding every node, and the classes of docs/scheduling.md.
 func DefaultConfig() *Config {
 	c := &Config{
 		Nodepools: []Nodepool{{Name: "default", Nodes: NodeList{"*"}}},

@@ -1,4 +1,4 @@
-// Package rm is ducc's Resource Manager: the scheduler of SPEC §2–§4 as a
+// Package rm is ducc's Resource Manager: the scheduler of docs/scheduling.md as a
 // pure, deterministic function.
 //
 //	plan := rm.Schedule(rm.Input{Now: now, Config: cfg, Nodes: nodes, Work: work, Carry: prev.Carry})
@@ -62,7 +62,7 @@
 // the next Input. A zero Carry (after a head failover) is safe: at worst one
 // preemption round comes early.
 //
-// Decisions the SPEC leaves open, taken here: sub-pools are searched in
+// Decisions the user documentation leaves open, taken here: sub-pools are searched in
 // ascending search_order; min_runtime defaults to 0 (off); evictions for
 // RESERVE/FIXED_SHARE work and vary-off drains are not rate limited and are
 // not suppressed by observe_only (only fair-share rebalancing is); a

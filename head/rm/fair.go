@@ -5,7 +5,7 @@ import (
 	"sort"
 )
 
-// Fair share (SPEC §4 step 2) by progressive filling in quantum shares: the
+// Fair share (docs/scheduling.md, step 2) by progressive filling in quantum shares: the
 // class with the least shares per weight (classes under their guarantee
 // first) gives one process to its least-served user, who gives it to their
 // least-served job (oldest first on ties). An entity that cannot use more

@@ -129,7 +129,7 @@ func (s *sched) allotment(w *work) int64 {
 }
 
 // placeNP places the non-preemptable work of one band in submit order
-// (SPEC §4 step 2, RESERVE and FIXED_SHARE).
+// (docs/scheduling.md, step 2, RESERVE and FIXED_SHARE).
 func (s *sched) placeNP(ws []*work, npUse map[string]int64) {
 	for _, w := range ws {
 		if w.have() >= w.want {

@@ -26,7 +26,7 @@ func (p *proc) initialized() bool {
 	return p.p.State == ProcRunning || !p.p.InitializedAt.IsZero()
 }
 
-// shrinkLess orders victims (SPEC §4 step 4): by category, richer users and
+// shrinkLess orders victims (docs/scheduling.md, step 4): by category, richer users and
 // larger jobs first for defragmentation, then not-yet-initialized before
 // initialized, least invested, squatters before residents, youngest job.
 func (s *sched) shrinkLess(a, b victim) bool {
@@ -279,7 +279,7 @@ func (s *sched) computeBudgets() {
 	}
 }
 
-// needy tells whether fair job w is needy (SPEC §4 step 5).
+// needy tells whether fair job w is needy (docs/scheduling.md, step 5).
 func (s *sched) needy(w *work) bool {
 	return w.fair && w.have() < w.target && w.have() < s.cfg.FragmentationThreshold
 }

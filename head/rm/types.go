@@ -2,7 +2,7 @@ package rm
 
 import "time"
 
-// WorkKind says what a piece of work is (SPEC §1).
+// WorkKind says what a piece of work is (docs/scheduling.md).
 type WorkKind int
 
 // Kinds of work.

@@ -217,7 +217,7 @@ func (f *FSM) jobAfterProc(w *Work, p *Proc, now int64) {
 }
 
 // jobRules ends a job when its items are resolved or its failures passed
-// their limits (SPEC §5).
+// their limits (docs/jobs.md).
 func (f *FSM) jobRules(w *Work, now int64) {
 	j := w.Job
 	if w.Ended() || w.Canceling {

@@ -14,7 +14,7 @@ import (
 type Service struct {
 	Spec wire.ServiceSpec `cbor:"1,keyasint"`
 	// IDs are the instance ids wanted while the service is started,
-	// always the lowest free ids when added (SPEC: stable ids 0..n−1).
+	// always the lowest free ids when added (docs/services.md: stable ids 0..n−1).
 	IDs       []int `cbor:"2,keyasint,omitempty"`
 	Autostart bool  `cbor:"3,keyasint,omitempty"`
 	// Started: started by `start` or by a reference; ByRefs: stops
@@ -248,7 +248,7 @@ func modify(s *Service, n *wire.ServiceSpec, keys []string) {
 }
 
 // serviceAfterProc counts the failures of a service instance and disables
-// the service when they pass its limits (SPEC §6). A process the head
+// the service when they pass its limits (docs/services.md). A process the head
 // stopped is not a failure.
 func (f *FSM) serviceAfterProc(w *Work, p *Proc, now int64) {
 	s := w.Service

@@ -6,7 +6,7 @@ import (
 	"github.com/ducc-project/ducc/wire"
 )
 
-// Work states (SPEC §5; managed reservations use a subset).
+// Work states (docs/jobs.md; managed reservations use a subset).
 const (
 	StateReceived            = "Received"
 	StateWaitingForServices  = "WaitingForServices"
@@ -18,7 +18,7 @@ const (
 	StateCompleted           = "Completed"
 )
 
-// Completion reasons (SPEC §5).
+// Completion reasons (docs/jobs.md).
 const (
 	CompletionEndOfJob         = "EndOfJob"
 	CompletionError            = "Error"
@@ -68,7 +68,7 @@ type Work struct {
 	NextProc    int     `cbor:"27,keyasint,omitempty"`
 	Job         *Job    `cbor:"28,keyasint,omitempty"`
 	// Service is set for wire.WorkService: the registration and its durable
-	// state (SPEC §6).
+	// state (docs/services.md).
 	Service *Service `cbor:"29,keyasint,omitempty"`
 	// Deps are the service endpoints the work needs (service_dependency).
 	Deps []string `cbor:"30,keyasint,omitempty"`
@@ -135,7 +135,7 @@ type Proc struct {
 	// StopCounts: a head-requested stop that still counts as a failure
 	// (initialization or item timeout).
 	StopCounts bool `cbor:"21,keyasint,omitempty"`
-	// Instance is the stable instance id of a service process (SPEC §6).
+	// Instance is the stable instance id of a service process (docs/services.md).
 	Instance int `cbor:"22,keyasint,omitempty"`
 }
 
@@ -195,7 +195,7 @@ type Command struct {
 	Service  *ServiceChange     `cbor:"18,keyasint,omitempty"`
 }
 
-// Node admin states (SPEC §7); "" means normal.
+// Node admin states (docs/scheduling.md, Nodes); "" means normal.
 const (
 	NodeVariedOff = "VariedOff"
 	NodeQuiescing = "Quiescing"
