@@ -16,7 +16,7 @@ build:
 # Every test: unit, race, and the end-to-end tests in e2e/ that start the
 # real binary. Run as root for cgroups, test users and network namespaces
 # (CI does).
-test: build vet
+test: build vet staticcheck
 	$(GO) test -count=1 -timeout 12m ./...
 	$(GO) test -count=1 -race -timeout 12m $(RACE_PKGS)
 
@@ -31,8 +31,13 @@ test-short:
 vet:
 	$(GO) vet ./...
 
+STATICCHECK_VERSION := v0.8.2
+GOBIN_DIR := $(shell $(GO) env GOPATH)/bin
+
+# staticcheck, installed (pinned) on first use.
 staticcheck:
-	staticcheck ./...
+	@test -x $(GOBIN_DIR)/staticcheck || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	$(GOBIN_DIR)/staticcheck ./...
 
 # Micro benchmarks, then the end-to-end ones against a dev cluster.
 bench: build

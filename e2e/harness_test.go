@@ -323,12 +323,3 @@ func needPython(t testing.TB) string {
 	return py
 }
 
-// repoPath is a path in the repository; the tests run in e2e/.
-func repoPath(t testing.TB, elem ...string) string {
-	t.Helper()
-	p, err := filepath.Abs(filepath.Join(append([]string{".."}, elem...)...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}

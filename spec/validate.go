@@ -104,7 +104,7 @@ func ValidateService(s wire.ServiceSpec) error {
 // ValidateRun refuses a managed reservation that could never run.
 func ValidateRun(r wire.RunRequest) error {
 	if r.Path == "" {
-		return errors.New("no command given; usage: ducc run [flags] -- CMD ARGS...")
+		return errors.New("no command given; usage: ducc run [flags] -- CMD [ARGS]")
 	}
 	return checkFields(KindRun, &Run{Req: r})
 }
