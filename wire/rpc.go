@@ -121,13 +121,9 @@ func CallLocal(ctx context.Context, handler Handler, self peer.ID, method string
 	if err := ctx.Err(); err != nil {
 		return &CodedError{Code: CodeUnreachable, Msg: fmt.Sprintf("%s: %v", method, err), Err: err}
 	}
-	r := Request{Method: method, Caller: caller}
-	if req != nil {
-		raw, err := Marshal(req)
-		if err != nil {
-			return &CodedError{Code: CodeUsage, Msg: fmt.Sprintf("%s: %v", method, err), Err: err}
-		}
-		r.Body = raw
+	r, err := newRequest(method, caller, req)
+	if err != nil {
+		return err
 	}
 	if err := checkFrameSize(&r); err != nil {
 		return err
@@ -140,6 +136,19 @@ func CallLocal(ctx context.Context, handler Handler, self peer.ID, method string
 		out = Response{Error: fmt.Sprintf("%s: reply too large: %v", method, &TooLargeError{Size: uint64(len(raw)), Limit: MaxMessageSize}), Code: CodeError}
 	}
 	return decodeResponse(method, self, &out, resp)
+}
+
+// newRequest encodes req into the envelope of a call.
+func newRequest(method string, caller Caller, req any) (Request, error) {
+	r := Request{Method: method, Caller: caller}
+	if req != nil {
+		raw, err := Marshal(req)
+		if err != nil {
+			return r, &CodedError{Code: CodeUsage, Msg: fmt.Sprintf("%s: %v", method, err), Err: err}
+		}
+		r.Body = raw
+	}
+	return r, nil
 }
 
 func checkFrameSize(r *Request) error {
@@ -253,13 +262,9 @@ func Call(ctx context.Context, h host.Host, to peer.ID, method string, caller Ca
 	if err := ctx.Err(); err != nil {
 		return &CodedError{Code: CodeUnreachable, Msg: fmt.Sprintf("%s to %s: %v", method, shortID(to), err), Err: err}
 	}
-	r := Request{Method: method, Caller: caller}
-	if req != nil {
-		raw, err := Marshal(req)
-		if err != nil {
-			return &CodedError{Code: CodeUsage, Msg: fmt.Sprintf("%s: %v", method, err), Err: err}
-		}
-		r.Body = raw
+	r, err := newRequest(method, caller, req)
+	if err != nil {
+		return err
 	}
 	s, err := h.NewStream(ctx, to, ProtoRPC)
 	if err != nil {
