@@ -15,6 +15,8 @@ import (
 type eligiblePeer struct {
 	waiting bool
 	seen    time.Time
+	node    string // its node name
+	raft    string // its Raft state, as its heartbeat carries it
 }
 
 // former forms or joins the head group for a member without Raft state:
@@ -23,13 +25,17 @@ type eligiblePeer struct {
 type former struct {
 	s   *Server
 	now func() time.Time
+	// started is when the server started: a member never seen is
+	// counted unreachable from then on.
+	started time.Time
 
 	mu    sync.Mutex
 	peers map[peer.ID]eligiblePeer
 }
 
 func newFormer(s *Server) *former {
-	return &former{s: s, now: time.Now, peers: map[peer.ID]eligiblePeer{}}
+	now := s.cfg.Now
+	return &former{s: s, now: now, started: now(), peers: map[peer.ID]eligiblePeer{}}
 }
 
 // saw records a heartbeat of a head-eligible agent.
@@ -38,7 +44,7 @@ func (f *former) saw(from peer.ID, hb wire.Heartbeat) {
 		return
 	}
 	f.mu.Lock()
-	f.peers[from] = eligiblePeer{waiting: hb.Raft == wire.RaftWaiting, seen: f.now()}
+	f.peers[from] = eligiblePeer{waiting: hb.Raft == wire.RaftWaiting, seen: f.now(), node: hb.Node, raft: hb.Raft}
 	f.mu.Unlock()
 }
 
