@@ -25,17 +25,16 @@ type eligiblePeer struct {
 type former struct {
 	s   *Server
 	now func() time.Time
-	// started is when the server started: a member never seen is
-	// counted unreachable from then on.
-	started time.Time
 
 	mu    sync.Mutex
 	peers map[peer.ID]eligiblePeer
+	// known is when this server first saw each member in the head
+	// group's configuration (Server.members).
+	known map[peer.ID]time.Time
 }
 
 func newFormer(s *Server) *former {
-	now := s.cfg.Now
-	return &former{s: s, now: now, started: now(), peers: map[peer.ID]eligiblePeer{}}
+	return &former{s: s, now: s.cfg.Now, peers: map[peer.ID]eligiblePeer{}, known: map[peer.ID]time.Time{}}
 }
 
 // saw records a heartbeat of a head-eligible agent.

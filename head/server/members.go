@@ -29,10 +29,29 @@ func (s *Server) unreachableAfter() time.Duration {
 	return max(s.cfg.NodeTimeout, 3*s.cfg.Heartbeat+time.Second)
 }
 
+// member is a member of the head group and how long this server has not
+// heard from it.
+type member struct {
+	wire.VoterInfo
+	silent time.Duration
+}
+
 // voters lists the members of the head group with their state as this
 // server sees them, in the order of the Raft configuration; nil when the
 // configuration cannot be read.
 func (s *Server) voters() []wire.VoterInfo {
+	ms := s.members()
+	out := make([]wire.VoterInfo, len(ms))
+	for i, m := range ms {
+		out[i] = m.VoterInfo
+	}
+	return out
+}
+
+// members is voters with the time each member has been silent: since its
+// last heartbeat, or, when this server never heard from it, since it first
+// saw it in the group's configuration.
+func (s *Server) members() []member {
 	fut := s.cand.Raft().GetConfiguration()
 	if fut.Error() != nil {
 		return nil
@@ -42,30 +61,30 @@ func (s *Server) voters() []wire.VoterInfo {
 	self := s.cfg.Host.ID()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []wire.VoterInfo
+	var out []member
 	for _, srv := range fut.Configuration().Servers {
-		v := wire.VoterInfo{Peer: string(srv.ID), Voter: srv.Suffrage == raft.Voter, State: wire.VoterUnreachable}
-		if p, err := peer.Decode(v.Peer); err == nil && p == self {
-			v.Node, v.State, v.LastHeartbeat = s.cfg.Node, s.cand.Raft().State().String(), now.UnixMilli()
-		} else if e, ok := f.peers[p]; err == nil && ok {
-			v.Node, v.LastHeartbeat = e.node, e.seen.UnixMilli()
-			if now.Sub(e.seen) <= s.unreachableAfter() {
-				v.State = e.raft
-			}
+		m := member{VoterInfo: wire.VoterInfo{Peer: string(srv.ID), Voter: srv.Suffrage == raft.Voter, State: wire.VoterUnreachable}}
+		p, _ := peer.Decode(m.Peer)
+		first, ok := f.known[p]
+		if !ok {
+			first = now
+			f.known[p] = now
 		}
-		out = append(out, v)
+		e, heard := f.peers[p]
+		switch {
+		case p == self:
+			m.Node, m.State, m.LastHeartbeat = s.cfg.Node, s.cand.Raft().State().String(), now.UnixMilli()
+		case heard:
+			m.Node, m.LastHeartbeat, m.silent = e.node, e.seen.UnixMilli(), now.Sub(e.seen)
+			if m.silent <= s.unreachableAfter() {
+				m.State = e.raft
+			}
+		default:
+			m.silent = now.Sub(first)
+		}
+		out = append(out, m)
 	}
 	return out
-}
-
-// silentFor is how long this server has not heard from a member: since
-// its last heartbeat, or since the server started when it never heard
-// from it.
-func (s *Server) silentFor(v wire.VoterInfo, now time.Time) time.Duration {
-	if v.LastHeartbeat == 0 {
-		return now.Sub(s.former.started)
-	}
-	return now.Sub(time.UnixMilli(v.LastHeartbeat))
 }
 
 // removeServer removes a member of the head group, named by node name or
@@ -78,14 +97,15 @@ func (s *Server) removeServer(h *head.Head, c wire.Caller, name string) (wire.Re
 	if name == "" {
 		return wire.RemoveServerReply{}, wire.Errorf(wire.CodeUsage, "name the member to remove: its node name or peer id (see 'ducc status')")
 	}
-	all := s.voters()
-	var match []wire.VoterInfo
+	var all, match []wire.VoterInfo
+	var silent time.Duration
 	voters := 0
-	for _, v := range all {
-		if v.Peer == name || v.Node == name {
-			match = append(match, v)
+	for _, m := range s.members() {
+		all = append(all, m.VoterInfo)
+		if m.Peer == name || m.Node == name {
+			match, silent = append(match, m.VoterInfo), m.silent
 		}
-		if v.Voter {
+		if m.Voter {
 			voters++
 		}
 	}
@@ -108,11 +128,10 @@ func (s *Server) removeServer(h *head.Head, c wire.Caller, name string) (wire.Re
 		return wire.RemoveServerReply{}, wire.Errorf(wire.CodeUsage,
 			"%s is the head; stop its agent so that another member becomes head, then run remove-server again", what)
 	}
-	now := s.former.now()
 	if v.State != wire.VoterUnreachable {
 		return wire.RemoveServerReply{}, wire.Errorf(wire.CodeUsage,
 			"%s is alive (its last heartbeat came %s ago); stop its agent first, then remove it (to start it again, set head.eligible: false or clear its data_dir/raft)",
-			what, s.silentFor(v, now).Round(100*time.Millisecond))
+			what, silent.Round(100*time.Millisecond))
 	}
 	if err := s.cand.RemoveServer(v.Peer); err != nil {
 		return wire.RemoveServerReply{}, err
@@ -146,17 +165,16 @@ func (s *Server) cleanupDeadServers() {
 	if s.cand.Head() == nil {
 		return
 	}
-	now := s.former.now()
 	self := s.cfg.Host.ID().String()
-	var dead []wire.VoterInfo
+	var dead []member
 	voters := 0
-	for _, v := range s.voters() {
-		if !v.Voter {
+	for _, m := range s.members() {
+		if !m.Voter {
 			continue
 		}
 		voters++
-		if v.Peer != self && v.State == wire.VoterUnreachable && s.silentFor(v, now) > s.cfg.DeadServerCleanup {
-			dead = append(dead, v)
+		if m.Peer != self && m.State == wire.VoterUnreachable && m.silent > s.cfg.DeadServerCleanup {
+			dead = append(dead, m)
 		}
 	}
 	if len(dead) == 0 {
@@ -167,16 +185,16 @@ func (s *Server) cleanupDeadServers() {
 	}
 	if len(dead) > (voters-1)/2 {
 		s.log.Warn("too many members of the head group are unreachable to remove them automatically; remove them with 'ducc admin remove-server'",
-			"unreachable", describeMembers(dead), "voters", voters)
+			"unreachable", len(dead), "voters", voters)
 		return
 	}
-	for _, v := range dead {
-		if err := s.cand.RemoveServer(v.Peer); err != nil {
-			s.log.Warn("cannot remove a dead member of the head group", "member", describeMember(v), "err", err)
+	for _, m := range dead {
+		if err := s.cand.RemoveServer(m.Peer); err != nil {
+			s.log.Warn("cannot remove a dead member of the head group", "member", describeMember(m.VoterInfo), "err", err)
 			return
 		}
-		s.log.Info("removed a dead member of the head group", "member", describeMember(v),
-			"silent_for", s.silentFor(v, now).Round(time.Second), "dead_server_cleanup", s.cfg.DeadServerCleanup)
+		s.log.Info("removed a dead member of the head group", "member", describeMember(m.VoterInfo),
+			"silent_for", m.silent.Round(time.Second), "dead_server_cleanup", s.cfg.DeadServerCleanup)
 	}
 }
 
