@@ -269,7 +269,7 @@ func (c *Config) fill() {
 		c.FailoverGrace = c.NodeTimeout
 	}
 	if c.DeadServerCleanup == 0 {
-		c.DeadServerCleanup = units.Duration(5 * time.Minute)
+		c.DeadServerCleanup = max(units.Duration(5*time.Minute), c.NodeTimeout)
 	}
 	if c.Scheduler == nil {
 		c.Scheduler = rm.DefaultConfig()
