@@ -102,11 +102,16 @@ func voterState(v wire.VoterInfo, now time.Time) string {
 	return st
 }
 
-// voterNames lists head group members as "name (state)".
+// voterNames lists head group members as "name (state)", with the peer
+// id for a member whose name the head does not know.
 func voterNames(vs []wire.VoterInfo) string {
 	names := make([]string, len(vs))
 	for i, v := range vs {
-		names[i] = fmt.Sprintf("%s (%s)", voterName(v), v.State)
+		name := v.Node
+		if name == "" {
+			name = v.Peer
+		}
+		names[i] = fmt.Sprintf("%s (%s)", name, v.State)
 	}
 	return strings.Join(names, ", ")
 }
