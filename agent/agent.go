@@ -127,6 +127,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			Node: a.cfg.Node, Version: a.version,
 			Scheduler: a.cfg.Scheduler, Administrators: a.cfg.Administrators,
 			NodeTimeout: a.cfg.NodeTimeout.D(), Metrics: a.obs.head, Pingers: a,
+			FailoverGrace: a.cfg.FailoverGrace.D(), DeadServerCleanup: a.cfg.DeadServerCleanup.D(),
 			FollowedLeader: func() peer.ID { p, _ := a.leader.get(); return p },
 			LocalDesired:   a.acceptDesired,
 			Logger:         a.base,

@@ -27,10 +27,18 @@ head: {eligible: true, bootstrap_expect: 3, node_timeout: 20s}
 `, check: func(t *testing.T, c *Config) {
 			if c.Node != "n7" || !c.Head || c.BootstrapExpect != 3 || c.Memory.Bytes() != 16<<30 || c.MemoryReserved.Bytes() != 2<<30 ||
 				c.Heartbeat.D() != 2*time.Second || c.Cluster != "prod" || c.ClusterKeyFile != "/etc/ducc/k" || len(c.Join) != 2 ||
-				c.NodeTimeout.D() != 20*time.Second || c.Listen[0] != "/ip4/10.1.0.7/tcp/42134" {
+				c.NodeTimeout.D() != 20*time.Second || c.Listen[0] != "/ip4/10.1.0.7/tcp/42134" ||
+				c.FailoverGrace.D() != 20*time.Second || c.DeadServerCleanup.D() != 5*time.Minute {
 				t.Errorf("parsed %+v", c)
 			}
 		}},
+		{name: "failover grace and dead server cleanup", yaml: "head: {eligible: true, failover_grace: 1m, dead_server_cleanup: 10m}\n", check: func(t *testing.T, c *Config) {
+			if c.FailoverGrace.D() != time.Minute || c.DeadServerCleanup.D() != 10*time.Minute {
+				t.Errorf("parsed %+v", c)
+			}
+		}},
+		{name: "failover grace too short", yaml: "head: {eligible: true, node_timeout: 20s, failover_grace: 5s}\n", wantErr: "head.failover_grace 5s: must be at least head.node_timeout"},
+		{name: "dead server cleanup too short", yaml: "head: {eligible: true, dead_server_cleanup: 5s}\n", wantErr: "head.dead_server_cleanup 5s: must be at least head.node_timeout"},
 		{name: "worker", yaml: "join: [/ip4/10.1.0.1/tcp/42134]\n", check: func(t *testing.T, c *Config) {
 			if c.Head || c.BootstrapExpect != 0 {
 				t.Errorf("parsed %+v", c)

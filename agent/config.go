@@ -50,6 +50,14 @@ type Config struct {
 	Heartbeat units.Duration
 	// NodeTimeout declares a node down after this long without heartbeats.
 	NodeTimeout units.Duration
+	// FailoverGrace is the time every node has to send a new head its
+	// first heartbeat before the head declares it down (node_timeout if
+	// unset).
+	FailoverGrace units.Duration
+	// DeadServerCleanup is how long a member of the head group may stay
+	// unreachable before the head removes it once a replacement has
+	// joined.
+	DeadServerCleanup units.Duration
 	// Administrators may act on anyone's work.
 	Administrators []string
 	// Scheduler is the Resource Manager's configuration.
@@ -87,10 +95,12 @@ type fileConfig struct {
 	} `yaml:"node"`
 	Join []string `yaml:"join"`
 	Head struct {
-		Eligible        bool           `yaml:"eligible"`
-		BootstrapExpect int            `yaml:"bootstrap_expect"`
-		ElectionTimeout units.Duration `yaml:"election_timeout"`
-		NodeTimeout     units.Duration `yaml:"node_timeout"`
+		Eligible          bool           `yaml:"eligible"`
+		BootstrapExpect   int            `yaml:"bootstrap_expect"`
+		ElectionTimeout   units.Duration `yaml:"election_timeout"`
+		NodeTimeout       units.Duration `yaml:"node_timeout"`
+		FailoverGrace     units.Duration `yaml:"failover_grace"`
+		DeadServerCleanup units.Duration `yaml:"dead_server_cleanup"`
 	} `yaml:"head"`
 	Administrators []string   `yaml:"administrators"`
 	Web            WebConfig  `yaml:"web"`
@@ -125,6 +135,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		Join: f.Join, Head: f.Head.Eligible, BootstrapExpect: f.Head.BootstrapExpect,
 		Elect: f.Head.ElectionTimeout.D(), NodeTimeout: f.Head.NodeTimeout,
 		Administrators: f.Administrators, Web: f.Web, Scheduler: f.Scheduler,
+		FailoverGrace: f.Head.FailoverGrace, DeadServerCleanup: f.Head.DeadServerCleanup,
 	}
 	if c.Scheduler != nil {
 		// Re-parse the scheduler section through rm for its defaults and
@@ -169,6 +180,12 @@ func (c *Config) validate() error {
 	}
 	if c.NodeTimeout.D() < 2*c.Heartbeat.D() {
 		return fmt.Errorf("head.node_timeout %v: must be at least two heartbeats (%v)", c.NodeTimeout.D(), 2*c.Heartbeat.D())
+	}
+	if c.FailoverGrace < c.NodeTimeout {
+		return fmt.Errorf("head.failover_grace %v: must be at least head.node_timeout (%v)", c.FailoverGrace.D(), c.NodeTimeout.D())
+	}
+	if c.DeadServerCleanup < c.NodeTimeout {
+		return fmt.Errorf("head.dead_server_cleanup %v: must be at least head.node_timeout (%v)", c.DeadServerCleanup.D(), c.NodeTimeout.D())
 	}
 	if c.Elect < 50*time.Millisecond {
 		return fmt.Errorf("head.election_timeout %v: must be at least 50ms", c.Elect)
@@ -247,6 +264,12 @@ func (c *Config) fill() {
 	}
 	if c.NodeTimeout == 0 {
 		c.NodeTimeout = units.Duration(10 * time.Second)
+	}
+	if c.FailoverGrace == 0 {
+		c.FailoverGrace = c.NodeTimeout
+	}
+	if c.DeadServerCleanup == 0 {
+		c.DeadServerCleanup = max(units.Duration(5*time.Minute), c.NodeTimeout)
 	}
 	if c.Scheduler == nil {
 		c.Scheduler = rm.DefaultConfig()

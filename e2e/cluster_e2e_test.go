@@ -332,6 +332,66 @@ func TestMultiNodeCluster(t *testing.T) {
 	})
 
 	t.Run("partitioned head steps down and its node keeps its work", func(t *testing.T) { partitionHead(t, c, w1) })
+
+	t.Run("dead head-eligible agent removed with remove-server", func(t *testing.T) { removeDeadServer(t, c, w1) })
+}
+
+// removeDeadServer kills a head-eligible agent that is not the head and
+// retires it from the head group with `ducc admin remove-server`; the two
+// voters left carry on.
+func removeDeadServer(t *testing.T, c *netCluster, w1 *nsNode) {
+	const exitUsage = 2 // bad input (README, "Exit codes")
+	head := c.headNode(w1)
+	var victim *nsNode
+	for _, name := range []string{"h1", "h2", "h3"} {
+		if name != head.name {
+			victim = c.nodes[name]
+			break
+		}
+	}
+	voters := func() map[string]string {
+		st, _ := w1.status()
+		m := map[string]string{}
+		for _, v := range st.Voters {
+			m[v.Node] = v.State
+		}
+		return m
+	}
+	if got := voters(); len(got) != 3 || got[head.name] != "Leader" || got[victim.name] != "Follower" {
+		t.Fatalf("head group before: %v", got)
+	}
+	if _, errs, code := w1.ducc("admin", "remove-server", victim.name); code != exitUsage || !strings.Contains(errs, "is alive") {
+		t.Errorf("remove-server of a live member: exit %d: %s", code, errs)
+	}
+	victim.kill9()
+	t0 := time.Now()
+	for voters()[victim.name] != wire.VoterUnreachable {
+		if time.Since(t0) > 30*time.Second {
+			t.Fatalf("%s not shown unreachable within 30s of its death (node_timeout 3s): %v", victim.name, voters())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out, errs, code := w1.ducc("admin", "remove-server", victim.name)
+	if code != 0 || !strings.Contains(out, "Removed "+victim.name+" from the head group") {
+		t.Fatalf("remove-server %s: exit %d: %s %s", victim.name, code, out, errs)
+	}
+	st, _ := w1.status()
+	if len(st.Voters) != 2 || len(st.Peers) != 2 {
+		t.Errorf("status after the removal: %+v", st)
+	}
+	for _, v := range st.Voters {
+		if v.Node == victim.name || (v.State != "Leader" && v.State != "Follower") {
+			t.Errorf("voter after the removal: %+v", v)
+		}
+	}
+	text, _, _ := w1.ducc("status")
+	if !strings.Contains(text, "Head group:") || strings.Contains(text, victim.name) {
+		t.Errorf("ducc status after the removal:\n%s", text)
+	}
+	// The two voters left still commit: a managed reservation runs.
+	if out, errs, code := w1.ducc("run", "--memory", "1G", "--", "true"); code != 0 {
+		t.Errorf("run with two voters: exit %d: %s %s", code, out, errs)
+	}
 }
 
 func hasProcsOn(w wire.WorkInfo, node string) bool {

@@ -14,6 +14,11 @@ func (h *Head) isAdmin(c wire.Caller) bool {
 	return c.UID == 0 || slices.Contains(h.cfg.Administrators, c.User)
 }
 
+// IsAdmin reports whether the caller is root or one of the cluster's
+// administrators, for the administrative methods the server answers
+// itself (removing a member of the head group).
+func (h *Head) IsAdmin(c wire.Caller) bool { return h.isAdmin(c) }
+
 // Reconfigure validates a new scheduler section and applies it through
 // Raft, so every later head uses it too. Running work stays; the next
 // cycle schedules with the new classes and pools.

@@ -287,6 +287,9 @@ func (h *Head) Status() wire.StatusInfo {
 			}
 		}
 	}
+	if h.cfg.Voters != nil {
+		st.Voters = h.cfg.Voters()
+	}
 	for _, n := range h.orch.Nodes() {
 		st.NodesAll++
 		if n.State == "Up" {

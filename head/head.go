@@ -35,6 +35,13 @@ type Config struct {
 	Metrics        *web.HeadMetrics // nil-safe
 	Now            func() time.Time
 	Logger         *slog.Logger
+
+	// FailoverGrace is the time every node has, from the start of the
+	// term, to send its first heartbeat to this head (NodeTimeout if zero
+	// or shorter).
+	FailoverGrace time.Duration
+	// Voters lists the members of the head group for Status (nil: none).
+	Voters func() []wire.VoterInfo
 }
 
 // Head is the cluster's brain for one leadership term: it answers the
@@ -95,6 +102,8 @@ func New(cfg Config) *Head {
 		MinInterval: cfg.Scheduler.MinInterval.D(),
 		NodeTimeout: cfg.NodeTimeout,
 		Grace:       cfg.Scheduler.Preemption.KillWait.D(),
+
+		FailoverGrace: cfg.FailoverGrace,
 	})
 	return h
 }

@@ -175,7 +175,30 @@ type StatusInfo struct {
 	Agent     string   `cbor:"10,keyasint,omitempty" json:"agent,omitempty"`
 	Quantum   int64    `cbor:"11,keyasint,omitempty" json:"quantum,omitempty"`
 	Cluster   string   `cbor:"12,keyasint,omitempty" json:"cluster,omitempty"`
+	// Voters are the members of the head group with their state.
+	Voters []VoterInfo `cbor:"13,keyasint,omitempty" json:"voters,omitempty"`
 }
+
+// VoterInfo is one member of the head group (a Raft server) as the head
+// sees it.
+type VoterInfo struct {
+	Peer string `cbor:"1,keyasint" json:"peer"`
+	// Node is the member's node name, "" when the head has not heard
+	// from it since it started.
+	Node string `cbor:"2,keyasint,omitempty" json:"node,omitempty"`
+	// State is the member's Raft state as its heartbeats carry it
+	// (Leader, Follower, Candidate), or VoterUnreachable.
+	State string `cbor:"3,keyasint" json:"state"`
+	// Voter is false for a member that does not vote (yet).
+	Voter bool `cbor:"4,keyasint" json:"voter"`
+	// LastHeartbeat is when the head last heard from the member (unix
+	// ms; 0: never since it started).
+	LastHeartbeat int64 `cbor:"5,keyasint,omitempty" json:"last_heartbeat,omitempty"`
+}
+
+// VoterUnreachable is VoterInfo.State of a member the head has not heard
+// from for longer than the node timeout.
+const VoterUnreachable = "Unreachable"
 
 // Report carries process state changes from an agent to the head right
 // away (heartbeats carry them too, until acknowledged).
@@ -224,7 +247,24 @@ type ReserveRequest struct {
 const (
 	MethodReconfigure = "admin.reconfigure" // ReconfigureRequest → ClassList
 	MethodNodeAdmin   = "admin.node"        // NodeAdminRequest → NodeList
+	// MethodRemoveServer removes a member from the head group (Raft
+	// RemoveServer): RemoveServerRequest → RemoveServerReply. The head's
+	// server answers it, not the head of one term, like MethodRaftJoin.
+	MethodRemoveServer = "admin.remove-server"
 )
+
+// RemoveServerRequest names the member of the head group to remove: its
+// node name or its peer id.
+type RemoveServerRequest struct {
+	Server string `cbor:"1,keyasint" json:"server"`
+}
+
+// RemoveServerReply says which member was removed and lists the members
+// left.
+type RemoveServerReply struct {
+	Removed VoterInfo   `cbor:"1,keyasint" json:"removed"`
+	Voters  []VoterInfo `cbor:"2,keyasint" json:"voters"`
+}
 
 // ReconfigureRequest carries a new `scheduler:` section (YAML).
 type ReconfigureRequest struct {

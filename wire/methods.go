@@ -81,6 +81,7 @@ func methodTable() []Method {
 		m(MethodClasses, FromCLI, ro, newOf[Empty](), newOf[ClassList]()),
 		m(MethodReconfigure, FromCLI, rw, newOf[ReconfigureRequest](), newOf[ClassList]()),
 		m(MethodNodeAdmin, FromCLI, rw, newOf[NodeAdminRequest](), newOf[NodeList]()),
+		m(MethodRemoveServer, FromCLI, rw, newOf[RemoveServerRequest](), newOf[RemoveServerReply]()),
 		// Services.
 		m(MethodServiceRegister, FromCLI, rw, newOf[ServiceRegisterRequest](), newOf[SubmitReply]()),
 		m(MethodServiceControl, FromCLI, rw, newOf[ServiceControlRequest](), newOf[ServiceInfo]()),

@@ -65,6 +65,38 @@ uses the new classes and pools, and later heads keep using it.`,
 		node("quiesce", "give a node no new work; running work stays", "Quiescing"),
 		node("vary-on", "undo vary-off and quiesce", ""),
 		reconf,
+		newRemoveServerCmd(g),
 	)
 	return admin
+}
+
+func newRemoveServerCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "remove-server NODE",
+		Short: "remove a dead head-eligible agent from the head group (Raft voters)",
+		Long: `Remove a member from the head group, the Raft voters among which the head is
+elected, to retire a head-eligible machine that is gone. NODE is the member's node
+name or its peer id, as 'ducc status' lists them.
+
+The member must be unreachable (stop its agent first). The head refuses to remove
+itself (stop its agent: another member becomes head) and the last voter. A head also
+removes a member that has been unreachable for head.dead_server_cleanup by itself,
+once another head-eligible agent has joined in its place.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var rep wire.RemoveServerReply
+			if err := newClient(g).call(cmd.Context(), wire.MethodRemoveServer, wire.RemoveServerRequest{Server: args[0]}, &rep); err != nil {
+				return err
+			}
+			if g.json {
+				return printJSON(cmd.OutOrStdout(), rep)
+			}
+			name := rep.Removed.Node
+			if name == "" {
+				name = rep.Removed.Peer
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Removed %s from the head group; %d members left: %s\n", name, len(rep.Voters), voterNames(rep.Voters))
+			return nil
+		},
+	}
 }

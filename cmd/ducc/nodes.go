@@ -57,7 +57,16 @@ func newStatusCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(tw, "Cluster:\t%s\n", st.Cluster)
 			fmt.Fprintf(tw, "Head:\t%s (%s)\n", st.Head, st.HeadPeer)
 			fmt.Fprintf(tw, "Raft:\t%s, term %d, applied index %d\n", st.RaftState, st.RaftTerm, st.RaftIndex)
-			fmt.Fprintf(tw, "Raft peers:\t%s\n", strings.Join(st.Peers, ", "))
+			if len(st.Voters) == 0 {
+				fmt.Fprintf(tw, "Raft peers:\t%s\n", strings.Join(st.Peers, ", "))
+			}
+			for i, v := range st.Voters {
+				label := ""
+				if i == 0 {
+					label = "Head group:"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", label, voterName(v), voterState(v, time.Now()), v.Peer)
+			}
 			fmt.Fprintf(tw, "Nodes up:\t%d of %d\n", st.NodesUp, st.NodesAll)
 			fmt.Fprintf(tw, "Share quantum:\t%s\n", units.FormatSize(st.Quantum))
 			fmt.Fprintf(tw, "Local agent:\t%s\n", st.Agent)
@@ -65,4 +74,44 @@ func newStatusCmd(g *globals) *cobra.Command {
 			return tw.Flush()
 		},
 	}
+}
+
+// voterName is a head group member's node name, or "?" when the head has
+// not heard from it.
+func voterName(v wire.VoterInfo) string {
+	if v.Node == "" {
+		return "?"
+	}
+	return v.Node
+}
+
+// voterState is a head group member's state, with how long it has been
+// silent when it is unreachable.
+func voterState(v wire.VoterInfo, now time.Time) string {
+	st := v.State
+	if !v.Voter {
+		st += " (non-voter)"
+	}
+	if v.State == wire.VoterUnreachable {
+		if v.LastHeartbeat == 0 {
+			st += ", no heartbeat since this head started"
+		} else {
+			st += fmt.Sprintf(", last heartbeat %s ago", now.Sub(time.UnixMilli(v.LastHeartbeat)).Round(time.Second))
+		}
+	}
+	return st
+}
+
+// voterNames lists head group members as "name (state)", with the peer
+// id for a member whose name the head does not know.
+func voterNames(vs []wire.VoterInfo) string {
+	names := make([]string, len(vs))
+	for i, v := range vs {
+		name := v.Node
+		if name == "" {
+			name = v.Peer
+		}
+		names[i] = fmt.Sprintf("%s (%s)", name, v.State)
+	}
+	return strings.Join(names, ", ")
 }

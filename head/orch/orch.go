@@ -43,6 +43,10 @@ type Config struct {
 	MinInterval time.Duration
 	// NodeTimeout declares a node down after this long without heartbeats.
 	NodeTimeout time.Duration
+	// FailoverGrace is the time every node has, from the start of this
+	// term, to send the new head a heartbeat: no node is declared down
+	// before it has passed (NodeTimeout if zero). See checkNodes.
+	FailoverGrace time.Duration
 	// Grace is the time between SIGTERM and SIGKILL when stopping.
 	Grace time.Duration
 	// ProcEnded is told when the end of a job's process has been recorded
@@ -108,6 +112,9 @@ type Orchestrator struct {
 	reported map[string]wire.ProcStatus // proc id → last status applied
 	live     map[string]wire.ProcStatus // proc id → newest status an agent reported
 	wg       sync.WaitGroup
+
+	// termStart is when Run began, the start of the failover grace (under mu).
+	termStart time.Time
 }
 
 // New returns an orchestrator; call Run to start it.
@@ -123,6 +130,9 @@ func New(cfg Config) *Orchestrator {
 	}
 	if cfg.NodeTimeout == 0 {
 		cfg.NodeTimeout = 10 * time.Second
+	}
+	if cfg.FailoverGrace < cfg.NodeTimeout {
+		cfg.FailoverGrace = cfg.NodeTimeout
 	}
 	if cfg.Grace == 0 {
 		cfg.Grace = 15 * time.Second
@@ -350,9 +360,12 @@ func (o *Orchestrator) Report(ctx context.Context, node string, procs []wire.Pro
 	o.pushNode(node, false)
 }
 
-// seedNodes records the nodes that run processes according to the durable
-// state as Unknown until they send a heartbeat, so that a new head neither
-// places their work again nor forgets to write it off if they never return.
+// seedNodes starts the term's failover grace and records the nodes that
+// run processes according to the durable state as Unknown until they send
+// a heartbeat, so that a new head neither places their work again nor
+// forgets to write it off if they never return. The other nodes appear
+// with their first heartbeat: the head rebuilds its view of the nodes
+// from heartbeats, which carry their inventory and processes.
 func (o *Orchestrator) seedNodes() {
 	now := o.cfg.Now()
 	var names []string
@@ -365,6 +378,7 @@ func (o *Orchestrator) seedNodes() {
 	})
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.termStart = now
 	for _, name := range names {
 		if name != "" && o.nodes[name] == nil {
 			o.nodes[name] = &Node{Name: name, State: NodeUnknown, LastSeen: now}
@@ -372,13 +386,27 @@ func (o *Orchestrator) seedNodes() {
 	}
 }
 
-// checkNodes declares nodes without heartbeats down and writes off their
-// processes.
+// downAt is when a node that sends no more heartbeats is declared down:
+// NodeTimeout after its last heartbeat, and never within FailoverGrace of
+// the term's start. A new head thus writes nothing off while the agents
+// find it and its heartbeat intake catches up after an election, whether
+// a node was Up under the old head or not (its heartbeat may have been
+// delayed by the election itself). o.mu must be held.
+func (o *Orchestrator) downAt(n *Node) time.Time {
+	at := n.LastSeen.Add(o.cfg.NodeTimeout)
+	if grace := o.termStart.Add(o.cfg.FailoverGrace); at.Before(grace) {
+		at = grace
+	}
+	return at
+}
+
+// checkNodes declares nodes without heartbeats down (downAt) and writes
+// off their processes.
 func (o *Orchestrator) checkNodes(ctx context.Context, now time.Time) {
 	var dead []string
 	o.mu.Lock()
 	for name, n := range o.nodes {
-		if (n.State == NodeUp || n.State == NodeUnknown) && now.Sub(n.LastSeen) > o.cfg.NodeTimeout {
+		if (n.State == NodeUp || n.State == NodeUnknown) && now.After(o.downAt(n)) {
 			n.State = NodeDown
 			dead = append(dead, name)
 		}

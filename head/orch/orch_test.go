@@ -53,7 +53,9 @@ func (c *fakeClock) Add(d time.Duration) {
 
 type fixture struct {
 	ctx   context.Context
+	cfg   Config
 	o     *Orchestrator
+	old   []*Orchestrator // of earlier terms (newTerm)
 	fsm   *state.FSM
 	app   *statetest.Applier
 	push  *recPusher
@@ -71,12 +73,28 @@ func newFixture(t *testing.T, opts ...func(*Config)) *fixture {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	f.cfg = cfg
 	f.o = New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.ctx = ctx
 	f.o.runCtx = ctx // as Run sets it; the tests drive cycles by hand
-	t.Cleanup(func() { cancel(); f.o.wg.Wait() })
+	t.Cleanup(func() {
+		cancel()
+		for _, o := range append(f.old, f.o) {
+			o.wg.Wait()
+		}
+	})
 	return f
+}
+
+// newTerm replaces the orchestrator with the one of a new leadership term
+// over the same state, started as Run starts it.
+func (f *fixture) newTerm() {
+	o := New(f.cfg)
+	o.runCtx = f.ctx
+	o.seedNodes()
+	f.old = append(f.old, f.o)
+	f.o = o
 }
 
 func (f *fixture) submit(t *testing.T) uint64 {
@@ -324,4 +342,84 @@ func TestPusherOutlivesTheCallThatStartedIt(t *testing.T) {
 	f.waitPush(t, "n1", func(ds wire.DesiredState) bool {
 		return len(ds.Procs) == 2 && ds.Procs[0].WorkID == first && ds.Procs[1].WorkID == second
 	})
+}
+
+// A new head declares no node down within the failover grace of its
+// term's start, however long ago the node last heartbeated the old head
+// and whether the new head heard from it once or not; after the grace,
+// node_timeout after the last heartbeat holds as ever.
+func TestFailoverGrace(t *testing.T) {
+	const nodeTimeout = 10 * time.Second
+	tests := []struct {
+		name  string
+		grace time.Duration // 0: node_timeout
+		beats []time.Duration
+		check time.Duration // when the new head checks, from its term's start
+		down  bool
+	}{
+		{"silent, within node_timeout of the term's start", 0, nil, 9 * time.Second, false},
+		{"silent past node_timeout of the term's start", 0, nil, 11 * time.Second, true},
+		{"silent, within a longer grace", 30 * time.Second, nil, 29 * time.Second, false},
+		{"silent past a longer grace", 30 * time.Second, nil, 31 * time.Second, true},
+		{"one heartbeat early in the term, then silent within the grace", 30 * time.Second, []time.Duration{time.Second}, 29 * time.Second, false},
+		{"one heartbeat late in the grace, node_timeout not passed", 30 * time.Second, []time.Duration{25 * time.Second}, 34 * time.Second, false},
+		{"one heartbeat late in the grace, silent past node_timeout", 30 * time.Second, []time.Duration{25 * time.Second}, 36 * time.Second, true},
+		{"heartbeats resume within node_timeout", 0, []time.Duration{9 * time.Second}, 18 * time.Second, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, func(c *Config) { c.FailoverGrace = tc.grace })
+			ctx := f.ctx
+			// Under the old head, n1 is up and runs a process.
+			id := f.submit(t)
+			hb := wire.Heartbeat{Node: "n1", Seq: 1, MemSchedulable: 4 << 30}
+			f.o.Heartbeat(ctx, hb, "p1")
+			if err := f.o.cycle(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var proc wire.ProcStatus
+			f.fsm.View(func(v *state.View) {
+				if w := v.Work(id); len(w.Procs) == 1 {
+					proc = wire.ProcStatus{ID: w.Procs[0].ID, WorkID: id, State: wire.ProcRunning, PID: 42}
+				}
+			})
+			if proc.ID == "" {
+				t.Fatal("no process placed on n1")
+			}
+			f.o.Report(ctx, "n1", []wire.ProcStatus{proc})
+
+			// The old head dies; the election takes longer than
+			// node_timeout, so n1's last heartbeat to any head is old
+			// when the new term starts.
+			f.clock.Add(2 * nodeTimeout)
+			start := f.clock.Now()
+			f.newTerm()
+			if n := f.o.Nodes(); len(n) != 1 || n[0].State != NodeUnknown {
+				t.Fatalf("nodes at the start of the term: %+v", n)
+			}
+			for i, b := range tc.beats {
+				f.clock.Add(start.Add(b).Sub(f.clock.Now()))
+				hb.Seq = uint64(2 + i)
+				hb.Procs = []wire.ProcStatus{proc}
+				f.o.Heartbeat(ctx, hb, "p1")
+				if err := f.o.cycle(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.clock.Add(start.Add(tc.check).Sub(f.clock.Now()))
+			if err := f.o.cycle(ctx); err != nil {
+				t.Fatal(err)
+			}
+			n := f.o.Nodes()
+			if len(n) != 1 || (n[0].State == NodeDown) != tc.down {
+				t.Errorf("n1 at %v into the term: %+v; want down %v", tc.check, n, tc.down)
+			}
+			f.fsm.View(func(v *state.View) {
+				lost := v.Work(id).Procs[0].State == wire.ProcLost
+				if lost != tc.down {
+					t.Errorf("process %s lost %v, want %v", proc.ID, lost, tc.down)
+				}
+			})
+		})
+	}
 }

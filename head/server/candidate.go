@@ -158,6 +158,19 @@ func (c *candidate) AddVoter(peerID string) error {
 	return nil
 }
 
+// RemoveServer removes a member from the Raft group; it must be called on
+// the leader.
+func (c *candidate) RemoveServer(peerID string) error {
+	if c.raft.State() != raft.Leader {
+		return wire.Errorf(wire.CodeUnreachable, "this node is no longer the head; retry")
+	}
+	if err := c.raft.RemoveServer(raft.ServerID(peerID), 0, 10*time.Second).Error(); err != nil {
+		return fmt.Errorf("remove %s from the head group: %w", peerID, err)
+	}
+	c.log.Info("removed a member from the head group", "peer", peerID)
+	return nil
+}
+
 // FSM returns the replicated state.
 func (c *candidate) FSM() *state.FSM { return c.fsm }
 

@@ -8,6 +8,9 @@
 //     continues exactly where the old one stopped;
 //   - forms the first Raft group (bootstrap_expect head-eligible agents
 //     that see each other's heartbeats) or asks the leader to add it;
+//   - while it leads, lists the group's members with their state (from
+//     their heartbeats), removes one on `ducc admin remove-server`, and
+//     removes dead ones once a replacement has joined (members.go);
 //   - takes the agents' heartbeats in and announces its leadership;
 //   - routes the head's RPC methods (Handle, Dispatch) after the method
 //     table of package wire, and offers the same path in process (Call);

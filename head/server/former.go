@@ -15,6 +15,8 @@ import (
 type eligiblePeer struct {
 	waiting bool
 	seen    time.Time
+	node    string // its node name
+	raft    string // its Raft state, as its heartbeat carries it
 }
 
 // former forms or joins the head group for a member without Raft state:
@@ -26,10 +28,13 @@ type former struct {
 
 	mu    sync.Mutex
 	peers map[peer.ID]eligiblePeer
+	// known is when this server first saw each member in the head
+	// group's configuration (Server.members).
+	known map[peer.ID]time.Time
 }
 
 func newFormer(s *Server) *former {
-	return &former{s: s, now: time.Now, peers: map[peer.ID]eligiblePeer{}}
+	return &former{s: s, now: s.cfg.Now, peers: map[peer.ID]eligiblePeer{}, known: map[peer.ID]time.Time{}}
 }
 
 // saw records a heartbeat of a head-eligible agent.
@@ -38,7 +43,7 @@ func (f *former) saw(from peer.ID, hb wire.Heartbeat) {
 		return
 	}
 	f.mu.Lock()
-	f.peers[from] = eligiblePeer{waiting: hb.Raft == wire.RaftWaiting, seen: f.now()}
+	f.peers[from] = eligiblePeer{waiting: hb.Raft == wire.RaftWaiting, seen: f.now(), node: hb.Node, raft: hb.Raft}
 	f.mu.Unlock()
 }
 

@@ -11,8 +11,9 @@ import (
 // body, a pointer of the type wire.LookupMethod(method).NewRequest gives.
 // It is the one routing switch of the head; Server.Handle decodes and
 // calls it, and tests may call it with a head of their own.
-// wire.MethodRaftJoin is not here: it concerns the Raft member, not the
-// head of one term.
+// wire.MethodRaftJoin and wire.MethodRemoveServer are not here: they
+// concern the Raft group, not the head of one term (Server.Handle answers
+// them).
 func Dispatch(ctx context.Context, h *head.Head, method string, c wire.Caller, req any) (any, error) {
 	switch method {
 	case wire.MethodRun:

@@ -47,6 +47,14 @@ type Config struct {
 	// NodeTimeout is how long a node may miss heartbeats before it is
 	// declared down.
 	NodeTimeout time.Duration
+	// FailoverGrace is the time every node has, from the start of a
+	// term, to send the new head its first heartbeat before anything is
+	// declared down (NodeTimeout if zero or shorter).
+	FailoverGrace time.Duration
+	// DeadServerCleanup is how long a member of the head group may stay
+	// unreachable before the head removes it, once enough other members
+	// stand in for it (see cleanupDeadServers; 5 minutes if zero).
+	DeadServerCleanup time.Duration
 	// Metrics are the head's metrics (nil-safe).
 	Metrics *web.HeadMetrics
 	// Pingers runs custom service pingers on agents (the agent this
@@ -62,6 +70,9 @@ type Config struct {
 	// Hooks observe the server (for measurements); nil hooks are skipped.
 	Hooks  Hooks
 	Logger *slog.Logger
+	// Now is the clock that decides which members of the head group are
+	// unreachable (time.Now if nil).
+	Now func() time.Time
 }
 
 // Hooks observe a server. They run on the server's goroutines and must
@@ -100,11 +111,17 @@ func New(cfg Config) (*Server, error) {
 	if cfg.FollowedLeader == nil {
 		cfg.FollowedLeader = func() peer.ID { return "" }
 	}
+	if cfg.DeadServerCleanup <= 0 {
+		cfg.DeadServerCleanup = 5 * time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "head-server")}
 	hc := head.Config{
 		Node: cfg.Node, Peer: cfg.Host.ID().String(), Version: cfg.Version, Push: s, Pingers: cfg.Pingers,
 		Scheduler: cfg.Scheduler, Administrators: cfg.Administrators, NodeTimeout: cfg.NodeTimeout,
-		Metrics: cfg.Metrics, Logger: cfg.Logger,
+		Metrics: cfg.Metrics, Logger: cfg.Logger, FailoverGrace: cfg.FailoverGrace, Voters: s.voters,
 	}
 	cand, err := newCandidate(candidateConfig{
 		DataDir: cfg.DataDir, Host: cfg.Host, BootstrapExpect: cfg.BootstrapExpect,
@@ -122,7 +139,7 @@ func New(cfg Config) (*Server, error) {
 // the Raft group, takes heartbeats in and announces leadership, until ctx
 // ends. Close it afterwards.
 func (s *Server) Run(ctx context.Context) {
-	loops := []func(context.Context){s.cand.Run, s.former.run, s.announce}
+	loops := []func(context.Context){s.cand.Run, s.former.run, s.announce, s.autopilot}
 	if sub, err := s.cfg.Heartbeats.Subscribe(); err != nil {
 		s.log.Error("cannot subscribe to heartbeats; the head will see no node", "err", err)
 	} else {
@@ -169,11 +186,18 @@ func (s *Server) Handle(ctx context.Context, from peer.ID, req *wire.Request) (a
 		return nil, wire.NotHead(s.cfg.Node)
 	}
 	if m.Name == wire.MethodRaftJoin {
-		return wire.Empty{}, s.cand.AddVoter(from.String())
+		if err := s.cand.AddVoter(from.String()); err != nil {
+			return nil, err
+		}
+		s.cleanupDeadServers() // the newcomer may stand in for a dead member
+		return wire.Empty{}, nil
 	}
 	body := m.NewRequest()
 	if err := req.DecodeBody(body); err != nil {
 		return nil, err
+	}
+	if m.Name == wire.MethodRemoveServer {
+		return s.removeServer(h, req.Caller, body.(*wire.RemoveServerRequest).Server)
 	}
 	return Dispatch(ctx, h, m.Name, req.Caller, body)
 }

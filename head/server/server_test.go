@@ -23,6 +23,7 @@ type testServer struct {
 	heartbeats atomic.Int64 // folded in, counted by the hook
 	pushes     atomic.Int64
 	local      chan wire.DesiredState
+	stop       func() // stops and closes the server (once; at the end of the test at the latest)
 }
 
 // startServer starts a head server named name; change may adjust its
@@ -53,13 +54,14 @@ func startServer(t *testing.T, psk pnet.PSK, name string, change func(*Config)) 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); s.Run(ctx) }()
-	t.Cleanup(func() {
+	ts.stop = sync.OnceFunc(func() {
 		cancel()
 		<-done
 		if err := s.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}
 	})
+	t.Cleanup(ts.stop)
 	return ts
 }
 
