@@ -322,4 +322,3 @@ func needPython(t testing.TB) string {
 	}
 	return py
 }
-
