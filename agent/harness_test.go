@@ -250,9 +250,15 @@ func startAgent(t *testing.T, cfg *Config) *testAgent {
 			return d.DialContext(ctx, "unix", cfg.Socket)
 		},
 	}}}
+	// The socket file exists from bind(2) on, a moment before listen(2):
+	// wait until a connection is accepted.
 	wiretest.Eventually(t, "the agent's socket", func() bool {
-		_, err := os.Stat(cfg.Socket)
-		return err == nil
+		c, err := net.Dial("unix", cfg.Socket)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
 	})
 	return ta
 }
