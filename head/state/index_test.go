@@ -114,7 +114,7 @@ var (
 func (g *cmdGen) pick(list []string) string { return list[g.r.IntN(len(list))] }
 
 // work picks an id: mostly one that exists, sometimes one that does not.
-func (g *cmdGen) work(v *View) uint64 { return uint64(g.r.IntN(int(v.NextID())+1)) }
+func (g *cmdGen) work(v *View) uint64 { return uint64(g.r.IntN(int(v.NextID()) + 1)) }
 
 // proc picks a process of w, or a made-up id.
 func (g *cmdGen) proc(w *Work) string {
