@@ -221,10 +221,10 @@ func TestIndexMatchesScan(t *testing.T) {
 		maxBatch  int
 		restoreAt int // every that many steps
 	}{
-		{seed: 1, steps: 3000, maxBatch: 1, restoreAt: 500},
-		{seed: 2, steps: 3000, maxBatch: 4, restoreAt: 250},
-		{seed: 3, steps: 2000, maxBatch: 8, restoreAt: 97},
-		{seed: 4, steps: 5000, maxBatch: 2, restoreAt: 1000},
+		{seed: 1, steps: 1500, maxBatch: 1, restoreAt: 500},
+		{seed: 2, steps: 1500, maxBatch: 4, restoreAt: 250},
+		{seed: 3, steps: 1000, maxBatch: 8, restoreAt: 97},
+		{seed: 4, steps: 2000, maxBatch: 2, restoreAt: 400},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("seed=%d", tc.seed), func(t *testing.T) {
