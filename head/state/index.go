@@ -189,7 +189,8 @@ func (s *procSet) remove(id uint64, seq int) bool {
 }
 
 // LiveWork yields the work that has not ended, in id order. Finished work
-// is not visited, however much of it the state holds.
+// is not visited, however much of it the state holds. Like every View
+// method, its iterator is for use within FSM.View.
 func (v *View) LiveWork() iter.Seq[*Work] {
 	return func(yield func(*Work) bool) {
 		for _, w := range v.f.idx.live {
