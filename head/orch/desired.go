@@ -13,25 +13,23 @@ import (
 )
 
 // desired computes the desired state of one node from the durable state.
+// It costs what the node has (its processes that have not ended, its
+// ended processes still reported), not what was ever submitted.
 func (o *Orchestrator) desired(node string) wire.DesiredState {
 	ds := wire.DesiredState{Node: node}
 	// Lock order: o.mu is never taken while holding the state's lock.
 	o.mu.Lock()
 	var ended []wire.ProcStatus
-	for _, st := range o.reported {
-		if st.Node == node && st.Ended() {
-			ended = append(ended, st)
-		}
+	for id := range o.endedOn[node] {
+		ended = append(ended, o.reported[id])
 	}
 	o.mu.Unlock()
 	o.cfg.FSM.View(func(v *state.View) {
-		for _, w := range v.All() {
-			for _, p := range w.Procs {
-				if p.Node != node || p.Ended() || w.Kind == wire.WorkReservation {
-					continue // reservations hold a node; nothing runs for them
-				}
-				ds.Procs = append(ds.Procs, procSpec(w, p, o.cfg.Grace))
+		for w, p := range v.NodeProcs(node) {
+			if w.Kind == wire.WorkReservation {
+				continue // reservations hold a node; nothing runs for them
 			}
+			ds.Procs = append(ds.Procs, procSpec(w, p, o.cfg.Grace))
 		}
 		for _, st := range ended {
 			if w := v.Work(st.WorkID); w != nil {
@@ -45,6 +43,44 @@ func (o *Orchestrator) desired(node string) wire.DesiredState {
 	})
 	sort.Strings(ds.Ack)
 	return ds
+}
+
+// noteReported records the status last applied for a process, and files
+// the ended ones under their node for desired's acknowledgements. o.mu is
+// held.
+func (o *Orchestrator) noteReported(st wire.ProcStatus) {
+	if prev, ok := o.reported[st.ID]; ok && prev.Node != st.Node {
+		o.forgetEnded(prev.Node, st.ID)
+	}
+	o.reported[st.ID] = st
+	if !st.Ended() {
+		o.forgetEnded(st.Node, st.ID)
+		return
+	}
+	ids := o.endedOn[st.Node]
+	if ids == nil {
+		ids = map[string]struct{}{}
+		o.endedOn[st.Node] = ids
+	}
+	ids[st.ID] = struct{}{}
+}
+
+// forgetReported forgets a process's reports. o.mu is held.
+func (o *Orchestrator) forgetReported(id string) {
+	if st, ok := o.reported[id]; ok {
+		o.forgetEnded(st.Node, id)
+	}
+	delete(o.reported, id)
+	delete(o.live, id)
+}
+
+func (o *Orchestrator) forgetEnded(node, id string) {
+	if ids := o.endedOn[node]; ids != nil {
+		delete(ids, id)
+		if len(ids) == 0 {
+			delete(o.endedOn, node)
+		}
+	}
 }
 
 func procSpec(w *state.Work, p *state.Proc, grace time.Duration) wire.ProcSpec {

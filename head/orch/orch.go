@@ -115,6 +115,9 @@ type Orchestrator struct {
 
 	// termStart is when Run began, the start of the failover grace (under mu).
 	termStart time.Time
+	// endedOn files the ended processes in reported under their node, so
+	// that a node's desired state acknowledges them without a scan.
+	endedOn map[string]map[string]struct{}
 }
 
 // New returns an orchestrator; call Run to start it.
@@ -154,6 +157,7 @@ func New(cfg Config) *Orchestrator {
 		sentVer:  make(map[string]sentVersion),
 		pushers:  make(map[string]chan wire.DesiredState),
 		reported: make(map[string]wire.ProcStatus),
+		endedOn:  make(map[string]map[string]struct{}),
 		live:     make(map[string]wire.ProcStatus),
 	}
 }
@@ -257,8 +261,7 @@ func (o *Orchestrator) prune(now time.Time) {
 	defer o.mu.Unlock()
 	for id, st := range o.reported {
 		if st.Ended() && st.EndedAt != 0 && st.EndedAt < cutoff {
-			delete(o.reported, id)
-			delete(o.live, id)
+			o.forgetReported(id)
 		}
 	}
 }
@@ -341,7 +344,7 @@ func (o *Orchestrator) Report(ctx context.Context, node string, procs []wire.Pro
 	o.mu.Lock()
 	for _, c := range cmds {
 		if err == nil {
-			o.reported[c.Proc.ID] = *c.Proc
+			o.noteReported(*c.Proc)
 		}
 	}
 	o.mu.Unlock()

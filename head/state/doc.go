@@ -15,4 +15,13 @@
 // only by the changes a scheduling cycle acts on (a submission, a cancel,
 // an exit, a reconfiguration...): the orchestrator runs a cycle on it, so
 // no writer has to remember to ask for one.
+//
+// Finished work stays in the state (`ducc jobs --all`, `ducc show`), so no
+// hot path may scan all of it: the FSM keeps indexes of the live (not
+// ended) work in id order and by state, of live services by endpoint, and
+// of each node's processes that have not ended (those of finished work
+// still being stopped included). Apply files the one piece of work each
+// command touched again, and Restore rebuilds them. View.LiveWork,
+// LiveInState, NodeProcs, Active and ActiveService read the indexes;
+// View.All copies and sorts everything and is for history listings only.
 package state

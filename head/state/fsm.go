@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"sync"
 
@@ -33,12 +34,14 @@ type FSM struct {
 	// quiesce states.
 	sched     []byte
 	nodeAdmin map[string]string
+	// idx indexes live work and processes for the hot paths.
+	idx index
 }
 
 // New returns an empty state. Ids start at 1.
 func New() *FSM {
 	return &FSM{nextID: 1, work: make(map[uint64]*Work), changed: make(chan struct{}), scheduling: make(chan struct{}),
-		nodeAdmin: map[string]string{}}
+		nodeAdmin: map[string]string{}, idx: newIndex()}
 }
 
 // Encode encodes a batch of commands as one log entry.
@@ -59,6 +62,9 @@ func (f *FSM) Apply(l *raft.Log) any {
 	res := make([]Result, len(b.Commands))
 	for i := range b.Commands {
 		res[i] = f.apply(&b.Commands[i])
+		if w, procs := f.touched(&b.Commands[i], res[i]); w != nil {
+			f.idx.reindex(w, procs)
+		}
 		if res[i].Err == nil && schedules(&b.Commands[i]) {
 			f.reschedule = true
 		}
@@ -142,7 +148,9 @@ func (v *View) NextID() uint64 { return v.f.nextID }
 // Index is the Raft index of the last applied entry.
 func (v *View) Index() uint64 { return v.f.index }
 
-// All returns all work sorted by id.
+// All returns all work sorted by id, finished work included: it copies
+// and sorts everything the state holds, so it is for listing history
+// (`ducc jobs --all`), never for a hot path (use LiveWork, NodeProcs).
 func (v *View) All() []*Work {
 	out := make([]*Work, 0, len(v.f.work))
 	for _, w := range v.f.work {
@@ -152,17 +160,9 @@ func (v *View) All() []*Work {
 	return out
 }
 
-// Active returns work that has not completed, sorted by id.
-func (v *View) Active() []*Work {
-	var out []*Work
-	for _, w := range v.f.work {
-		if !w.Ended() {
-			out = append(out, w)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
-}
+// Active returns work that has not completed, sorted by id. It costs the
+// live work only (see LiveWork).
+func (v *View) Active() []*Work { return slices.Clone([]*Work(v.f.idx.live)) }
 
 func (f *FSM) apply(c *Command) Result {
 	switch c.Type {
@@ -536,6 +536,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer f.mu.Unlock()
 	f.nextID = h.NextID
 	f.work = work
+	f.idx = buildIndex(work)
 	f.sched = h.Scheduler
 	f.nodeAdmin = h.NodeAdmin
 	if f.nodeAdmin == nil {

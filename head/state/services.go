@@ -76,23 +76,14 @@ type ServiceChange struct {
 }
 
 // ActiveService returns the active service registered at endpoint, or nil.
-func (v *View) ActiveService(endpoint string) *Work {
-	for _, w := range v.f.work {
-		if w.Service != nil && !w.Ended() && w.Service.Spec.Endpoint == endpoint {
-			return w
-		}
-	}
-	return nil
-}
+func (v *View) ActiveService(endpoint string) *Work { return v.f.idx.services[endpoint] }
 
 func (f *FSM) svcRegister(c *Command) Result {
 	if c.Work == nil || c.Work.Service == nil {
 		return Result{Err: fmt.Errorf("register without a service")}
 	}
-	for _, w := range f.work {
-		if w.Service != nil && !w.Ended() && w.Service.Spec.Endpoint == c.Work.Service.Spec.Endpoint {
-			return Result{Err: fmt.Errorf("endpoint %s is already registered by service %d", w.Service.Spec.Endpoint, w.ID)}
-		}
+	if w := f.idx.services[c.Work.Service.Spec.Endpoint]; w != nil {
+		return Result{Err: fmt.Errorf("endpoint %s is already registered by service %d", w.Service.Spec.Endpoint, w.ID)}
 	}
 	w := *c.Work
 	w.Kind = wire.WorkService
