@@ -250,8 +250,13 @@ func startAgent(t *testing.T, cfg *Config) *testAgent {
 			return d.DialContext(ctx, "unix", cfg.Socket)
 		},
 	}}}
+	// The socket file appears at bind, before the agent listens: wait
+	// until it takes a connection.
 	wiretest.Eventually(t, "the agent's socket", func() bool {
-		_, err := os.Stat(cfg.Socket)
+		c, err := net.Dial("unix", cfg.Socket)
+		if err == nil {
+			c.Close()
+		}
 		return err == nil
 	})
 	return ta
