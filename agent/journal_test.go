@@ -2,14 +2,20 @@ package agent
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ducc-project/ducc/wire"
 )
@@ -290,4 +296,98 @@ func FuzzDecodeJournal(f *testing.F) {
 			t.Fatalf("compacted %+v, decoded %+v", again, st)
 		}
 	})
+}
+
+// TestFeederJournalMatchesState drives a feeder through a job's steps
+// (ready, items handed out, answers, a delivered and a failed exchange, a
+// compaction) and checks after each that its journal, replayed, is what
+// the feeder holds, and that a feeder resuming from it holds the same.
+func TestFeederJournalMatchesState(t *testing.T) {
+	dir := t.TempDir()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	drained := make(chan struct{})
+	go func() { defer close(drained); _, _ = io.Copy(io.Discard, r) }()
+	t.Cleanup(func() { w.Close(); <-drained; r.Close() })
+	log := slog.New(slog.DiscardHandler)
+	jr, err := openJournal(dir, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(jr.close)
+	a := &Agent{cfg: &Config{Node: "n1"}, log: log}
+	spec := wire.ProcSpec{ID: "3.1", WorkID: 3, Pipelines: 2}
+	f := newFeeder(context.Background(), a, log, spec, time.Now(), w, jr)
+
+	sorted := func(st feedState) feedState {
+		st.Held = slices.Sorted(slices.Values(st.Held))
+		if len(st.Held) == 0 {
+			st.Held = nil
+		}
+		if len(st.Outcomes) == 0 {
+			st.Outcomes = nil
+		}
+		return st
+	}
+	check := func(step string) {
+		t.Helper()
+		got, _ := readState(t, dir)
+		if want := sorted(f.snapshot()); !reflect.DeepEqual(sorted(got), want) {
+			t.Fatalf("after %s: journal says\n%+v\nfeeder holds\n%+v", step, sorted(got), want)
+		}
+	}
+	outcome := func(i int) feedEvent {
+		return feedEvent{outcome: &wire.ItemOutcome{Index: i, OK: true, Result: strconv.Itoa(i * i)}}
+	}
+	items := func(from, to int) []wire.WorkItem {
+		var out []wire.WorkItem
+		for i := from; i < to; i++ {
+			out = append(out, wire.WorkItem{Index: i, Item: strconv.Itoa(i)})
+		}
+		return out
+	}
+	events := make(chan feedEvent, 16)
+
+	f.take(feedEvent{ready: true}, events)
+	check("ready")
+	if _, ok := f.nextExchange(); !ok {
+		t.Fatal("no exchange after ready")
+	}
+	f.answered(exchangeResult{rep: wire.ExchangeReply{Items: items(0, 5)}})
+	check("items handed out")
+	events <- outcome(1)
+	f.take(outcome(0), events)
+	check("two answers, two more items handed out")
+	if _, ok := f.nextExchange(); !ok {
+		t.Fatal("no exchange with answers to deliver")
+	}
+	check("answers on their way")
+	f.answered(exchangeResult{})
+	check("answers delivered")
+	f.take(outcome(2), events)
+	if _, ok := f.nextExchange(); !ok {
+		t.Fatal("no exchange with an answer to deliver")
+	}
+	f.answered(exchangeResult{err: errors.New("head unreachable")})
+	check("a failed exchange")
+	f.jr.limit = 0 // the next commit compacts
+	f.retry = nil
+	f.take(outcome(3), events)
+	check("a compaction")
+	if len(f.outcomes) != 2 || len(f.outstanding) != 1 {
+		t.Fatalf("feeder holds %d answers and %d items, want 2 and 1", len(f.outcomes), len(f.outstanding))
+	}
+
+	// A restarted agent resumes with the same items and answers.
+	jr2, err := openJournal(dir, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jr2.close()
+	f2 := newFeeder(context.Background(), a, log, spec, time.Now(), w, jr2)
+	if !reflect.DeepEqual(sorted(f2.snapshot()), sorted(f.snapshot())) {
+		t.Fatalf("resumed with %+v, want %+v", f2.snapshot(), f.snapshot())
+	}
 }
