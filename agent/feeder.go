@@ -6,10 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -74,7 +74,7 @@ func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time,
 	events := make(chan feedEvent, 4096)
 	go a.readWorker(ctx, out, logPath, events)
 
-	jr, err := openJournal(filepath.Join(filepath.Dir(inPath), "feed.json"))
+	jr, err := openJournal(filepath.Dir(inPath), log)
 	if err != nil {
 		log.Error("cannot open the feed journal; its items will not be fed", "err", err)
 		return
@@ -116,6 +116,7 @@ type feeder struct {
 
 	buffer      []wire.WorkItem
 	outstanding map[int]time.Time  // items in the worker, since when
+	given       []int              // scratch: items write hands out
 	outcomes    []wire.ItemOutcome // not yet sent
 	sending     []wire.ItemOutcome // in the exchange under way
 	replies     chan exchangeResult
@@ -215,6 +216,7 @@ func (f *feeder) take(ev feedEvent, events <-chan feedEvent) {
 		case ev.ready && !f.ready:
 			f.ready = true
 			f.initMS = time.Since(f.started).Milliseconds()
+			f.jr.ready(f.initMS)
 			f.log.Info("worker ready", "init", time.Since(f.started).Round(time.Millisecond))
 		case ev.outcome != nil:
 			o := *ev.outcome
@@ -225,6 +227,7 @@ func (f *feeder) take(ev feedEvent, events <-chan feedEvent) {
 				delete(f.outstanding, o.Index)
 			}
 			f.outcomes = append(f.outcomes, o)
+			f.jr.answer(o)
 		}
 		select {
 		case ev, more = <-events:
@@ -233,7 +236,7 @@ func (f *feeder) take(ev feedEvent, events <-chan feedEvent) {
 		}
 	}
 	if !f.write() { // write journals when it hands out items
-		f.save()
+		f.commit()
 	}
 	if len(f.buffer) == 0 && f.emptySince.IsZero() {
 		f.emptySince = time.Now()
@@ -258,10 +261,8 @@ func (f *feeder) answered(r exchangeResult) bool {
 		return true
 	}
 	f.backoff = 0
-	if len(f.sending) > 0 {
-		f.sending = nil
-		f.save()
-	}
+	f.jr.delivered(len(f.sending))
+	f.sending = nil
 	f.release = r.rep.Release
 	f.starved = len(r.rep.Items) == 0
 	if len(r.rep.Items) > 0 && !f.emptySince.IsZero() {
@@ -271,7 +272,9 @@ func (f *feeder) answered(r exchangeResult) bool {
 		f.emptySince = time.Time{}
 	}
 	f.buffer = append(f.buffer, r.rep.Items...)
-	f.write()
+	if !f.write() {
+		f.commit()
+	}
 	return true
 }
 
@@ -279,6 +282,7 @@ func (f *feeder) answered(r exchangeResult) bool {
 // reports whether it wrote any (journaled first).
 func (f *feeder) write() bool {
 	var b bytes.Buffer
+	f.given = f.given[:0]
 	for len(f.buffer) > 0 && len(f.outstanding) < f.pipelines {
 		it := f.buffer[0]
 		f.buffer = f.buffer[1:]
@@ -289,26 +293,33 @@ func (f *feeder) write() bool {
 		b.Write(line)
 		b.WriteByte('\n')
 		f.outstanding[it.Index] = time.Now()
+		f.given = append(f.given, it.Index)
 	}
 	if b.Len() == 0 {
 		return false
 	}
-	f.save() // the journal knows an item before the worker does
+	f.jr.give(f.given)
+	f.commit() // the journal knows an item before the worker does
 	if _, err := f.in.Write(b.Bytes()); err != nil && f.ctx.Err() == nil {
 		f.log.Warn("cannot write items to the worker", "err", err)
 	}
 	return true
 }
 
-// save journals the feed state.
-func (f *feeder) save() {
-	st := feedState{Ready: f.ready, InitMS: f.initMS, Outcomes: append(append([]wire.ItemOutcome(nil), f.sending...), f.outcomes...)}
+// commit writes the journal records of this batch.
+func (f *feeder) commit() {
+	if err := f.jr.commit(f.snapshot); err != nil && f.ctx.Err() == nil {
+		f.log.Warn("cannot write the feed journal", "err", err)
+	}
+}
+
+// snapshot is the state the journal's records add up to, for compaction.
+func (f *feeder) snapshot() feedState {
+	st := feedState{Ready: f.ready, InitMS: f.initMS, Outcomes: append(slices.Clone(f.sending), f.outcomes...)}
 	for i := range f.outstanding {
 		st.Held = append(st.Held, i)
 	}
-	if err := f.jr.save(st); err != nil && f.ctx.Err() == nil {
-		f.log.Warn("cannot write the feed journal", "err", err)
-	}
+	return st
 }
 
 // readWorker parses the worker's stdout; lines that are not protocol go to
@@ -356,49 +367,3 @@ func (a *Agent) readWorker(ctx context.Context, out *os.File, logPath string, ev
 		}
 	}
 }
-
-// feedState is what a feeder journals so that a restarted agent can resume
-// feeding a re-adopted worker: whether it is ready, which items are in the
-// worker, and which answers have not reached the job driver yet.
-type feedState struct {
-	Ready    bool               `json:"ready,omitempty"`
-	InitMS   int64              `json:"init_ms,omitempty"`
-	Held     []int              `json:"held,omitempty"`
-	Outcomes []wire.ItemOutcome `json:"outcomes,omitempty"`
-}
-
-// journal is the feed state on local disk, rewritten in place (no fsync:
-// it protects against the agent dying, not the machine, and the machine's
-// death takes the worker with it).
-type journal struct {
-	f     *os.File
-	state feedState
-}
-
-func openJournal(path string) (*journal, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	j := &journal{f: f}
-	if b, err := io.ReadAll(io.LimitReader(f, maxLine)); err == nil && len(b) > 0 {
-		// Decode the first value only: a torn rewrite leaves old bytes after it.
-		if err := json.NewDecoder(bytes.NewReader(b)).Decode(&j.state); err != nil {
-			j.state = feedState{} // torn or foreign: start afresh
-		}
-	}
-	return j, nil
-}
-
-func (j *journal) save(st feedState) error {
-	b, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	if _, err := j.f.WriteAt(b, 0); err != nil {
-		return err
-	}
-	return j.f.Truncate(int64(len(b)))
-}
-
-func (j *journal) close() { j.f.Close() }

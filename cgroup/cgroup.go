@@ -6,10 +6,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	cgroups "github.com/containerd/cgroups/v3"
+	"golang.org/x/sys/unix"
 )
 
 // NoSwap as [Resources.SwapLimit] means "no swap beyond the memory limit".
@@ -313,6 +315,100 @@ func permissionError(path string, err error) error {
 			ErrNotWritable, path, os.Getuid(), err)
 	}
 	return fmt.Errorf("cgroup: create %s: %w", path, err)
+}
+
+// readProcs lists the pids in dir/cgroup.procs and, when recursive, in the
+// cgroup.procs of every sub-group below dir. It reads one directory listing
+// per group (the entries' types come with it: no stat per control file). A
+// missing dir yields an error wrapping os.ErrNotExist.
+func readProcs(dir string, recursive bool) ([]int, error) {
+	var out []int
+	raw, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range strings.Fields(string(raw)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s/cgroup.procs: %w", dir, err)
+		}
+		out = append(out, pid)
+	}
+	if !recursive {
+		return out, nil
+	}
+	subs, err := subGroups(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, sub := range subs {
+		pids, err := readProcs(sub, true)
+		if err != nil && !errors.Is(err, os.ErrNotExist) { // a sub-group may go meanwhile
+			return nil, err
+		}
+		out = append(out, pids...)
+	}
+	return out, nil
+}
+
+// subGroups returns the paths of the groups directly below dir.
+func subGroups(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, de := range ents {
+		if de.IsDir() {
+			out = append(out, filepath.Join(dir, de.Name()))
+		}
+	}
+	return out, nil
+}
+
+// removeGroupDir removes one cgroup directory with rmdir(2), sub-groups
+// first. The kernel takes the control files with the directory, so nothing
+// is unlinked one by one (os.RemoveAll would try, and fail, on every file).
+// A missing directory is not an error. The kernel refuses while processes
+// are inside: that is an error at once. A group whose last process has just
+// ended can stay busy for a moment; that is retried a few times.
+func removeGroupDir(dir string) error {
+	delay := 2 * time.Millisecond
+	for try := 0; ; try++ {
+		err := unix.Rmdir(dir)
+		if err == nil || errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, unix.EBUSY) || try == 6 {
+			return &os.PathError{Op: "rmdir", Path: dir, Err: err}
+		}
+		pids, perr := readProcs(dir, false)
+		if perr != nil {
+			if errors.Is(perr, os.ErrNotExist) {
+				return nil
+			}
+			return perr
+		}
+		if len(pids) > 0 {
+			return fmt.Errorf("rmdir %s: %d process(es) still inside: %v", dir, len(pids), pids)
+		}
+		subs, serr := subGroups(dir)
+		if serr != nil {
+			if errors.Is(serr, os.ErrNotExist) {
+				return nil
+			}
+			return serr
+		}
+		for _, sub := range subs {
+			if err := removeGroupDir(sub); err != nil {
+				return err
+			}
+		}
+		if len(subs) == 0 {
+			time.Sleep(delay)
+			delay *= 2
+		}
+	}
 }
 
 // waitEmpty polls procs until it returns no pid or the timeout expires.

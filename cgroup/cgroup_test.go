@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -443,5 +445,77 @@ func TestNotWritable(t *testing.T) {
 	t.Logf("%s", out)
 	if !strings.HasPrefix(string(out), "notwritable:") || !strings.Contains(string(out), "run the agent as root") {
 		t.Fatalf("unexpected: %s", out)
+	}
+}
+
+// TestSubGroups: a group with a sub-group below it (made behind the
+// manager's back, as a process with delegation could) lists, kills and
+// deletes what is below it too. The group is reached through Load, so the
+// lazily opened library handle is exercised by Stats and Update as well.
+func TestSubGroups(t *testing.T) {
+	m := newManager(t)
+	create(t, m, "tree", Resources{MemoryLimit: 128 * mib})
+	g, err := m.Load("tree")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var subDir string
+	switch b := m.backend.(type) {
+	case *v1Backend:
+		for _, n := range b.names {
+			d := filepath.Join(b.mount, string(n), b.root, "tree", "sub")
+			if err := os.Mkdir(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if n == "memory" {
+				subDir = d
+			}
+		}
+	case *v2Backend:
+		subDir = filepath.Join(b.mount, b.root, "tree", "sub")
+		if err := os.Mkdir(subDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Skipf("backend %T", b)
+	}
+	cmd := exec.Command("/bin/sh", "-c", "read x; sleep 100")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if err := os.WriteFile(filepath.Join(subDir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(stdin, "go\n")
+	pids, err := g.Procs()
+	if err != nil || !slices.Contains(pids, cmd.Process.Pid) {
+		t.Fatalf("Procs = %v, %v; want %d (in the sub-group) among them", pids, err, cmd.Process.Pid)
+	}
+	if err := g.Update(Resources{MemoryLimit: 64 * mib}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := g.Stats(); err != nil || s.MemoryLimit != 64*mib {
+		t.Fatalf("Stats = %+v, %v; want a 64 MiB limit", s, err)
+	}
+	if err := g.Delete(); err == nil {
+		t.Fatal("Delete of a group with a process in a sub-group should fail")
+	}
+	if err := g.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if err := g.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Load("tree"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("Load after Delete: %v, want ErrNotExist", err)
+	}
+	if err := g.Delete(); err != nil {
+		t.Fatalf("second Delete: %v", err)
 	}
 }

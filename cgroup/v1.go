@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -121,18 +122,14 @@ func (b *v1Backend) create(name string, r Resources) (Group, error) {
 	return &v1Group{b: b, name: name, cg: cg}, nil
 }
 
+// load only checks that the group exists: the library's handle, which
+// stats every controller and control file, is opened on first use by the
+// few operations that need it (Stats, Update).
 func (b *v1Backend) load(name string) (Group, error) {
 	if !exists(filepath.Join(b.mount, string(cgroup1.Memory), b.root, name)) {
 		return nil, ErrNotExist
 	}
-	cg, err := cgroup1.Load(cgroup1.StaticPath(b.groupPath(name)), cgroup1.WithHierarchy(b.hierarchy))
-	if err != nil {
-		if errors.Is(err, cgroup1.ErrCgroupDeleted) {
-			return nil, ErrNotExist
-		}
-		return nil, err
-	}
-	return &v1Group{b: b, name: name, cg: cg}, nil
+	return &v1Group{b: b, name: name}, nil
 }
 
 func (b *v1Backend) enter(g Group) (func() error, error) {
@@ -145,7 +142,7 @@ func (b *v1Backend) enter(g Group) (func() error, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := vg.cg.AddProc(uint64(self)); err != nil {
+	if err := vg.AddProc(self); err != nil {
 		return nil, err
 	}
 	pid := []byte(strconv.Itoa(self))
@@ -210,7 +207,23 @@ func (b *v1Backend) removeRoot() error {
 type v1Group struct {
 	b    *v1Backend
 	name string
-	cg   cgroup1.Cgroup
+
+	mu sync.Mutex
+	cg cgroup1.Cgroup // the library's handle; nil until lib opens it
+}
+
+// lib returns the library's handle on the group, opening it on first use.
+func (g *v1Group) lib() (cgroup1.Cgroup, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cg == nil {
+		cg, err := cgroup1.Load(cgroup1.StaticPath(g.b.groupPath(g.name)), cgroup1.WithHierarchy(g.b.hierarchy))
+		if err != nil {
+			return nil, v1err(err)
+		}
+		g.cg = cg
+	}
+	return g.cg, nil
 }
 
 func (g *v1Group) Name() string { return g.name }
@@ -219,25 +232,30 @@ func (g *v1Group) Path() string {
 	return filepath.Join(g.b.mount, "memory", g.b.root, g.name)
 }
 
-func (g *v1Group) file(ctrl cgroup1.Name, f string) string {
-	return filepath.Join(g.b.mount, string(ctrl), g.b.root, g.name, f)
+func (g *v1Group) dir(ctrl cgroup1.Name) string {
+	return filepath.Join(g.b.mount, string(ctrl), g.b.root, g.name)
 }
 
+func (g *v1Group) file(ctrl cgroup1.Name, f string) string {
+	return filepath.Join(g.dir(ctrl), f)
+}
+
+// AddProc writes pid to cgroup.procs in every controller (memory first, so
+// that a group gone meanwhile fails before anything moved).
 func (g *v1Group) AddProc(pid int) error {
-	if err := g.cg.AddProc(uint64(pid)); err != nil {
-		return fmt.Errorf("cgroup: add pid %d to %s: %w", pid, g.Path(), v1err(err))
+	b := []byte(strconv.Itoa(pid))
+	for _, n := range g.b.names {
+		if err := os.WriteFile(g.file(n, "cgroup.procs"), b, 0); err != nil {
+			return fmt.Errorf("cgroup: add pid %d to %s: %w", pid, g.Path(), err)
+		}
 	}
 	return nil
 }
 
 func (g *v1Group) Procs() ([]int, error) {
-	ps, err := g.cg.Processes(cgroup1.Memory, true)
+	out, err := readProcs(g.dir(cgroup1.Memory), true)
 	if err != nil {
-		return nil, fmt.Errorf("cgroup: list processes of %s: %w", g.Path(), v1err(err))
-	}
-	out := make([]int, 0, len(ps))
-	for _, p := range ps {
-		out = append(out, p.Pid)
+		return nil, fmt.Errorf("cgroup: list processes of %s: %w", g.Path(), err)
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
@@ -265,7 +283,11 @@ func (g *v1Group) OOMKills() (uint64, error) {
 }
 
 func (g *v1Group) Stats() (Stats, error) {
-	m, err := g.cg.Stat(cgroup1.IgnoreNotExist)
+	cg, err := g.lib()
+	if err != nil {
+		return Stats{}, fmt.Errorf("cgroup: stats of %s: %w", g.Path(), err)
+	}
+	m, err := cg.Stat(cgroup1.IgnoreNotExist)
 	if err != nil {
 		return Stats{}, fmt.Errorf("cgroup: stats of %s: %w", g.Path(), v1err(err))
 	}
@@ -364,12 +386,13 @@ func (g *v1Group) thaw() {
 	}
 }
 
+// Delete removes the group with one rmdir per controller, memory first: a
+// group with processes inside fails there and is left whole.
 func (g *v1Group) Delete() error {
-	if err := g.cg.Delete(); err != nil {
-		if errors.Is(err, cgroup1.ErrCgroupDeleted) {
-			return nil
+	for _, n := range g.b.names {
+		if err := removeGroupDir(g.dir(n)); err != nil {
+			return fmt.Errorf("cgroup: delete %s: %w", g.Path(), err)
 		}
-		return fmt.Errorf("cgroup: delete %s: %w", g.Path(), err)
 	}
 	return nil
 }
@@ -394,8 +417,12 @@ func (g *v1Group) Update(r Resources) error {
 	if r.CPUWeight > 0 {
 		steps = append(steps, &specs.LinuxResources{CPU: g.b.spec(r).CPU})
 	}
+	cg, err := g.lib()
+	if err != nil {
+		return fmt.Errorf("cgroup: update %s: %w", g.Path(), err)
+	}
 	for _, s := range steps {
-		if err := g.cg.Update(s); err != nil {
+		if err := cg.Update(s); err != nil {
 			return fmt.Errorf("cgroup: update %s: %w", g.Path(), v1err(err))
 		}
 	}

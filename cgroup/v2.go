@@ -177,13 +177,9 @@ func (g *v2Group) AddProc(pid int) error {
 }
 
 func (g *v2Group) Procs() ([]int, error) {
-	ps, err := g.m.Procs(true)
+	out, err := readProcs(g.path, true)
 	if err != nil {
 		return nil, fmt.Errorf("cgroup: list processes of %s: %w", g.path, err)
-	}
-	out := make([]int, 0, len(ps))
-	for _, p := range ps {
-		out = append(out, int(p))
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
@@ -240,17 +236,22 @@ func (g *v2Group) Kill() error {
 	if len(pids) == 0 {
 		return nil
 	}
-	if err := g.m.Kill(); err != nil {
+	// cgroup.kill (Linux >= 5.14) kills the group and its sub-groups at
+	// once; without it the library freezes, signals and thaws.
+	err = os.WriteFile(filepath.Join(g.path, "cgroup.kill"), []byte("1"), 0)
+	if errors.Is(err, os.ErrNotExist) && exists(g.path) {
+		err = g.m.Kill()
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("cgroup: kill %s: %w", g.path, err)
 	}
 	return waitEmpty(g, 5*time.Second)
 }
 
+// Delete removes the group with one rmdir (sub-groups first, if a process
+// made any); it fails while processes are inside.
 func (g *v2Group) Delete() error {
-	if !exists(g.path) {
-		return nil
-	}
-	if err := g.m.Delete(); err != nil {
+	if err := removeGroupDir(g.path); err != nil {
 		return fmt.Errorf("cgroup: delete %s: %w", g.path, err)
 	}
 	return nil

@@ -41,6 +41,7 @@ type entry struct {
 	done      chan struct{} // closed once st is final
 	escalated bool          // Stop had to kill after the grace period
 	stopped   bool          // Stop was called (the shim may not have seen the signal before the cgroup kill)
+	group     cgroup.Group  // the process's cgroup, kept from Start or adoption; nil: load it by name
 }
 
 // NewManager prepares DataDir/procs and removes what runs (Manager.Run) of
@@ -176,6 +177,7 @@ func (m *Manager) start(ctx context.Context, spec Spec, e *entry) (Status, error
 	}
 	m.mu.Lock()
 	e.pidfd = f
+	e.group = group
 	e.st.ShimPID = shimPID
 	if m.closed {
 		// Closed meanwhile: leave the shim running for a future Adopt.
@@ -310,7 +312,7 @@ func (m *Manager) lost(id string, e *entry, why error) Status {
 	} else {
 		m.log.Warn("unreadable status", "id", id, "err", why)
 	}
-	if g, err := m.cg.Load(id); err == nil {
+	if g, err := m.group(id, e); err == nil {
 		if pids, _ := g.Procs(); len(pids) > 0 {
 			m.log.Warn("killing survivors of a lost shim", "id", id, "pids", pids)
 			if err := g.Kill(); err != nil {
@@ -509,7 +511,7 @@ func (m *Manager) Stop(ctx context.Context, id string, grace time.Duration) erro
 	m.mu.Unlock()
 	m.log.Info("killing process", "id", id, "grace", grace)
 	m.signalShim(e, unix.SIGUSR1)
-	if g, err := m.cg.Load(id); err == nil {
+	if g, err := m.group(id, e); err == nil {
 		if err := g.Kill(); err != nil {
 			m.log.Warn("stop: kill cgroup", "id", id, "err", err)
 		}
@@ -524,6 +526,30 @@ func (m *Manager) Stop(ctx context.Context, id string, grace time.Duration) erro
 	case <-t.C:
 		return fmt.Errorf("proc: stop %s: still running 30s after SIGKILL", id)
 	}
+}
+
+// group returns the cgroup of process id: the handle its entry kept (e may
+// be nil), else, for a process known only from disk, the group loaded by
+// name (an error wrapping cgroup.ErrNotExist when there is none).
+func (m *Manager) group(id string, e *entry) (cgroup.Group, error) {
+	if e != nil {
+		m.mu.Lock()
+		g := e.group
+		m.mu.Unlock()
+		if g != nil {
+			return g, nil
+		}
+	}
+	g, err := m.cg.Load(id)
+	if err != nil {
+		return nil, err
+	}
+	if e != nil {
+		m.mu.Lock()
+		e.group = g
+		m.mu.Unlock()
+	}
+	return g, nil
 }
 
 // signalShim signals the shim through its pidfd (immune to pid reuse).
@@ -577,7 +603,10 @@ func (m *Manager) Stats(id string) (rss uint64, cpu time.Duration, err error) {
 		return 0, 0, fmt.Errorf("proc: stats %s: %w", id, ErrUnknown)
 	}
 	if m.cg.Enabled() {
-		g, err := m.cg.Load(id)
+		m.mu.Lock()
+		e := m.procs[id]
+		m.mu.Unlock()
+		g, err := m.group(id, e)
 		if err != nil {
 			return 0, 0, fmt.Errorf("proc: stats %s: %w", id, err)
 		}
@@ -620,7 +649,7 @@ func (m *Manager) Forget(id string) error {
 			return fmt.Errorf("proc: forget %s: %w", id, ErrRunning)
 		}
 	}
-	if g, err := m.cg.Load(id); err == nil {
+	if g, err := m.group(id, e); err == nil {
 		if err := g.Kill(); err != nil {
 			m.log.Warn("forget: kill leftovers", "id", id, "err", err)
 		}

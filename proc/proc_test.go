@@ -692,3 +692,32 @@ func BenchmarkStartTrue(b *testing.B) {
 	b.ReportMetric(float64(totals[len(totals)/2].Microseconds()), "exit-median-µs")
 	b.ReportMetric(float64(totals[len(totals)*9/10].Microseconds()), "exit-p90-µs")
 }
+
+// BenchmarkStartStop starts a process that would run for minutes, kills it
+// (Stop without grace: SIGKILL to everything in its cgroup) and forgets it
+// (the cgroup is removed): the agent's side of stopping work.
+func BenchmarkStartStop(b *testing.B) {
+	e := newEnv(b)
+	done := make(chan Status, 1)
+	m, err := NewManager(Config{DataDir: e.dataDir, ShimCommand: []string{os.Args[0]}, ShimEnv: []string{"DUCC_TEST_SHIM=1"}, Cgroups: e.cg, Logger: slog.New(slog.DiscardHandler), OnExit: func(s Status) { done <- s }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		id := "s." + strconv.Itoa(i)
+		if _, err := m.Start(ctx, Spec{ID: id, WorkID: 1, Kind: "POP", Node: "n", Path: "/bin/sleep", Args: []string{"600"}, MemoryLimit: 256 * mib}); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Stop(ctx, id, 0); err != nil {
+			b.Fatal(err)
+		}
+		if st := <-done; st.Signal != "SIGKILL" {
+			b.Fatalf("%+v", st)
+		}
+		if err := m.Forget(id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
