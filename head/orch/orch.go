@@ -98,7 +98,7 @@ type Orchestrator struct {
 	sched    *rm.Config
 	classes  []rm.ClassUsage // per-class usage of the last cycle
 	nodes    map[string]*Node
-	mems     memIndex // schedulable memory of nodes, for the submit check
+	mems     memIndex          // schedulable memory of nodes, for the submit check
 	pending  map[uint64]string // work id → why it waits
 	version  uint64
 	sent     map[string]string      // node → fingerprint of last desired pushed
