@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -104,6 +105,19 @@ func (c *committer) Apply(ctx context.Context, cmds ...state.Command) ([]state.R
 	case c.wake <- struct{}{}:
 	default:
 	}
+	select {
+	case r := <-req.done:
+		return r.res, r.err
+	case <-ctx.Done():
+	}
+	// Gone: withdraw the commands unless they are in an entry already.
+	c.mu.Lock()
+	if i := slices.Index(c.queue, req); i >= 0 {
+		c.queue = slices.Delete(c.queue, i, i+1)
+		c.mu.Unlock()
+		return nil, fmt.Errorf("raft apply: %w", ctx.Err())
+	}
+	c.mu.Unlock()
 	r := <-req.done
 	return r.res, r.err
 }
