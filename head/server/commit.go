@@ -214,17 +214,16 @@ func (c *committer) start(e *entry) {
 		}
 	}
 	e.bytes = len(data)
-	// Raft waits for the entry to be taken in no longer than the most
-	// impatient caller would (10 s without a deadline).
-	timeout := 10 * time.Second
-	for i, r := range e.reqs {
+	// Raft waits for the entry to be taken in as long as the most patient
+	// caller would (10 s without a deadline): one caller's short deadline
+	// must not fail the others' commands.
+	var timeout time.Duration
+	for _, r := range e.reqs {
 		t := 10 * time.Second
 		if dl, ok := r.ctx.Deadline(); ok {
 			t = time.Until(dl)
 		}
-		if i == 0 || t < timeout {
-			timeout = t
-		}
+		timeout = max(timeout, t)
 	}
 	e.started = time.Now()
 	e.future = c.apply(data, timeout)
