@@ -75,15 +75,24 @@ func (h *Head) Reserve(ctx context.Context, c wire.Caller, r wire.ReserveRequest
 // checkSubmit applies the class's submit_acl and per-user/group limits
 // (docs/scheduling.md) against what the caller already has in the class.
 func (h *Head) checkSubmit(c wire.Caller, class string, memory int64) error {
+	sc := h.sched()
 	// Limits apply to the caller and the caller's groups only, so the
-	// group database is read for the caller's groups, once.
-	groups := groupNames(c.Groups)
-	nameOf := make(map[uint32]string, len(c.Groups))
-	for i, g := range c.Groups {
-		nameOf[g] = groups[i]
+	// group database is read for the caller's groups, once, and the work
+	// is counted only when the class has limits.
+	needGroups, needUsage := sc.SubmitNeeds(class)
+	var groups []string
+	if needGroups {
+		groups = groupNames(c.Groups)
+	}
+	nameOf := make(map[uint32]string, len(groups))
+	for i, g := range groups {
+		nameOf[c.Groups[i]] = g
 	}
 	usage := rm.Usage{Groups: map[string]rm.Tally{}}
 	h.cfg.FSM.View(func(v *state.View) {
+		if !needUsage {
+			return
+		}
 		for _, w := range v.Active() {
 			if w.Class != class {
 				continue
@@ -103,7 +112,7 @@ func (h *Head) checkSubmit(c wire.Caller, class string, memory int64) error {
 			}
 		}
 	})
-	if err := h.sched().CheckSubmit(c.User, groups, class, memory, usage); err != nil {
+	if err := sc.CheckSubmit(c.User, groups, class, memory, usage); err != nil {
 		return wire.Errorf(wire.CodeUsage, "%v", err)
 	}
 	return nil

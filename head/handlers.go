@@ -92,23 +92,21 @@ func classesOf(sc *rm.Config, policy string) []string {
 	return out
 }
 
-// fitsSomeNode refuses memory that no known node could ever hold.
+// fitsSomeNode refuses memory that no known node could ever hold. It asks
+// the orchestrator for the largest schedulable node, which it keeps up to
+// date as heartbeats arrive, so a submission scans no nodes.
 func (h *Head) fitsSomeNode(mem, quantum int64) error {
-	nodes := h.orch.Nodes()
-	if len(nodes) == 0 {
+	largest, known := h.orch.LargestSchedulable()
+	if !known {
 		return nil // nothing known yet: it waits with a reason
 	}
 	need := (mem + quantum - 1) / quantum
-	var largest int64
-	for _, n := range nodes {
-		shares := n.HB.MemSchedulable / quantum
-		if shares >= need {
-			return nil
-		}
-		largest = max(largest, shares*quantum)
+	shares := largest / quantum
+	if shares >= need {
+		return nil
 	}
 	return wire.Errorf(wire.CodeUsage, "no node can hold %s; largest schedulable is %s",
-		units.FormatSize(need*quantum), units.FormatSize(largest))
+		units.FormatSize(need*quantum), units.FormatSize(shares*quantum))
 }
 
 // Cancel cancels a piece of work for its owner, root or an administrator.

@@ -102,6 +102,7 @@ type Orchestrator struct {
 	sched    *rm.Config
 	classes  []rm.ClassUsage // per-class usage of the last cycle
 	nodes    map[string]*Node
+	mems     memIndex          // schedulable memory of nodes, for the submit check
 	pending  map[uint64]string // work id → why it waits
 	version  uint64
 	sent     map[string]string      // node → fingerprint of last desired pushed
@@ -281,11 +282,13 @@ func (o *Orchestrator) Heartbeat(ctx context.Context, hb wire.Heartbeat, peer st
 	if n == nil {
 		n = &Node{Name: hb.Node}
 		o.nodes[hb.Node] = n
+		o.mems.add(0)
 	}
 	if hb.Seq < n.HB.Seq && n.State == NodeUp && hb.Time <= n.HB.Time {
 		o.mu.Unlock()
 		return // stale, reordered
 	}
+	o.mems.change(n.HB.MemSchedulable, hb.MemSchedulable)
 	n.Peer, n.HB, n.LastSeen, n.State = peer, hb, o.cfg.Now(), NodeUp
 	// Resend only what this node missed: its own last push, once it had
 	// time to arrive (the heartbeat may have crossed it).
@@ -385,6 +388,7 @@ func (o *Orchestrator) seedNodes() {
 	for _, name := range names {
 		if name != "" && o.nodes[name] == nil {
 			o.nodes[name] = &Node{Name: name, State: NodeUnknown, LastSeen: now}
+			o.mems.add(0)
 		}
 	}
 }

@@ -146,6 +146,27 @@ type Usage struct {
 	Groups map[string]Tally
 }
 
+// SubmitNeeds tells what CheckSubmit reads for a submission to class: the
+// caller's group names (a submit_acl that is not open to all, or a group
+// limit) and the current usage (any limit). A class with neither is checked
+// without resolving groups or counting work.
+func (c *Config) SubmitNeeds(class string) (groups, usage bool) {
+	cl, err := c.Class(class)
+	if err != nil {
+		return false, false // CheckSubmit refuses the class itself
+	}
+	if acl := strings.TrimSpace(cl.SubmitACL); acl != "" && acl != "*" {
+		groups = true
+	}
+	for _, l := range cl.Limits {
+		usage = true
+		if l.Group != "" {
+			groups = true
+		}
+	}
+	return groups, usage
+}
+
 // CheckSubmit decides whether user (in groups) may submit one more piece of
 // work of memory bytes (total, all processes it asks for up front) to class,
 // given current usage in that class. The error says why not and what to do.

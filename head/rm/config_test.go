@@ -187,3 +187,30 @@ func FuzzParseConfig(f *testing.F) {
 		}})
 	})
 }
+
+func TestSubmitNeeds(t *testing.T) {
+	c := DefaultConfig()
+	c.Classes = []Class{
+		{Name: "open", Policy: FixedShare},
+		{Name: "star", Policy: FixedShare, SubmitACL: " * "},
+		{Name: "users", Policy: FixedShare, SubmitACL: "alice,bob"},
+		{Name: "userlimit", Policy: FixedShare, Limits: []Limit{{User: "*", MaxJobs: 2}}},
+		{Name: "grouplimit", Policy: FixedShare, Limits: []Limit{{User: "*", MaxJobs: 2}, {Group: "ml", MaxJobs: 4}}},
+	}
+	for _, tc := range []struct {
+		class         string
+		groups, usage bool
+	}{
+		{"open", false, false},
+		{"star", false, false},
+		{"users", true, false},
+		{"userlimit", false, true},
+		{"grouplimit", true, true},
+		{"nosuch", false, false},
+	} {
+		g, u := c.SubmitNeeds(tc.class)
+		if g != tc.groups || u != tc.usage {
+			t.Errorf("SubmitNeeds(%q) = groups %v, usage %v; want %v, %v", tc.class, g, u, tc.groups, tc.usage)
+		}
+	}
+}

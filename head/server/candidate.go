@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -42,6 +41,7 @@ type candidate struct {
 	trans *raft.NetworkTransport
 
 	member atomic.Bool
+	commit *committer
 
 	mu   sync.Mutex
 	head *head.Head
@@ -104,6 +104,7 @@ func newCandidate(cfg candidateConfig) (*candidate, error) {
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
 	c := &candidate{cfg: cfg, log: log, raft: r, fsm: fsm, store: store, trans: trans}
+	c.commit = newCommitter(func(data []byte, timeout time.Duration) raft.ApplyFuture { return r.Apply(data, timeout) }, log)
 	c.member.Store(has || cfg.BootstrapExpect <= 1)
 	return c, nil
 }
@@ -187,6 +188,12 @@ func (c *candidate) Head() *head.Head {
 // Run starts and stops the head as leadership comes and goes, until ctx
 // ends.
 func (c *candidate) Run(ctx context.Context) {
+	// The group commit outlives the head (stop, deferred below, ends the
+	// head first): it answers the head's last applies.
+	commitCtx, stopCommit := context.WithCancel(context.Background())
+	committing := make(chan struct{})
+	go func() { defer close(committing); c.commit.run(commitCtx) }()
+	defer func() { stopCommit(); <-committing }()
 	var (
 		cancel context.CancelFunc
 		done   chan struct{}
@@ -250,31 +257,13 @@ func (c *candidate) Run(ctx context.Context) {
 }
 
 // Apply commits commands through Raft; it must be called on the leader.
+// Commands of concurrent callers share log entries (committer); each
+// caller returns once the entry holding its commands is applied.
 func (c *candidate) Apply(ctx context.Context, cmds ...state.Command) ([]state.Result, error) {
-	data, err := state.Encode(cmds...)
-	if err != nil {
-		return nil, fmt.Errorf("encode commands: %w", err)
-	}
-	timeout := 10 * time.Second
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
-	}
 	start := time.Now()
-	f := c.raft.Apply(data, timeout)
-	err = f.Error()
-	c.log.Debug("raft apply", "commands", len(cmds), "bytes", len(data), "took", time.Since(start))
+	res, err := c.commit.Apply(ctx, cmds...)
 	c.cfg.HeadConfig.Metrics.ObserveApply(time.Since(start))
-	if err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			return nil, wire.Errorf(wire.CodeUnreachable, "this node is no longer the head; retry: %v", err)
-		}
-		return nil, fmt.Errorf("raft apply: %w", err)
-	}
-	res, _ := f.Response().([]state.Result)
-	if len(res) == 1 && len(cmds) > 1 && res[0].Err != nil {
-		return nil, res[0].Err
-	}
-	return res, nil
+	return res, err
 }
 
 // Close shuts Raft down and closes the log.

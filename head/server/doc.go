@@ -5,7 +5,10 @@
 //   - runs the node's Raft member (the log in data_dir/raft on bbolt, the
 //     transport over libp2p streams) and, while the member leads, the head
 //     of that term (head.Head), after a Barrier so that a new leader
-//     continues exactly where the old one stopped;
+//     continues exactly where the old one stopped; the head's applies go
+//     through a group commit (committer): commands of concurrent callers
+//     share one log entry, and each caller returns once its entry is
+//     applied;
 //   - forms the first Raft group (bootstrap_expect head-eligible agents
 //     that see each other's heartbeats) or asks the leader to add it;
 //   - while it leads, lists the group's members with their state (from

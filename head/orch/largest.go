@@ -1,0 +1,55 @@
+package orch
+
+// memIndex keeps the largest schedulable memory among the known nodes up to
+// date as heartbeats change it, so that the submit check (does any node
+// hold this much?) costs the same at 10 nodes and at 10,000. It counts the
+// nodes per schedulable size: nodes come in few sizes, and the largest is
+// looked for again only when the last node of the largest size shrinks.
+type memIndex struct {
+	nodes   int
+	largest int64
+	count   map[int64]int // schedulable bytes → known nodes that size
+}
+
+// add counts a node of mem schedulable bytes.
+func (m *memIndex) add(mem int64) {
+	if m.count == nil {
+		m.count = make(map[int64]int)
+	}
+	m.nodes++
+	m.count[mem]++
+	if m.nodes == 1 || mem > m.largest {
+		m.largest = mem
+	}
+}
+
+// change records that a counted node's schedulable memory went from old to
+// mem.
+func (m *memIndex) change(old, mem int64) {
+	if old == mem {
+		return
+	}
+	m.count[mem]++
+	if mem > m.largest {
+		m.largest = mem
+	}
+	if m.count[old]--; m.count[old] > 0 {
+		return
+	}
+	delete(m.count, old)
+	if old == m.largest {
+		m.largest = 0
+		for v := range m.count {
+			m.largest = max(m.largest, v)
+		}
+	}
+}
+
+// LargestSchedulable returns the most schedulable memory any known node
+// reported (in any state), and false when no node is known yet. It scans
+// nothing.
+func (o *Orchestrator) LargestSchedulable() (mem int64, known bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.mems.largest, o.mems.nodes > 0
+}

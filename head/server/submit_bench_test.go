@@ -1,0 +1,152 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/wiretest"
+)
+
+// BenchmarkSubmit measures managed reservations accepted by one head with
+// 16 submissions in flight, each through the head's RPC handler (Call, as
+// from another node) and a real Raft log on disk. The head knows `nodes`
+// nodes (fed as heartbeats) and schedules what it accepts, so the
+// scheduling cycles and their assignments run beside the submissions.
+//
+//	go test -run XXX -bench Submit -benchtime 2000x ./head/server/
+func BenchmarkSubmit(b *testing.B) {
+	for _, nodes := range []int{100, 5000} {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) { benchSubmit(b, nodes, 16) })
+	}
+}
+
+func benchSubmit(b *testing.B, nodes, inFlight int) {
+	node := wiretest.NewNode(b, wiretest.Key(b))
+	cfg := Config{
+		Host: node.Host, Heartbeats: node.Heartbeats, Leaders: node.Leaders,
+		DataDir: b.TempDir(), BootstrapExpect: 1, Elect: 100 * time.Millisecond, Heartbeat: time.Second,
+		Node: "head", Version: "bench", Scheduler: rm.DefaultConfig(), NodeTimeout: time.Hour,
+		Logger: wiretest.Logger(b),
+	}
+	s, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+		if err := s.Close(); err != nil {
+			b.Errorf("close: %v", err)
+		}
+	}()
+	wiretest.Eventually(b, "the election", s.Leading)
+	h := s.Head()
+	// The nodes' pushes fail at once (no such peer); their heartbeats are
+	// folded in directly.
+	for i := range nodes {
+		h.Heartbeat(ctx, wire.Heartbeat{
+			Node: fmt.Sprintf("node%05d", i), PeerID: "bench", Seq: 1, Time: time.Now().UnixMilli(),
+			MemTotal: 32 << 30, MemSchedulable: 32 << 30, CPUs: 16,
+		}, "bench")
+	}
+	caller := wire.Caller{User: "bench", UID: 1000, GID: 1000, Node: "head"}
+	var next atomic.Int64
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for range inFlight {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				var rep wire.SubmitReply
+				req := wire.RunRequest{Path: "/bin/true", Memory: 1 << 30}
+				if err := s.Call(ctx, wire.MethodRun, caller, req, &rep); err != nil || rep.ID == 0 {
+					if failed.Add(1) == 1 {
+						b.Errorf("submit: %v (id %d)", err, rep.ID)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "submits/s")
+}
+
+// BenchmarkApply measures the Raft apply path alone (a one-node Raft with
+// its log in bbolt on disk, no head): 16 goroutines apply one submission
+// each at a time, either each as its own log entry (raft.Apply per call,
+// as before the group commit) or through the committer.
+//
+//	go test -run XXX -bench Apply -benchtime 5000x ./head/server/
+func BenchmarkApply(b *testing.B) {
+	for _, mode := range []string{"entry-per-call", "group-commit"} {
+		b.Run(mode, func(b *testing.B) {
+			node := wiretest.NewNode(b, wiretest.Key(b))
+			c, err := newCandidate(candidateConfig{DataDir: b.TempDir(), Host: node.Host, BootstrapExpect: 1,
+				Logger: wiretest.Logger(b), Elect: 100 * time.Millisecond})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			wiretest.Eventually(b, "leadership", func() bool { return c.raft.State() == raft.Leader })
+			if err := c.raft.Barrier(10 * time.Second).Error(); err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); c.commit.run(ctx) }()
+			defer func() { cancel(); <-done }()
+			apply := c.commit.Apply
+			if mode == "entry-per-call" {
+				apply = func(_ context.Context, cmds ...state.Command) ([]state.Result, error) {
+					data, err := state.Encode(cmds...)
+					if err != nil {
+						return nil, err
+					}
+					f := c.raft.Apply(data, 10*time.Second)
+					if err := f.Error(); err != nil {
+						return nil, err
+					}
+					res, _ := f.Response().([]state.Result)
+					return res, nil
+				}
+			}
+			first := c.raft.LastIndex()
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for range 16 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for next.Add(1) <= int64(b.N) {
+						res, err := apply(ctx, state.Command{Type: state.CmdSubmit, Time: 1, Work: &state.Work{
+							Kind: wire.WorkManaged, User: "bench", Class: "fixed", Path: "/bin/true", Memory: 1 << 30}})
+						if err != nil || len(res) != 1 || res[0].Err != nil {
+							b.Errorf("apply: %v %+v", err, res)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "applies/s")
+			b.ReportMetric(float64(c.raft.LastIndex()-first)/float64(b.N), "entries/op")
+		})
+	}
+}
