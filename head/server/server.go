@@ -227,15 +227,21 @@ func (s *Server) takeHeartbeats(ctx context.Context, sub *wire.Subscription[wire
 			}
 			return
 		}
-		if hb.PeerID != from.String() {
-			s.log.Warn("ignoring a heartbeat whose peer id is not its sender's", "node", hb.Node, "claims", hb.PeerID, "from", from)
+		// Heartbeats are unsigned: the peer id is the sender's claim, as
+		// the node name always was. The peer that delivered it is a
+		// cluster member, but not necessarily the sender (another head
+		// candidate may have forwarded it), so the claim is not checked
+		// against it (docs/decisions.md, "Unsigned gossip").
+		sender, err := peer.Decode(hb.PeerID)
+		if err != nil {
+			s.log.Warn("ignoring a heartbeat with a bad peer id", "node", hb.Node, "peer", hb.PeerID, "from", from, "err", err)
 			continue
 		}
-		wire.LearnAddrs(s.cfg.Host, from, hb.Addrs)
-		s.former.saw(from, hb)
+		wire.LearnAddrs(s.cfg.Host, sender, hb.Addrs)
+		s.former.saw(sender, hb)
 		if h := s.cand.Head(); h != nil {
 			t0 := time.Now()
-			h.Heartbeat(ctx, hb, from.String())
+			h.Heartbeat(ctx, hb, hb.PeerID)
 			if s.cfg.Hooks.Heartbeat != nil {
 				s.cfg.Hooks.Heartbeat(hb, t0, time.Since(t0))
 			}
