@@ -126,7 +126,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			DataDir: a.cfg.DataDir, BootstrapExpect: a.cfg.BootstrapExpect, Elect: a.cfg.Elect, Heartbeat: a.cfg.Heartbeat.D(),
 			Node: a.cfg.Node, Version: a.version,
 			Scheduler: a.cfg.Scheduler, Administrators: a.cfg.Administrators,
-			NodeTimeout: a.cfg.NodeTimeout.D(), Metrics: a.obs.head, Pingers: a,
+			NodeTimeout: a.cfg.NodeTimeout.D(), Metrics: a.obs.head, Pingers: a, MaxHeartbeatsPerSecond: a.cfg.MaxHeartbeatsPerSecond,
 			FollowedLeader: func() peer.ID { p, _ := a.leader.get(); return p },
 			LocalDesired:   a.acceptDesired,
 			Logger:         a.base,
@@ -329,6 +329,12 @@ func (a *Agent) handleFromHead(ctx context.Context, _ peer.ID, req *wire.Request
 		var ds wire.DesiredState
 		if err := req.DecodeBody(&ds); err != nil {
 			return nil, err
+		}
+		if ds.Node != a.cfg.Node {
+			// A head sends each node its own state; one for another node
+			// came from a forged heartbeat's peer id (docs/decisions.md,
+			// "Unsigned gossip") and would stop this node's processes.
+			return nil, wire.Errorf(wire.CodeUsage, "desired state for node %q sent to node %q", ds.Node, a.cfg.Node)
 		}
 		a.acceptDesired(ds)
 		return wire.Empty{}, nil

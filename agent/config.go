@@ -48,8 +48,12 @@ type Config struct {
 	MemoryReserved units.Size
 	// Heartbeat is the heartbeat period (1s).
 	Heartbeat units.Duration
-	// NodeTimeout declares a node down after this long without heartbeats.
+	// NodeTimeout declares a node down after this long without heartbeats
+	// (at the Heartbeat interval; it grows with a stretched interval).
 	NodeTimeout units.Duration
+	// MaxHeartbeatsPerSecond is the heartbeat intake the head keeps by
+	// stretching the interval it announces (DefaultMaxHeartbeatsPerSecond).
+	MaxHeartbeatsPerSecond int
 	// Administrators may act on anyone's work.
 	Administrators []string
 	// Scheduler is the Resource Manager's configuration.
@@ -91,11 +95,18 @@ type fileConfig struct {
 		BootstrapExpect int            `yaml:"bootstrap_expect"`
 		ElectionTimeout units.Duration `yaml:"election_timeout"`
 		NodeTimeout     units.Duration `yaml:"node_timeout"`
+
+		MaxHeartbeatsPerSecond int `yaml:"max_heartbeats_per_second"`
 	} `yaml:"head"`
 	Administrators []string   `yaml:"administrators"`
 	Web            WebConfig  `yaml:"web"`
 	Scheduler      *rm.Config `yaml:"scheduler"`
 }
+
+// DefaultMaxHeartbeatsPerSecond is head.max_heartbeats_per_second when
+// the config does not set it: up to 2,000 nodes heartbeat every
+// node.heartbeat, a larger cluster every nodes / 2,000 seconds.
+const DefaultMaxHeartbeatsPerSecond = 2000
 
 // LoadConfig reads a config file strictly.
 func LoadConfig(path string) (*Config, error) {
@@ -123,7 +134,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		Node: f.Node.Name, Listen: f.Node.Listen, DataDir: f.Node.DataDir, Socket: f.Node.Socket,
 		Memory: f.Node.Memory, MemoryReserved: f.Node.MemoryReserved, Heartbeat: f.Node.Heartbeat,
 		Join: f.Join, Head: f.Head.Eligible, BootstrapExpect: f.Head.BootstrapExpect,
-		Elect: f.Head.ElectionTimeout.D(), NodeTimeout: f.Head.NodeTimeout,
+		Elect: f.Head.ElectionTimeout.D(), NodeTimeout: f.Head.NodeTimeout, MaxHeartbeatsPerSecond: f.Head.MaxHeartbeatsPerSecond,
 		Administrators: f.Administrators, Web: f.Web, Scheduler: f.Scheduler,
 	}
 	if c.Scheduler != nil {
@@ -166,6 +177,9 @@ func (c *Config) validate() error {
 	}
 	if c.Heartbeat.D() < 50*time.Millisecond {
 		return fmt.Errorf("node.heartbeat %v: must be at least 50ms", c.Heartbeat.D())
+	}
+	if c.MaxHeartbeatsPerSecond < 0 {
+		return fmt.Errorf("head.max_heartbeats_per_second %d: must be positive", c.MaxHeartbeatsPerSecond)
 	}
 	if c.NodeTimeout.D() < 2*c.Heartbeat.D() {
 		return fmt.Errorf("head.node_timeout %v: must be at least two heartbeats (%v)", c.NodeTimeout.D(), 2*c.Heartbeat.D())
@@ -247,6 +261,9 @@ func (c *Config) fill() {
 	}
 	if c.NodeTimeout == 0 {
 		c.NodeTimeout = units.Duration(10 * time.Second)
+	}
+	if c.MaxHeartbeatsPerSecond == 0 {
+		c.MaxHeartbeatsPerSecond = DefaultMaxHeartbeatsPerSecond
 	}
 	if c.Scheduler == nil {
 		c.Scheduler = rm.DefaultConfig()

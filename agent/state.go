@@ -2,9 +2,11 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -19,9 +21,38 @@ import (
 // leaderTracker is the head this agent follows, from the leader
 // announcements.
 type leaderTracker struct {
-	mu      sync.Mutex
-	leader  peer.ID
-	changed chan struct{} // closed (and replaced) when the leader changes
+	mu       sync.Mutex
+	leader   peer.ID
+	changed  chan struct{} // closed (and replaced) when the leader changes
+	term     uint64        // term of the last announcement followed
+	interval time.Duration // heartbeat interval the head asks for (0: none)
+}
+
+// announced records the term and the heartbeat interval of the followed
+// head's announcement.
+func (l *leaderTracker) announced(term uint64, interval time.Duration) {
+	l.mu.Lock()
+	l.term, l.interval = term, interval
+	l.mu.Unlock()
+}
+
+// heartbeatInterval returns the heartbeat interval the followed head
+// announced (0: none).
+func (l *leaderTracker) heartbeatInterval() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.interval
+}
+
+// head names the followed head and its term: a head elected again
+// has a new term, and a fresh view of the nodes.
+func (l *leaderTracker) head() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.leader == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s/%d", l.leader, l.term)
 }
 
 func newLeaderTracker() *leaderTracker {

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -88,5 +89,25 @@ func TestBusySetAndFeeders(t *testing.T) {
 	}
 	if !f.add("1.1", func() {}) {
 		t.Error("add after stop")
+	}
+}
+
+// The heartbeat shaper sees a new head when the leader or its term
+// changes, and the announced interval is kept.
+func TestLeaderTrackerHead(t *testing.T) {
+	l := newLeaderTracker()
+	if l.head() != "" || l.heartbeatInterval() != 0 {
+		t.Fatalf("fresh tracker: %q %v", l.head(), l.heartbeatInterval())
+	}
+	l.announced(3, 2500*time.Millisecond)
+	l.set("peerA")
+	a3 := l.head()
+	l.announced(3, 2500*time.Millisecond)
+	if l.head() != a3 || l.heartbeatInterval() != 2500*time.Millisecond {
+		t.Errorf("same announcement: %q, %v", l.head(), l.heartbeatInterval())
+	}
+	l.announced(4, 0)
+	if l.head() == a3 || l.heartbeatInterval() != 0 {
+		t.Errorf("new term: %q, %v", l.head(), l.heartbeatInterval())
 	}
 }

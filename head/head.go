@@ -35,6 +35,12 @@ type Config struct {
 	Metrics        *web.HeadMetrics // nil-safe
 	Now            func() time.Time
 	Logger         *slog.Logger
+
+	// Heartbeat is the agents' configured heartbeat interval and
+	// MaxHeartbeatsPerSecond the intake the head stretches it to keep
+	// (orch.Config).
+	Heartbeat              time.Duration
+	MaxHeartbeatsPerSecond int
 }
 
 // Head is the cluster's brain for one leadership term: it answers the
@@ -95,6 +101,8 @@ func New(cfg Config) *Head {
 		MinInterval: cfg.Scheduler.MinInterval.D(),
 		NodeTimeout: cfg.NodeTimeout,
 		Grace:       cfg.Scheduler.Preemption.KillWait.D(),
+
+		Heartbeat: cfg.Heartbeat, MaxHeartbeatsPerSecond: cfg.MaxHeartbeatsPerSecond,
 	})
 	return h
 }
@@ -109,6 +117,10 @@ func (h *Head) Run(ctx context.Context) {
 func (h *Head) Heartbeat(ctx context.Context, hb wire.Heartbeat, peer string) {
 	h.orch.Heartbeat(ctx, hb, peer)
 }
+
+// HeartbeatInterval is the heartbeat interval the head asks agents to use
+// (it grows with the cluster; orch.Orchestrator.HeartbeatInterval).
+func (h *Head) HeartbeatInterval() time.Duration { return h.orch.HeartbeatInterval() }
 
 // sched returns the scheduler configuration in force.
 func (h *Head) sched() *rm.Config {

@@ -46,6 +46,7 @@ type fakes struct {
 	leaderMu sync.Mutex
 	leader   peer.ID
 	term     uint64
+	interval time.Duration // heartbeat interval: the config's, or the head's longer one
 
 	runMu   sync.Mutex
 	running map[uint64]time.Time // work id → its process reported Running
@@ -76,6 +77,7 @@ type fakeNode struct {
 	seq     uint64
 	applied uint64                      // desired-state version applied
 	procs   map[string]*wire.ProcStatus // running, and ended but not acknowledged
+	shaper  wire.HeartbeatShaper        // full or delta; used by heartbeatLoop only
 }
 
 func nodeName(i int) string { return fmt.Sprintf("sim%05d", i) }
@@ -96,7 +98,7 @@ func startFakes(ctx context.Context, cfg fakesConfig, logger *slog.Logger) (_ *f
 		}
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	f := &fakes{cfg: cfg, log: logger, leader: head.ID, running: map[uint64]time.Time{}, cancel: cancel}
+	f := &fakes{cfg: cfg, log: logger, leader: head.ID, interval: cfg.Heartbeat, running: map[uint64]time.Time{}, cancel: cancel}
 	defer func() {
 		if err != nil {
 			f.stop()
@@ -202,6 +204,7 @@ func (f *fakes) followLeader(ctx context.Context, sub *wire.Subscription[wire.Le
 		f.leaderMu.Lock()
 		if ann.Term >= f.term {
 			f.leader, f.term = p, ann.Term
+			f.interval = max(f.cfg.Heartbeat, time.Duration(ann.HeartbeatMS)*time.Millisecond)
 		}
 		f.leaderMu.Unlock()
 	}
@@ -211,6 +214,14 @@ func (f *fakes) leaderID() peer.ID {
 	f.leaderMu.Lock()
 	defer f.leaderMu.Unlock()
 	return f.leader
+}
+
+// followed returns the head the fakes follow (peer id and term, as an
+// agent names it for its heartbeat shaper) and the heartbeat interval.
+func (f *fakes) followed() (string, time.Duration) {
+	f.leaderMu.Lock()
+	defer f.leaderMu.Unlock()
+	return fmt.Sprintf("%s/%d", f.leader, f.term), f.interval
 }
 
 // stop stops every goroutine and host and returns the fakes' figures.
@@ -232,30 +243,39 @@ func (f *fakes) stop() FakeStats {
 }
 
 // heartbeatLoop publishes every node's heartbeat once per interval,
-// spread evenly over the interval, catching up if it fell behind.
+// spread evenly over the interval, catching up if it fell behind. It
+// follows the interval the head announces, and sends full or delta
+// heartbeats as an agent does (wire.HeartbeatShaper).
 func (fh *fakeHost) heartbeatLoop(ctx context.Context) {
 	n := len(fh.nodes)
 	if n == 0 {
 		return
 	}
-	every := fh.f.cfg.Heartbeat / time.Duration(n)
-	if every <= 0 {
-		every = time.Microsecond
-	}
+	_, interval := fh.f.followed()
+	spread := func(iv time.Duration) time.Duration { return max(iv/time.Duration(n), time.Microsecond) }
+	every := spread(interval)
 	// Hosts start at random points of the interval, as real agents would.
-	offset := rand.N(fh.f.cfg.Heartbeat)
+	offset := rand.N(interval)
 	start := time.Now().Add(-offset)
 	done := int(offset / every)
 	tick := time.NewTicker(max(every, time.Millisecond))
 	defer tick.Stop()
 	for {
+		head, iv := fh.f.followed()
+		if iv != interval {
+			// Go on from the same node at the new pace.
+			interval, every = iv, spread(iv)
+			start = time.Now().Add(-time.Duration(done) * every)
+		}
 		due := int(time.Since(start) / every)
 		for ; done < due; done++ {
-			hb := fh.heartbeat(fh.nodes[done%n])
+			node := fh.nodes[done%n]
+			hb := node.shaper.Shape(fh.heartbeat(node), head)
 			if err := fh.hbT.Publish(ctx, hb); err != nil {
 				if ctx.Err() != nil {
 					return
 				}
+				node.shaper.ForceFull()
 				fh.f.publishErrs.Add(1)
 				continue
 			}

@@ -45,8 +45,13 @@ type Config struct {
 	Scheduler      *rm.Config
 	Administrators []string
 	// NodeTimeout is how long a node may miss heartbeats before it is
-	// declared down.
+	// declared down, at the Heartbeat interval; it grows in proportion
+	// when the head stretches the interval.
 	NodeTimeout time.Duration
+	// MaxHeartbeatsPerSecond bounds the head's heartbeat intake: with more
+	// nodes than that per Heartbeat, the head announces a longer interval
+	// (nodes / MaxHeartbeatsPerSecond) and agents follow it. Zero: never.
+	MaxHeartbeatsPerSecond int
 	// Metrics are the head's metrics (nil-safe).
 	Metrics *web.HeadMetrics
 	// Pingers runs custom service pingers on agents (the agent this
@@ -104,6 +109,7 @@ func New(cfg Config) (*Server, error) {
 	hc := head.Config{
 		Node: cfg.Node, Peer: cfg.Host.ID().String(), Version: cfg.Version, Push: s, Pingers: cfg.Pingers,
 		Scheduler: cfg.Scheduler, Administrators: cfg.Administrators, NodeTimeout: cfg.NodeTimeout,
+		Heartbeat: cfg.Heartbeat, MaxHeartbeatsPerSecond: cfg.MaxHeartbeatsPerSecond,
 		Metrics: cfg.Metrics, Logger: cfg.Logger,
 	}
 	cand, err := newCandidate(candidateConfig{
@@ -250,7 +256,8 @@ func (s *Server) takeHeartbeats(ctx context.Context, sub *wire.Subscription[wire
 }
 
 // announce announces this server as head while it leads: at once when it
-// becomes head, then every heartbeat period.
+// becomes head, then every heartbeat period, with the heartbeat interval
+// agents should use.
 func (s *Server) announce(ctx context.Context) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
@@ -261,7 +268,8 @@ func (s *Server) announce(ctx context.Context) {
 		if h != nil && (h != was || time.Since(last) >= s.cfg.Heartbeat) {
 			last = time.Now()
 			ann := wire.LeaderAnnounce{PeerID: s.cfg.Host.ID().String(), Node: s.cfg.Node,
-				Term: s.cand.Raft().CurrentTerm(), Time: time.Now().UnixMilli()}
+				Term: s.cand.Raft().CurrentTerm(), Time: time.Now().UnixMilli(),
+				HeartbeatMS: h.HeartbeatInterval().Milliseconds()}
 			for _, addr := range s.cfg.Host.Addrs() {
 				ann.Addrs = append(ann.Addrs, addr.String())
 			}
