@@ -122,7 +122,7 @@ func TestPubSubRejectsRemoteGarbage(t *testing.T) {
 	a, b := newTestHost(t, psk), newTestHost(t, psk)
 	// LaxNoSign lets this peer publish one signed message below.
 	psA, err := pubsub.NewGossipSub(ctx, a, pubsub.WithFloodPublish(true),
-		pubsub.WithMessageSignaturePolicy(pubsub.LaxNoSign), //lint:ignore SA1019 the test needs a peer that can sign one message
+		pubsub.WithMessageSignaturePolicy(pubsub.LaxNoSign),
 		pubsub.WithNoAuthor(), pubsub.WithMessageIdFn(contentID))
 	if err != nil {
 		t.Fatal(err)
