@@ -130,21 +130,21 @@ func BenchmarkHeartbeatCodec(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run(c.name+"/encode", func(b *testing.B) {
-			b.ReportMetric(float64(len(data)), "bytes")
 			for b.Loop() {
 				if _, err := Marshal(c.hb); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(len(data)), "bytes")
 		})
 		b.Run(c.name+"/decode", func(b *testing.B) {
-			b.ReportMetric(float64(len(data)), "bytes")
 			for b.Loop() {
 				var hb Heartbeat
 				if err := UnmarshalLimit(data, &hb, MaxHeartbeatSize); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(len(data)), "bytes")
 		})
 	}
 }
