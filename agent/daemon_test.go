@@ -85,9 +85,22 @@ func TestAgentHeartbeats(t *testing.T) {
 	a := startAgent(t, workerConfig(t, psk, fh))
 	self := a.peerID(t)
 	var hb wire.Heartbeat
-	fh.waitFor("a full and a delta heartbeat of n1", func() bool {
+	fh.waitFor("two heartbeats of n1", func() bool {
 		hb = fh.beats["n1"]
-		return hb.Seq >= 2 && fh.deltas["n1"] > 0
+		return hb.Seq >= 2
+	})
+	// Full heartbeats until the head has shown it holds one (it pushes a
+	// desired state), then deltas.
+	fh.mu.Lock()
+	deltas := fh.deltas["n1"]
+	fh.mu.Unlock()
+	if deltas != 0 {
+		t.Errorf("%d delta heartbeats before the head pushed", deltas)
+	}
+	fh.push(t, self, wire.DesiredState{Node: "n1", Version: 1})
+	fh.waitFor("a delta heartbeat of n1", func() bool {
+		hb = fh.beats["n1"]
+		return fh.deltas["n1"] > 0
 	})
 	if hb.PeerID != self.String() || hb.MemSchedulable != 4<<30 || hb.MemTotal == 0 || hb.CPUs == 0 ||
 		hb.HeadEligible || hb.Raft != "" || hb.Version != "test" || len(hb.Addrs) == 0 {

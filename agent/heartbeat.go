@@ -88,7 +88,8 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 	defer t.Stop()
 	for {
 		hb := a.heartbeat()
-		msg := shaper.Shape(hb, a.leader.head())
+		head, pushed := a.leader.head()
+		msg := shaper.Shape(hb, head, pushed)
 		if err := a.hbT.Publish(ctx, msg); err != nil && ctx.Err() == nil {
 			a.log.Warn("cannot publish heartbeat", "err", err)
 			shaper.ForceFull()

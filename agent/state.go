@@ -26,6 +26,7 @@ type leaderTracker struct {
 	changed  chan struct{} // closed (and replaced) when the leader changes
 	term     uint64        // term of the last announcement followed
 	interval time.Duration // heartbeat interval the head asks for (0: none)
+	pushed   string        // the head (headKey) that last pushed this node a desired state
 }
 
 // announced records the term and the heartbeat interval of the followed
@@ -44,11 +45,29 @@ func (l *leaderTracker) heartbeatInterval() time.Duration {
 	return l.interval
 }
 
-// head names the followed head and its term: a head elected again
-// has a new term, and a fresh view of the nodes.
-func (l *leaderTracker) head() string {
+// head names the followed head and its term (a head elected again has a
+// new term, and a fresh view of the nodes), and reports whether that head
+// has pushed this node a desired state (so it holds a full heartbeat of
+// it: wire.HeartbeatShaper).
+func (l *leaderTracker) head() (name string, pushed bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	k := l.key()
+	return k, k != "" && l.pushed == k
+}
+
+// pushedBy records a desired state pushed by peer p: when p is the
+// followed head, it holds a full heartbeat of this node.
+func (l *leaderTracker) pushedBy(p peer.ID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p != "" && p == l.leader {
+		l.pushed = l.key()
+	}
+}
+
+// key names the followed head and its term; l.mu is held.
+func (l *leaderTracker) key() string {
 	if l.leader == "" {
 		return ""
 	}

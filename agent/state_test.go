@@ -93,21 +93,30 @@ func TestBusySetAndFeeders(t *testing.T) {
 }
 
 // The heartbeat shaper sees a new head when the leader or its term
-// changes, and the announced interval is kept.
+// changes, and whether that head pushed this node; the announced
+// interval is kept.
 func TestLeaderTrackerHead(t *testing.T) {
 	l := newLeaderTracker()
-	if l.head() != "" || l.heartbeatInterval() != 0 {
-		t.Fatalf("fresh tracker: %q %v", l.head(), l.heartbeatInterval())
+	if h, pushed := l.head(); h != "" || pushed || l.heartbeatInterval() != 0 {
+		t.Fatalf("fresh tracker: %q %v %v", h, pushed, l.heartbeatInterval())
 	}
 	l.announced(3, 2500*time.Millisecond)
 	l.set("peerA")
-	a3 := l.head()
+	a3, pushed := l.head()
+	if pushed {
+		t.Error("pushed before any push")
+	}
+	l.pushedBy("peerB") // not the followed head
+	if _, pushed := l.head(); pushed {
+		t.Error("a push from another peer counts")
+	}
+	l.pushedBy("peerA")
 	l.announced(3, 2500*time.Millisecond)
-	if l.head() != a3 || l.heartbeatInterval() != 2500*time.Millisecond {
-		t.Errorf("same announcement: %q, %v", l.head(), l.heartbeatInterval())
+	if h, pushed := l.head(); h != a3 || !pushed || l.heartbeatInterval() != 2500*time.Millisecond {
+		t.Errorf("same announcement: %q %v, %v", h, pushed, l.heartbeatInterval())
 	}
 	l.announced(4, 0)
-	if l.head() == a3 || l.heartbeatInterval() != 0 {
-		t.Errorf("new term: %q, %v", l.head(), l.heartbeatInterval())
+	if h, pushed := l.head(); h == a3 || pushed || l.heartbeatInterval() != 0 {
+		t.Errorf("new term: %q %v, %v", h, pushed, l.heartbeatInterval())
 	}
 }

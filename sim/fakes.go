@@ -78,6 +78,7 @@ type fakeNode struct {
 	applied uint64                      // desired-state version applied
 	procs   map[string]*wire.ProcStatus // running, and ended but not acknowledged
 	shaper  wire.HeartbeatShaper        // full or delta; used by heartbeatLoop only
+	pushed  string                      // the head (followed name) that last pushed a desired state
 }
 
 func nodeName(i int) string { return fmt.Sprintf("sim%05d", i) }
@@ -270,7 +271,8 @@ func (fh *fakeHost) heartbeatLoop(ctx context.Context) {
 		due := int(time.Since(start) / every)
 		for ; done < due; done++ {
 			node := fh.nodes[done%n]
-			hb := node.shaper.Shape(fh.heartbeat(node), head)
+			hb, pushed := fh.heartbeat(node)
+			hb = node.shaper.Shape(hb, head, pushed == head)
 			if err := fh.hbT.Publish(ctx, hb); err != nil {
 				if ctx.Err() != nil {
 					return
@@ -289,8 +291,9 @@ func (fh *fakeHost) heartbeatLoop(ctx context.Context) {
 	}
 }
 
-// heartbeat builds one node's heartbeat: inventory and every process.
-func (fh *fakeHost) heartbeat(n *fakeNode) wire.Heartbeat {
+// heartbeat builds one node's full heartbeat (inventory and every
+// process) and returns the head that last pushed the node.
+func (fh *fakeHost) heartbeat(n *fakeNode) (wire.Heartbeat, string) {
 	cfg := &fh.f.cfg
 	fh.mu.Lock()
 	n.seq++
@@ -305,19 +308,20 @@ func (fh *fakeHost) heartbeat(n *fakeNode) wire.Heartbeat {
 			hb.MemUsed += p.MemoryLimit / 2
 		}
 	}
+	pushed := n.pushed
 	fh.mu.Unlock()
 	for _, a := range fh.h.Addrs() {
 		hb.Addrs = append(hb.Addrs, a.String())
 	}
 	sort.Slice(hb.Procs, func(i, j int) bool { return hb.Procs[i].ID < hb.Procs[j].ID })
-	return hb
+	return hb, pushed
 }
 
 // handle answers the head's desired-state pushes for every node of this
 // host, as an agent's reconcile does: start what is wanted (at once
 // Running), stop what is marked to stop or no longer listed, forget the
 // ended processes the head acknowledged.
-func (fh *fakeHost) handle(ctx context.Context, _ peer.ID, req *wire.Request) (any, error) {
+func (fh *fakeHost) handle(ctx context.Context, from peer.ID, req *wire.Request) (any, error) {
 	if req.Method != wire.MethodDesired {
 		return nil, wire.Errorf(wire.CodeUsage, "a fake agent only takes desired states, not %s", req.Method)
 	}
@@ -328,12 +332,20 @@ func (fh *fakeHost) handle(ctx context.Context, _ peer.ID, req *wire.Request) (a
 	f := fh.f
 	f.pushes.Add(1)
 	now := time.Now().UnixMilli()
+	head, _ := f.followed()
+	pushedBy := ""
+	if from == f.leaderID() {
+		pushedBy = head
+	}
 	var changed []wire.ProcStatus
 	fh.mu.Lock()
 	n := fh.byName[ds.Node]
 	if n == nil {
 		fh.mu.Unlock()
 		return nil, wire.Errorf(wire.CodeUsage, "node %s is not on this host", ds.Node)
+	}
+	if pushedBy != "" {
+		n.pushed = pushedBy // the head holds a full heartbeat of n
 	}
 	if ds.Version <= n.applied {
 		fh.mu.Unlock()

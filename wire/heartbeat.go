@@ -6,10 +6,13 @@ const DefaultFullEvery = 10
 
 // HeartbeatShaper decides what each heartbeat of one node carries: the
 // full inventory and process list, or only what changed (Heartbeat.Delta).
-// A heartbeat is full when it is the node's first, every FullEvery-th,
-// when the inventory changed, when the node follows a new head (which
-// rebuilds its view of the node from heartbeats), and after ForceFull.
-// The zero value is ready to use; it is not safe for concurrent use.
+// A heartbeat is full until the head the node follows has shown that it
+// holds a full one (it pushed the node a desired state, which a head does
+// only to nodes it has a full heartbeat of: gossip may lose a message),
+// then every FullEvery-th, when the inventory changed, when the node
+// follows a new head (which rebuilds its view of the node from
+// heartbeats), and after ForceFull. The zero value is ready to use; it is
+// not safe for concurrent use.
 type HeartbeatShaper struct {
 	// FullEvery is how many heartbeats may pass between two full ones
 	// (DefaultFullEvery if zero).
@@ -48,10 +51,11 @@ func inventoryOf(hb *Heartbeat) inventory {
 // ForceFull makes the next heartbeat full (after a publish failed, say).
 func (s *HeartbeatShaper) ForceFull() { s.started = false }
 
-// Shape takes the full heartbeat hb, as the node would send it, and the
-// head the node follows now (its peer id, or ""), and returns what to
+// Shape takes the full heartbeat hb, as the node would send it, the head
+// the node follows now (a name for it and its term, or "") and whether
+// that head has pushed the node a desired state, and returns what to
 // send: hb itself, or hb reduced to a delta.
-func (s *HeartbeatShaper) Shape(hb Heartbeat, head string) Heartbeat {
+func (s *HeartbeatShaper) Shape(hb Heartbeat, head string, pushed bool) Heartbeat {
 	every := s.FullEvery
 	if every <= 0 {
 		every = DefaultFullEvery
@@ -61,7 +65,7 @@ func (s *HeartbeatShaper) Shape(hb Heartbeat, head string) Heartbeat {
 	for _, p := range hb.Procs {
 		marks[p.ID] = procMark{state: p.State, pid: p.PID}
 	}
-	full := !s.started || s.sinceFull+1 >= every || head != s.head || inv != s.inv
+	full := !pushed || !s.started || s.sinceFull+1 >= every || head != s.head || inv != s.inv
 	prev := s.procs
 	s.started, s.head, s.inv, s.procs = true, head, inv, marks
 	if full {

@@ -17,10 +17,11 @@ func TestHeartbeatShaper(t *testing.T) {
 	run2up.State = ProcRunning
 	ended := ProcStatus{ID: "1.1", WorkID: 1, State: ProcExited, PID: 10, EndedAt: 5}
 	type step struct {
-		hb    Heartbeat
-		head  string
-		delta bool
-		procs []string // ids the sent heartbeat carries
+		hb       Heartbeat
+		head     string
+		unpushed bool // the head has not pushed the node a desired state
+		delta    bool
+		procs    []string // ids the sent heartbeat carries
 	}
 	tests := []struct {
 		name  string
@@ -42,6 +43,14 @@ func TestHeartbeatShaper(t *testing.T) {
 			{hb: shapedHeartbeat(5, 8<<30, ended, run2up), head: "h/1", delta: true, procs: []string{"1.1"}},
 			{hb: shapedHeartbeat(6, 8<<30, run2up), head: "h/1", delta: true},
 		}},
+		{"full until the head pushed", 0, []step{
+			{hb: shapedHeartbeat(1, 8<<30), head: "h/1", unpushed: true},
+			{hb: shapedHeartbeat(2, 8<<30), head: "h/1", unpushed: true},
+			{hb: shapedHeartbeat(3, 8<<30), head: "h/1", delta: true},
+			{hb: shapedHeartbeat(4, 8<<30), head: "h/2", unpushed: true},
+			{hb: shapedHeartbeat(5, 8<<30), head: "h/2", unpushed: true},
+			{hb: shapedHeartbeat(6, 8<<30), head: "h/2", delta: true},
+		}},
 		{"inventory change and new head send a full one", 0, []step{
 			{hb: shapedHeartbeat(1, 8<<30), head: "h/1"},
 			{hb: shapedHeartbeat(2, 8<<30), head: "h/1", delta: true},
@@ -55,7 +64,7 @@ func TestHeartbeatShaper(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := HeartbeatShaper{FullEvery: tt.every}
 			for i, st := range tt.steps {
-				got := s.Shape(st.hb, st.head)
+				got := s.Shape(st.hb, st.head, !st.unpushed)
 				var ids []string
 				for _, p := range got.Procs {
 					ids = append(ids, p.ID)
@@ -76,12 +85,12 @@ func TestHeartbeatShaper(t *testing.T) {
 
 func TestHeartbeatShaperForceFull(t *testing.T) {
 	var s HeartbeatShaper
-	s.Shape(shapedHeartbeat(1, 8<<30), "")
-	if !s.Shape(shapedHeartbeat(2, 8<<30), "").Delta {
+	s.Shape(shapedHeartbeat(1, 8<<30), "h", true)
+	if !s.Shape(shapedHeartbeat(2, 8<<30), "h", true).Delta {
 		t.Fatal("second heartbeat not a delta")
 	}
 	s.ForceFull()
-	if s.Shape(shapedHeartbeat(3, 8<<30), "").Delta {
+	if s.Shape(shapedHeartbeat(3, 8<<30), "h", true).Delta {
 		t.Fatal("heartbeat after ForceFull is a delta")
 	}
 }
@@ -89,8 +98,8 @@ func TestHeartbeatShaperForceFull(t *testing.T) {
 func TestHeartbeatOver(t *testing.T) {
 	full := shapedHeartbeat(1, 8<<30, ProcStatus{ID: "1.1", State: ProcRunning})
 	var s HeartbeatShaper
-	s.Shape(full, "h")
-	d := s.Shape(shapedHeartbeat(2, 8<<30, ProcStatus{ID: "1.1", State: ProcRunning}), "h")
+	s.Shape(full, "h", true)
+	d := s.Shape(shapedHeartbeat(2, 8<<30, ProcStatus{ID: "1.1", State: ProcRunning}), "h", true)
 	d.DesiredVersion, d.Raft = 7, "Follower"
 	got := d.Over(full)
 	want := full
@@ -117,10 +126,10 @@ func BenchmarkHeartbeatCodec(b *testing.B) {
 		MemTotal: 256 << 30, MemSchedulable: 240 << 30, MemUsed: 100 << 30, SwapTotal: 8 << 30, CPUs: 64, Load1: 12.3,
 		DesiredVersion: 1 << 40, Version: "0.9.0", Procs: procs}
 	var s HeartbeatShaper
-	s.Shape(full, "h")
+	s.Shape(full, "h", true)
 	next := full
 	next.Seq, next.Time = 1001, 1_800_000_001_000
-	delta := s.Shape(next, "h")
+	delta := s.Shape(next, "h", true)
 	for _, c := range []struct {
 		name string
 		hb   Heartbeat
