@@ -127,9 +127,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			Node: a.cfg.Node, Version: a.version,
 			Scheduler: a.cfg.Scheduler, Administrators: a.cfg.Administrators,
 			NodeTimeout: a.cfg.NodeTimeout.D(), Metrics: a.obs.head, Pingers: a,
-			FailoverGrace: a.cfg.FailoverGrace.D(), DeadServerCleanup: a.cfg.DeadServerCleanup.D(),
+			FailoverGrace: a.cfg.FailoverGrace.D(), DeadServerCleanup: a.cfg.DeadServerCleanup.D(), MaxHeartbeatsPerSecond: a.cfg.MaxHeartbeatsPerSecond,
 			FollowedLeader: func() peer.ID { p, _ := a.leader.get(); return p },
-			LocalDesired:   a.acceptDesired,
+			LocalDesired:   func(ds wire.DesiredState) { a.leader.pushedBy(a.host.ID()); a.acceptDesired(ds) },
 			Logger:         a.base,
 		})
 		if err != nil {
@@ -324,13 +324,20 @@ func (a *Agent) handleRPC(ctx context.Context, from peer.ID, req *wire.Request) 
 
 // handleFromHead answers the methods the head sends to agents
 // (wire.FromHead in the method table).
-func (a *Agent) handleFromHead(ctx context.Context, _ peer.ID, req *wire.Request) (any, error) {
+func (a *Agent) handleFromHead(ctx context.Context, from peer.ID, req *wire.Request) (any, error) {
 	switch req.Method {
 	case wire.MethodDesired:
 		var ds wire.DesiredState
 		if err := req.DecodeBody(&ds); err != nil {
 			return nil, err
 		}
+		if ds.Node != a.cfg.Node {
+			// A head sends each node its own state; one for another node
+			// came from a forged heartbeat's peer id (docs/decisions.md,
+			// "Unsigned gossip") and would stop this node's processes.
+			return nil, wire.Errorf(wire.CodeUsage, "desired state for node %q sent to node %q", ds.Node, a.cfg.Node)
+		}
+		a.leader.pushedBy(from)
 		a.acceptDesired(ds)
 		return wire.Empty{}, nil
 	case wire.MethodPingRun:

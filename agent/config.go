@@ -48,7 +48,8 @@ type Config struct {
 	MemoryReserved units.Size
 	// Heartbeat is the heartbeat period (1s).
 	Heartbeat units.Duration
-	// NodeTimeout declares a node down after this long without heartbeats.
+	// NodeTimeout declares a node down after this long without heartbeats
+	// (at the Heartbeat interval; it grows with a stretched interval).
 	NodeTimeout units.Duration
 	// FailoverGrace is the time every node has to send a new head its
 	// first heartbeat before the head declares it down (node_timeout if
@@ -58,6 +59,9 @@ type Config struct {
 	// unreachable before the head removes it once a replacement has
 	// joined.
 	DeadServerCleanup units.Duration
+	// MaxHeartbeatsPerSecond is the heartbeat intake the head keeps by
+	// stretching the interval it announces (DefaultMaxHeartbeatsPerSecond).
+	MaxHeartbeatsPerSecond int
 	// Administrators may act on anyone's work.
 	Administrators []string
 	// Scheduler is the Resource Manager's configuration.
@@ -101,11 +105,18 @@ type fileConfig struct {
 		NodeTimeout       units.Duration `yaml:"node_timeout"`
 		FailoverGrace     units.Duration `yaml:"failover_grace"`
 		DeadServerCleanup units.Duration `yaml:"dead_server_cleanup"`
+
+		MaxHeartbeatsPerSecond int `yaml:"max_heartbeats_per_second"`
 	} `yaml:"head"`
 	Administrators []string   `yaml:"administrators"`
 	Web            WebConfig  `yaml:"web"`
 	Scheduler      *rm.Config `yaml:"scheduler"`
 }
+
+// DefaultMaxHeartbeatsPerSecond is head.max_heartbeats_per_second when
+// the config does not set it: up to 2,000 nodes heartbeat every
+// node.heartbeat, a larger cluster every nodes / 2,000 seconds.
+const DefaultMaxHeartbeatsPerSecond = 2000
 
 // LoadConfig reads a config file strictly.
 func LoadConfig(path string) (*Config, error) {
@@ -133,7 +144,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		Node: f.Node.Name, Listen: f.Node.Listen, DataDir: f.Node.DataDir, Socket: f.Node.Socket,
 		Memory: f.Node.Memory, MemoryReserved: f.Node.MemoryReserved, Heartbeat: f.Node.Heartbeat,
 		Join: f.Join, Head: f.Head.Eligible, BootstrapExpect: f.Head.BootstrapExpect,
-		Elect: f.Head.ElectionTimeout.D(), NodeTimeout: f.Head.NodeTimeout,
+		Elect: f.Head.ElectionTimeout.D(), NodeTimeout: f.Head.NodeTimeout, MaxHeartbeatsPerSecond: f.Head.MaxHeartbeatsPerSecond,
 		Administrators: f.Administrators, Web: f.Web, Scheduler: f.Scheduler,
 		FailoverGrace: f.Head.FailoverGrace, DeadServerCleanup: f.Head.DeadServerCleanup,
 	}
@@ -177,6 +188,9 @@ func (c *Config) validate() error {
 	}
 	if c.Heartbeat.D() < 50*time.Millisecond {
 		return fmt.Errorf("node.heartbeat %v: must be at least 50ms", c.Heartbeat.D())
+	}
+	if c.MaxHeartbeatsPerSecond < 0 {
+		return fmt.Errorf("head.max_heartbeats_per_second %d: must be positive", c.MaxHeartbeatsPerSecond)
 	}
 	if c.NodeTimeout.D() < 2*c.Heartbeat.D() {
 		return fmt.Errorf("head.node_timeout %v: must be at least two heartbeats (%v)", c.NodeTimeout.D(), 2*c.Heartbeat.D())
@@ -270,6 +284,9 @@ func (c *Config) fill() {
 	}
 	if c.DeadServerCleanup == 0 {
 		c.DeadServerCleanup = max(units.Duration(5*time.Minute), c.NodeTimeout)
+	}
+	if c.MaxHeartbeatsPerSecond == 0 {
+		c.MaxHeartbeatsPerSecond = DefaultMaxHeartbeatsPerSecond
 	}
 	if c.Scheduler == nil {
 		c.Scheduler = rm.DefaultConfig()

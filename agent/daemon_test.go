@@ -89,9 +89,39 @@ func TestAgentHeartbeats(t *testing.T) {
 		hb = fh.beats["n1"]
 		return hb.Seq >= 2
 	})
+	// Full heartbeats until the head has shown it holds one (it pushes a
+	// desired state), then deltas.
+	fh.mu.Lock()
+	deltas := fh.deltas["n1"]
+	fh.mu.Unlock()
+	if deltas != 0 {
+		t.Errorf("%d delta heartbeats before the head pushed", deltas)
+	}
+	fh.push(t, self, wire.DesiredState{Node: "n1", Version: 1})
+	fh.waitFor("a delta heartbeat of n1", func() bool {
+		hb = fh.beats["n1"]
+		return fh.deltas["n1"] > 0
+	})
 	if hb.PeerID != self.String() || hb.MemSchedulable != 4<<30 || hb.MemTotal == 0 || hb.CPUs == 0 ||
 		hb.HeadEligible || hb.Raft != "" || hb.Version != "test" || len(hb.Addrs) == 0 {
 		t.Errorf("heartbeat %+v", hb)
+	}
+}
+
+// An agent refuses a desired state for another node: it would stop this
+// node's processes (heartbeats are unsigned, docs/decisions.md).
+func TestAgentRefusesAnotherNodesDesiredState(t *testing.T) {
+	psk := wiretest.Key(t)
+	fh := newFakeHead(t, psk, "fake-head", 1)
+	a := startAgent(t, workerConfig(t, psk, fh))
+	self := a.peerID(t)
+	fh.waitFor("a heartbeat of n1", func() bool { _, ok := fh.beats["n1"]; return ok })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := wire.Call(ctx, fh.node.Host, self, wire.MethodDesired, wire.Caller{Node: fh.name},
+		wire.DesiredState{Node: "n2", Version: 1}, &wire.Empty{})
+	if wire.ErrorCode(err) != wire.CodeUsage {
+		t.Fatalf("desired state for another node: %v, want a usage error", err)
 	}
 }
 

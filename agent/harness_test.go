@@ -52,7 +52,8 @@ type fakeHead struct {
 	handlers map[string]func(ctx context.Context, req *wire.Request) (any, error)
 	calls    []*wire.Request
 	reports  []wire.ProcStatus
-	beats    map[string]wire.Heartbeat // by node
+	beats    map[string]wire.Heartbeat // by node, deltas laid over the full one as the head does
+	deltas   map[string]int            // delta heartbeats by node
 	changed  chan struct{}             // closed (and replaced) on every record
 }
 
@@ -62,7 +63,7 @@ func newFakeHead(t *testing.T, psk []byte, name string, term uint64) *fakeHead {
 	t.Helper()
 	f := &fakeHead{t: t, node: wiretest.NewNode(t, psk), name: name, term: term,
 		handlers: map[string]func(context.Context, *wire.Request) (any, error){}, beats: map[string]wire.Heartbeat{},
-		changed: make(chan struct{})}
+		deltas: map[string]int{}, changed: make(chan struct{})}
 	f.handle(wire.MethodStatus, func(context.Context, *wire.Request) (any, error) {
 		return wire.StatusInfo{Head: f.name, HeadPeer: f.node.Host.ID().String(), RaftState: "Leader", NodesUp: 1, NodesAll: 1}, nil
 	})
@@ -95,7 +96,12 @@ func newFakeHead(t *testing.T, psk []byte, name string, term uint64) *fakeHead {
 			if p, err := peer.Decode(hb.PeerID); err == nil {
 				wire.LearnAddrs(f.node.Host, p, hb.Addrs)
 			}
-			f.record(func() { f.beats[hb.Node] = hb })
+			f.record(func() {
+				if hb.Delta {
+					f.deltas[hb.Node]++
+				}
+				f.beats[hb.Node] = hb.Over(f.beats[hb.Node])
+			})
 		}
 	}()
 	go func() {

@@ -78,18 +78,26 @@ func (a *Agent) heartbeat() wire.Heartbeat {
 	return hb
 }
 
-// heartbeatLoop publishes a heartbeat every period until ctx ends.
+// heartbeatLoop publishes a heartbeat every period until ctx ends: the
+// configured node.heartbeat, or the longer interval the head announces
+// in a large cluster. Most heartbeats carry only what changed
+// (wire.HeartbeatShaper); a full one follows a change of head.
 func (a *Agent) heartbeatLoop(ctx context.Context) {
-	t := time.NewTicker(a.cfg.Heartbeat.D())
+	var shaper wire.HeartbeatShaper
+	t := time.NewTimer(a.cfg.Heartbeat.D())
 	defer t.Stop()
 	for {
 		hb := a.heartbeat()
-		if err := a.hbT.Publish(ctx, hb); err != nil && ctx.Err() == nil {
+		head, pushed := a.leader.head()
+		msg := shaper.Shape(hb, head, pushed)
+		if err := a.hbT.Publish(ctx, msg); err != nil && ctx.Err() == nil {
 			a.log.Warn("cannot publish heartbeat", "err", err)
+			shaper.ForceFull()
 		}
 		a.obs.agent.HeartbeatSent(time.Since(time.UnixMilli(hb.Time)))
 		a.obs.agent.SetProcs(len(hb.Procs))
 		a.obs.agent.SetNode(hb.MemTotal, hb.MemSchedulable, hb.MemUsed)
+		t.Reset(max(a.cfg.Heartbeat.D(), a.leader.heartbeatInterval()))
 		select {
 		case <-ctx.Done():
 			return

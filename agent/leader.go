@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -28,6 +29,7 @@ func (a *Agent) followLeader(ctx context.Context) {
 		}
 		term = ann.Term
 		wire.LearnAddrs(a.host, p, ann.Addrs)
+		a.leader.announced(ann.Term, time.Duration(ann.HeartbeatMS)*time.Millisecond)
 		if a.leader.set(p) { // abandons calls in flight to the old head
 			a.log.Info("following head", "head", ann.Node, "peer", ann.PeerID, "term", ann.Term)
 		}

@@ -2,9 +2,11 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -19,9 +21,57 @@ import (
 // leaderTracker is the head this agent follows, from the leader
 // announcements.
 type leaderTracker struct {
-	mu      sync.Mutex
-	leader  peer.ID
-	changed chan struct{} // closed (and replaced) when the leader changes
+	mu       sync.Mutex
+	leader   peer.ID
+	changed  chan struct{} // closed (and replaced) when the leader changes
+	term     uint64        // term of the last announcement followed
+	interval time.Duration // heartbeat interval the head asks for (0: none)
+	pushed   string        // the head (headKey) that last pushed this node a desired state
+}
+
+// announced records the term and the heartbeat interval of the followed
+// head's announcement.
+func (l *leaderTracker) announced(term uint64, interval time.Duration) {
+	l.mu.Lock()
+	l.term, l.interval = term, interval
+	l.mu.Unlock()
+}
+
+// heartbeatInterval returns the heartbeat interval the followed head
+// announced (0: none).
+func (l *leaderTracker) heartbeatInterval() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.interval
+}
+
+// head names the followed head and its term (a head elected again has a
+// new term, and a fresh view of the nodes), and reports whether that head
+// has pushed this node a desired state (so it holds a full heartbeat of
+// it: wire.HeartbeatShaper).
+func (l *leaderTracker) head() (name string, pushed bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := l.key()
+	return k, k != "" && l.pushed == k
+}
+
+// pushedBy records a desired state pushed by peer p: when p is the
+// followed head, it holds a full heartbeat of this node.
+func (l *leaderTracker) pushedBy(p peer.ID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p != "" && p == l.leader {
+		l.pushed = l.key()
+	}
+}
+
+// key names the followed head and its term; l.mu is held.
+func (l *leaderTracker) key() string {
+	if l.leader == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s/%d", l.leader, l.term)
 }
 
 func newLeaderTracker() *leaderTracker {

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -88,5 +89,34 @@ func TestBusySetAndFeeders(t *testing.T) {
 	}
 	if !f.add("1.1", func() {}) {
 		t.Error("add after stop")
+	}
+}
+
+// The heartbeat shaper sees a new head when the leader or its term
+// changes, and whether that head pushed this node; the announced
+// interval is kept.
+func TestLeaderTrackerHead(t *testing.T) {
+	l := newLeaderTracker()
+	if h, pushed := l.head(); h != "" || pushed || l.heartbeatInterval() != 0 {
+		t.Fatalf("fresh tracker: %q %v %v", h, pushed, l.heartbeatInterval())
+	}
+	l.announced(3, 2500*time.Millisecond)
+	l.set("peerA")
+	a3, pushed := l.head()
+	if pushed {
+		t.Error("pushed before any push")
+	}
+	l.pushedBy("peerB") // not the followed head
+	if _, pushed := l.head(); pushed {
+		t.Error("a push from another peer counts")
+	}
+	l.pushedBy("peerA")
+	l.announced(3, 2500*time.Millisecond)
+	if h, pushed := l.head(); h != a3 || !pushed || l.heartbeatInterval() != 2500*time.Millisecond {
+		t.Errorf("same announcement: %q %v, %v", h, pushed, l.heartbeatInterval())
+	}
+	l.announced(4, 0)
+	if h, pushed := l.head(); h == a3 || pushed || l.heartbeatInterval() != 0 {
+		t.Errorf("new term: %q %v, %v", h, pushed, l.heartbeatInterval())
 	}
 }

@@ -42,6 +42,11 @@ type Config struct {
 	FailoverGrace time.Duration
 	// Voters lists the members of the head group for Status (nil: none).
 	Voters func() []wire.VoterInfo
+	// Heartbeat is the agents' configured heartbeat interval and
+	// MaxHeartbeatsPerSecond the intake the head stretches it to keep
+	// (orch.Config).
+	Heartbeat              time.Duration
+	MaxHeartbeatsPerSecond int
 }
 
 // Head is the cluster's brain for one leadership term: it answers the
@@ -104,6 +109,7 @@ func New(cfg Config) *Head {
 		Grace:       cfg.Scheduler.Preemption.KillWait.D(),
 
 		FailoverGrace: cfg.FailoverGrace,
+		Heartbeat:     cfg.Heartbeat, MaxHeartbeatsPerSecond: cfg.MaxHeartbeatsPerSecond,
 	})
 	return h
 }
@@ -118,6 +124,10 @@ func (h *Head) Run(ctx context.Context) {
 func (h *Head) Heartbeat(ctx context.Context, hb wire.Heartbeat, peer string) {
 	h.orch.Heartbeat(ctx, hb, peer)
 }
+
+// HeartbeatInterval is the heartbeat interval the head asks agents to use
+// (it grows with the cluster; orch.Orchestrator.HeartbeatInterval).
+func (h *Head) HeartbeatInterval() time.Duration { return h.orch.HeartbeatInterval() }
 
 // sched returns the scheduler configuration in force.
 func (h *Head) sched() *rm.Config {

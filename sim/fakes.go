@@ -46,6 +46,7 @@ type fakes struct {
 	leaderMu sync.Mutex
 	leader   peer.ID
 	term     uint64
+	interval time.Duration // heartbeat interval: the config's, or the head's longer one
 
 	runMu   sync.Mutex
 	running map[uint64]time.Time // work id → its process reported Running
@@ -76,6 +77,8 @@ type fakeNode struct {
 	seq     uint64
 	applied uint64                      // desired-state version applied
 	procs   map[string]*wire.ProcStatus // running, and ended but not acknowledged
+	shaper  wire.HeartbeatShaper        // full or delta; used by heartbeatLoop only
+	pushed  string                      // the head (followed name) that last pushed a desired state
 }
 
 func nodeName(i int) string { return fmt.Sprintf("sim%05d", i) }
@@ -96,7 +99,7 @@ func startFakes(ctx context.Context, cfg fakesConfig, logger *slog.Logger) (_ *f
 		}
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	f := &fakes{cfg: cfg, log: logger, leader: head.ID, running: map[uint64]time.Time{}, cancel: cancel}
+	f := &fakes{cfg: cfg, log: logger, leader: head.ID, interval: cfg.Heartbeat, running: map[uint64]time.Time{}, cancel: cancel}
 	defer func() {
 		if err != nil {
 			f.stop()
@@ -202,6 +205,7 @@ func (f *fakes) followLeader(ctx context.Context, sub *wire.Subscription[wire.Le
 		f.leaderMu.Lock()
 		if ann.Term >= f.term {
 			f.leader, f.term = p, ann.Term
+			f.interval = max(f.cfg.Heartbeat, time.Duration(ann.HeartbeatMS)*time.Millisecond)
 		}
 		f.leaderMu.Unlock()
 	}
@@ -211,6 +215,14 @@ func (f *fakes) leaderID() peer.ID {
 	f.leaderMu.Lock()
 	defer f.leaderMu.Unlock()
 	return f.leader
+}
+
+// followed returns the head the fakes follow (peer id and term, as an
+// agent names it for its heartbeat shaper) and the heartbeat interval.
+func (f *fakes) followed() (string, time.Duration) {
+	f.leaderMu.Lock()
+	defer f.leaderMu.Unlock()
+	return fmt.Sprintf("%s/%d", f.leader, f.term), f.interval
 }
 
 // stop stops every goroutine and host and returns the fakes' figures.
@@ -232,30 +244,40 @@ func (f *fakes) stop() FakeStats {
 }
 
 // heartbeatLoop publishes every node's heartbeat once per interval,
-// spread evenly over the interval, catching up if it fell behind.
+// spread evenly over the interval, catching up if it fell behind. It
+// follows the interval the head announces, and sends full or delta
+// heartbeats as an agent does (wire.HeartbeatShaper).
 func (fh *fakeHost) heartbeatLoop(ctx context.Context) {
 	n := len(fh.nodes)
 	if n == 0 {
 		return
 	}
-	every := fh.f.cfg.Heartbeat / time.Duration(n)
-	if every <= 0 {
-		every = time.Microsecond
-	}
+	_, interval := fh.f.followed()
+	spread := func(iv time.Duration) time.Duration { return max(iv/time.Duration(n), time.Microsecond) }
+	every := spread(interval)
 	// Hosts start at random points of the interval, as real agents would.
-	offset := rand.N(fh.f.cfg.Heartbeat)
+	offset := rand.N(interval)
 	start := time.Now().Add(-offset)
 	done := int(offset / every)
 	tick := time.NewTicker(max(every, time.Millisecond))
 	defer tick.Stop()
 	for {
+		head, iv := fh.f.followed()
+		if iv != interval {
+			// Go on from the same node at the new pace.
+			interval, every = iv, spread(iv)
+			start = time.Now().Add(-time.Duration(done) * every)
+		}
 		due := int(time.Since(start) / every)
 		for ; done < due; done++ {
-			hb := fh.heartbeat(fh.nodes[done%n])
+			node := fh.nodes[done%n]
+			hb, pushed := fh.heartbeat(node)
+			hb = node.shaper.Shape(hb, head, pushed == head)
 			if err := fh.hbT.Publish(ctx, hb); err != nil {
 				if ctx.Err() != nil {
 					return
 				}
+				node.shaper.ForceFull()
 				fh.f.publishErrs.Add(1)
 				continue
 			}
@@ -269,8 +291,9 @@ func (fh *fakeHost) heartbeatLoop(ctx context.Context) {
 	}
 }
 
-// heartbeat builds one node's heartbeat: inventory and every process.
-func (fh *fakeHost) heartbeat(n *fakeNode) wire.Heartbeat {
+// heartbeat builds one node's full heartbeat (inventory and every
+// process) and returns the head that last pushed the node.
+func (fh *fakeHost) heartbeat(n *fakeNode) (wire.Heartbeat, string) {
 	cfg := &fh.f.cfg
 	fh.mu.Lock()
 	n.seq++
@@ -285,19 +308,20 @@ func (fh *fakeHost) heartbeat(n *fakeNode) wire.Heartbeat {
 			hb.MemUsed += p.MemoryLimit / 2
 		}
 	}
+	pushed := n.pushed
 	fh.mu.Unlock()
 	for _, a := range fh.h.Addrs() {
 		hb.Addrs = append(hb.Addrs, a.String())
 	}
 	sort.Slice(hb.Procs, func(i, j int) bool { return hb.Procs[i].ID < hb.Procs[j].ID })
-	return hb
+	return hb, pushed
 }
 
 // handle answers the head's desired-state pushes for every node of this
 // host, as an agent's reconcile does: start what is wanted (at once
 // Running), stop what is marked to stop or no longer listed, forget the
 // ended processes the head acknowledged.
-func (fh *fakeHost) handle(ctx context.Context, _ peer.ID, req *wire.Request) (any, error) {
+func (fh *fakeHost) handle(ctx context.Context, from peer.ID, req *wire.Request) (any, error) {
 	if req.Method != wire.MethodDesired {
 		return nil, wire.Errorf(wire.CodeUsage, "a fake agent only takes desired states, not %s", req.Method)
 	}
@@ -308,12 +332,20 @@ func (fh *fakeHost) handle(ctx context.Context, _ peer.ID, req *wire.Request) (a
 	f := fh.f
 	f.pushes.Add(1)
 	now := time.Now().UnixMilli()
+	head, _ := f.followed()
+	pushedBy := ""
+	if from == f.leaderID() {
+		pushedBy = head
+	}
 	var changed []wire.ProcStatus
 	fh.mu.Lock()
 	n := fh.byName[ds.Node]
 	if n == nil {
 		fh.mu.Unlock()
 		return nil, wire.Errorf(wire.CodeUsage, "node %s is not on this host", ds.Node)
+	}
+	if pushedBy != "" {
+		n.pushed = pushedBy // the head holds a full heartbeat of n
 	}
 	if ds.Version <= n.applied {
 		fh.mu.Unlock()

@@ -83,7 +83,7 @@ func startHead(ctx context.Context, o *Options) (_ *simHead, err error) {
 	s.srv, err = server.New(server.Config{
 		Host: s.host, Heartbeats: s.hbT, Leaders: s.leadT,
 		DataDir: s.dir, BootstrapExpect: 1, Heartbeat: o.Heartbeat,
-		Node: headNode, Version: "sim", Scheduler: rm.DefaultConfig(), NodeTimeout: o.NodeTimeout,
+		Node: headNode, Version: "sim", Scheduler: rm.DefaultConfig(), NodeTimeout: o.NodeTimeout, MaxHeartbeatsPerSecond: max(o.MaxHeartbeatsPerSecond, 0),
 		Metrics: web.NewHeadMetrics(s.reg),
 		Hooks:   server.Hooks{Heartbeat: s.sawHeartbeat, Pushed: s.pushed},
 		Logger:  base,

@@ -40,6 +40,11 @@ type Options struct {
 	SubscribeHeartbeats bool
 	// NodeTimeout is the head's node timeout (default 10 s, as ducc's).
 	NodeTimeout time.Duration
+	// MaxHeartbeatsPerSecond is the head's heartbeat intake bound (default
+	// 2,000, as ducc's head.max_heartbeats_per_second; negative: the
+	// interval never stretches). The fake agents follow the interval the
+	// head announces.
+	MaxHeartbeatsPerSecond int
 	// FakesCommand starts the fake agents in a child process (e.g.
 	// {"/usr/bin/ducc", "sim", "--fakes-only"}); nil runs them in this
 	// process, and the head's CPU and memory figures then include theirs.
@@ -79,6 +84,9 @@ func (o *Options) defaults() error {
 	if o.NodeTimeout <= 0 {
 		o.NodeTimeout = 10 * time.Second
 	}
+	if o.MaxHeartbeatsPerSecond == 0 {
+		o.MaxHeartbeatsPerSecond = 2000
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -103,6 +111,11 @@ type Result struct {
 	Nodes        int     `json:"nodes"`
 	FakeHosts    int     `json:"fake_hosts"`
 	HeartbeatSec float64 `json:"heartbeat_seconds"`
+	// AnnouncedHeartbeatSec is the heartbeat interval the head announced
+	// at the end (it stretches with the cluster), and
+	// MaxHeartbeatsPerSecond the bound it stretched for (0: none).
+	AnnouncedHeartbeatSec  float64 `json:"announced_heartbeat_seconds"`
+	MaxHeartbeatsPerSecond int     `json:"max_heartbeats_per_second"`
 	// FakesInProcess is true when the fake agents ran in the head's
 	// process: the head figures then include the fakes' cost.
 	FakesInProcess bool `json:"fakes_in_process"`

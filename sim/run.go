@@ -137,6 +137,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if u, err := sampleUsage(); err == nil {
 		res.HeadPeakRSSMiB = mib(u.peakRSS)
 	}
+	res.MaxHeartbeatsPerSecond = max(o.MaxHeartbeatsPerSecond, 0)
+	if hd := h.srv.Head(); hd != nil {
+		res.AnnouncedHeartbeatSec = hd.HeartbeatInterval().Seconds()
+	}
 	// Stop the head first, so that it does not log every node's push
 	// failing as the fakes go away.
 	h.stopRunning()

@@ -83,6 +83,36 @@ func TestSimSmall(t *testing.T) {
 	}
 }
 
+// TestSimStretchedHeartbeats: with more nodes than the head's heartbeat
+// bound allows at their own interval, the head announces a longer one and
+// the fake agents follow it; every node stays up.
+func TestSimStretchedHeartbeats(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Options{
+		Nodes: 20, NodesPerHost: 10, Duration: 2 * time.Second, Heartbeat: 250 * time.Millisecond,
+		MaxHeartbeatsPerSecond: 40, Work: -1, Logger: testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", res)
+	// 20 nodes / 40 per second: every 0.5 s instead of 0.25 s.
+	if res.AnnouncedHeartbeatSec != 0.5 {
+		t.Errorf("announced heartbeat %.2fs, want 0.5s", res.AnnouncedHeartbeatSec)
+	}
+	if res.JoinSeconds < 0 || res.NodesUpMin != 20 {
+		t.Errorf("nodes up: joined after %.1fs, min %d; want all 20 throughout", res.JoinSeconds, res.NodesUpMin)
+	}
+	// About 40/s, clearly below the 80/s of the nodes' own interval. The
+	// window is short and fakes learn the stretched interval at their own
+	// pace (a heartbeat already scheduled goes out at the old one), so
+	// only a rate near 80/s says they did not follow.
+	if res.Idle.Heartbeats < 20 || res.Idle.Heartbeats > 70 {
+		t.Errorf("idle heartbeats/s = %.1f, want about 40 (80 unstretched)", res.Idle.Heartbeats)
+	}
+}
+
 // TestSimChild runs the fakes in a child process and lets processes end:
 // the head must see the ends and the fakes' CPU is reported separately.
 func TestSimChild(t *testing.T) {

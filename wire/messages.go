@@ -74,6 +74,13 @@ type Heartbeat struct {
 	// Raft is a head-eligible agent's standing: RaftWaiting before it
 	// belongs to a Raft group, else the Raft state (Leader, Follower...).
 	Raft string `cbor:"18,keyasint,omitempty" json:"raft,omitempty"`
+	// Delta marks a heartbeat that carries only what changed: no
+	// inventory (Addrs, MemTotal, MemSchedulable, SwapTotal, CPUs,
+	// Version, Aliens) and, in Procs, only the processes whose state or
+	// pid changed since the last heartbeat plus the ended ones not yet
+	// acknowledged. The head keeps the rest from the last full heartbeat
+	// (HeartbeatShaper decides; docs/decisions.md, "Small heartbeats").
+	Delta bool `cbor:"19,keyasint,omitempty" json:"delta,omitempty"`
 }
 
 // RaftWaiting is Heartbeat.Raft of a head-eligible agent that is not yet in
@@ -122,6 +129,10 @@ type LeaderAnnounce struct {
 	Addrs  []string `cbor:"3,keyasint,omitempty" json:"addrs,omitempty"`
 	Term   uint64   `cbor:"4,keyasint" json:"term"`
 	Time   int64    `cbor:"5,keyasint" json:"time"`
+	// HeartbeatMS is the heartbeat interval the head asks agents to use
+	// (milliseconds; 0: their own). It grows with the cluster so that the
+	// head's intake stays bounded (head.max_heartbeats_per_second).
+	HeartbeatMS int64 `cbor:"6,keyasint,omitempty" json:"heartbeat_ms,omitempty"`
 }
 
 // LogRequest asks an agent for the log of one of its processes. The agent

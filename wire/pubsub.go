@@ -2,12 +2,15 @@ package wire
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
+	"sync/atomic"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
@@ -20,20 +23,32 @@ const (
 	pubsubValidateQueueSize = 4096
 	subscriptionBufferSize  = 4096
 	// pubsubEnvelopeOverhead is room for the pubsub envelope around the
-	// largest payload (signature, key, seqno, topic).
+	// largest payload (topic, framing).
 	pubsubEnvelopeOverhead = 64 << 10
 )
 
 // ducc topics all start with "ducc/"; a peer cannot make us track others.
 var topicFilter = regexp.MustCompile(`^ducc/[a-z0-9/_.-]{1,64}$`)
 
-// NewPubSub starts gossipsub on h with raised queue sizes, strict message
-// signing, a message size limit fit for heartbeats and a subscription
-// filter that only admits ducc topics. It stops when ctx ends.
+// NewPubSub starts gossipsub on h with raised queue sizes, unsigned and
+// anonymous messages identified by their content, a message size limit fit
+// for heartbeats and a subscription filter that only admits ducc topics.
+// It stops when ctx ends.
+//
+// Messages carry no author, sequence number or signature
+// (pubsub.StrictNoSign with no author; messages that carry any of them are
+// dropped). Membership is authenticated below gossipsub: only holders of
+// the cluster key pass the private network's handshake, and Noise
+// authenticates the peer id of every connection. What that leaves an
+// attacker who holds the cluster key is in docs/decisions.md ("Unsigned
+// gossip"). Every node of a cluster must use the same policy: a node that
+// signs and one that does not drop each other's messages.
 func NewPubSub(ctx context.Context, h host.Host, logger *slog.Logger) (*pubsub.PubSub, error) {
 	logger = componentLogger(logger)
 	ps, err := pubsub.NewGossipSub(ctx, h,
-		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
+		pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign),
+		pubsub.WithNoAuthor(),
+		pubsub.WithMessageIdFn(contentID),
 		pubsub.WithPeerOutboundQueueSize(pubsubPeerQueueSize),
 		pubsub.WithValidateQueueSize(pubsubValidateQueueSize),
 		pubsub.WithMaxMessageSize(MaxHeartbeatSize+pubsubEnvelopeOverhead),
@@ -49,6 +64,20 @@ func NewPubSub(ctx context.Context, h host.Host, logger *slog.Logger) (*pubsub.P
 		return nil, fmt.Errorf("start gossipsub: %w", err)
 	}
 	return ps, nil
+}
+
+// contentID identifies a message by a hash of its topic and data: with no
+// author and sequence number, the content is what tells two messages
+// apart (every ducc message carries a sequence number or a time of its
+// own). It must be the same function on every node, since gossip names
+// messages by it.
+func contentID(m *pb.Message) string {
+	d := sha256.New()
+	d.Write([]byte(m.GetTopic()))
+	d.Write([]byte{0})
+	d.Write(m.GetData())
+	var sum [sha256.Size]byte
+	return string(d.Sum(sum[:0])[:20])
 }
 
 // Topic is a gossipsub topic carrying CBOR-encoded values of type T, each at
@@ -78,6 +107,9 @@ func JoinTopic[T any](ps *pubsub.PubSub, name string, limit int, logger *slog.Lo
 			logger.Debug("pubsub: rejecting undecodable message", "from", from.String(), "err", err)
 			return pubsub.ValidationReject
 		}
+		// Hand the decoded value on to one subscriber (Next), so that a
+		// message is decoded once on the common path.
+		msg.ValidatorData = &decoded[T]{v: v}
 		return pubsub.ValidationAccept
 	}
 	if err := ps.RegisterTopicValidator(name, pubsub.ValidatorEx(validator), pubsub.WithValidatorInline(true)); err != nil {
@@ -135,6 +167,21 @@ func (t *Topic[T]) Close() error {
 	return nil
 }
 
+// decoded is a value the topic's validator decoded; the first subscriber
+// to take it owns it, any other decodes the message afresh.
+type decoded[T any] struct {
+	v     *T
+	taken atomic.Bool
+}
+
+// take returns the decoded value to the first caller only.
+func (d *decoded[T]) take() (*T, bool) {
+	if d == nil || !d.taken.CompareAndSwap(false, true) {
+		return nil, false
+	}
+	return d.v, true
+}
+
 // Subscription receives the values published on a Topic.
 type Subscription[T any] struct {
 	sub    *pubsub.Subscription
@@ -145,8 +192,11 @@ type Subscription[T any] struct {
 // ErrSubscriptionCancelled is returned by Next after Cancel.
 var ErrSubscriptionCancelled = errors.New("subscription cancelled")
 
-// Next returns the next value and the peer that published it (its signed
-// author, not the peer that forwarded it). Undecodable or oversized
+// Next returns the next value and the peer that delivered it to this host
+// (the connection's peer, authenticated by Noise): the publisher when it
+// sent the message directly, else a peer that forwarded it, and this
+// host's own id for a message published here. Messages are anonymous, so
+// the publisher itself is not known. Undecodable or oversized
 // messages are skipped (logged at debug level). It returns ctx's error when
 // ctx ends and ErrSubscriptionCancelled after Cancel.
 func (s *Subscription[T]) Next(ctx context.Context) (T, peer.ID, error) {
@@ -162,14 +212,20 @@ func (s *Subscription[T]) Next(ctx context.Context) (T, peer.ID, error) {
 			}
 			return zero, "", fmt.Errorf("subscription to %s: %w", s.sub.Topic(), err)
 		}
-		// Decoded afresh for each subscription, so that subscribers never
-		// share slices or maps.
+		// The validator's decoded value goes to one subscription; any
+		// other decodes afresh, so that subscribers never share slices or
+		// maps.
+		if d, ok := msg.ValidatorData.(*decoded[T]); ok {
+			if v, ok := d.take(); ok {
+				return *v, msg.ReceivedFrom, nil
+			}
+		}
 		var v T
 		if err := UnmarshalLimit(msg.Data, &v, s.limit); err != nil {
-			s.logger.Debug("pubsub: skipping undecodable message", "from", msg.GetFrom().String(), "size", len(msg.Data), "err", err)
+			s.logger.Debug("pubsub: skipping undecodable message", "from", msg.ReceivedFrom.String(), "size", len(msg.Data), "err", err)
 			continue
 		}
-		return v, msg.GetFrom(), nil
+		return v, msg.ReceivedFrom, nil
 	}
 }
 

@@ -112,14 +112,18 @@ func TestPubSubTwoHosts(t *testing.T) {
 	}
 }
 
-// A peer without our validator publishes garbage and an oversized value:
-// our side rejects both and still receives the valid message after them.
+// A peer without our validator publishes garbage, an oversized value and a
+// signed message (as a node of a version that signs would): our side drops
+// all three and still receives the valid message after them.
 func TestPubSubRejectsRemoteGarbage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	psk := testKey(t)
 	a, b := newTestHost(t, psk), newTestHost(t, psk)
-	psA, err := pubsub.NewGossipSub(ctx, a, pubsub.WithFloodPublish(true))
+	// LaxNoSign lets this peer publish one signed message below.
+	psA, err := pubsub.NewGossipSub(ctx, a, pubsub.WithFloodPublish(true),
+		pubsub.WithMessageSignaturePolicy(pubsub.LaxNoSign),
+		pubsub.WithNoAuthor(), pubsub.WithMessageIdFn(contentID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,9 +155,14 @@ func TestPubSubRejectsRemoteGarbage(t *testing.T) {
 		}
 	}
 	good, _ := Marshal(LeaderAnnounce{Node: "good", Term: 1})
+	signed, _ := Marshal(LeaderAnnounce{Node: "signed", Term: 1})
 	big, _ := Marshal(LeaderAnnounce{Node: string(make([]byte, MaxAnnounceSize))})
-	for _, data := range [][]byte{{0xff, 0x01}, big, good} {
-		if err := raw.Publish(ctx, data); err != nil {
+	sign := pubsub.WithSecretKeyAndPeerId(a.Peerstore().PrivKey(a.ID()), a.ID())
+	for _, m := range []struct {
+		data []byte
+		opts []pubsub.PubOpt
+	}{{data: []byte{0xff, 0x01}}, {data: big}, {data: signed, opts: []pubsub.PubOpt{sign}}, {data: good}} {
+		if err := raw.Publish(ctx, m.data, m.opts...); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -17,7 +18,7 @@ func newSimCmd(g *globals) *cobra.Command {
 	var (
 		o                      sim.Options
 		nodeMemory, workMemory string
-		logLevel               string
+		logLevel, cpuProfile   string
 		fakesOnly, inProcess   bool
 	)
 	cmd := &cobra.Command{
@@ -80,6 +81,17 @@ Fake nodes run nothing: a wanted process is Running at once (and ends after
 				o.FakesCommand = []string{exe, "sim", "--fakes-only", "--log-level", logLevel}
 			}
 			o.Logger = logger
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return &exitError{code: exitFailed, msg: "cpu profile: " + err.Error()}
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return &exitError{code: exitFailed, msg: "cpu profile: " + err.Error()}
+				}
+				defer pprof.StopCPUProfile()
+			}
 			res, err := sim.Run(ctx, o)
 			if err != nil {
 				return &exitError{code: exitFailed, msg: err.Error()}
@@ -101,10 +113,12 @@ Fake nodes run nothing: a wanted process is Running at once (and ends after
 	f.DurationVar(&o.RunFor, "run-for", 0, "end each fake process after this long (0: run until the end)")
 	f.IntVar(&o.Submitters, "submitters", 16, "submissions in flight at once")
 	f.DurationVar(&o.NodeTimeout, "node-timeout", 10*time.Second, "the head's node timeout")
+	f.IntVar(&o.MaxHeartbeatsPerSecond, "max-heartbeats-per-second", 2000, "the head's heartbeat intake bound: it stretches the interval it announces beyond that (negative: never)")
 	f.BoolVar(&o.SubscribeHeartbeats, "agents-subscribe", false, "fake hosts subscribe to the heartbeat topic, as every agent does today (gossipsub then delivers every heartbeat to every host)")
 	f.BoolVar(&inProcess, "in-process", false, "run the fake agents in the head's process (head figures then include them)")
 	f.StringVar(&logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	f.BoolVar(&fakesOnly, "fakes-only", false, "internal: be the fakes process of a simulation (JSON lines on stdin/stdout)")
 	_ = f.MarkHidden("fakes-only")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write the head process's CPU profile of the whole run to this file (go tool pprof)")
 	return cmd
 }

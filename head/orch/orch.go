@@ -41,12 +41,21 @@ type Config struct {
 	Cycle time.Duration
 	// MinInterval is the shortest time between scheduling cycles.
 	MinInterval time.Duration
-	// NodeTimeout declares a node down after this long without heartbeats.
+	// NodeTimeout declares a node down after this long without heartbeats
+	// at the base Heartbeat interval; it stretches with the interval
+	// (HeartbeatInterval, NodeTimeoutNow).
 	NodeTimeout time.Duration
 	// FailoverGrace is the time every node has, from the start of this
 	// term, to send the new head a heartbeat: no node is declared down
 	// before it has passed (NodeTimeout if zero). See checkNodes.
 	FailoverGrace time.Duration
+	// Heartbeat is the agents' configured heartbeat interval (1 s if
+	// zero).
+	Heartbeat time.Duration
+	// MaxHeartbeatsPerSecond bounds the heartbeats the head asks for: with
+	// more nodes than that per Heartbeat, the interval it announces grows
+	// to nodes / MaxHeartbeatsPerSecond. Zero: the interval never grows.
+	MaxHeartbeatsPerSecond int
 	// Grace is the time between SIGTERM and SIGKILL when stopping.
 	Grace time.Duration
 	// ProcEnded is told when the end of a job's process has been recorded
@@ -76,6 +85,9 @@ type Node struct {
 	Admin    string // "", state.NodeVariedOff, state.NodeQuiescing
 	LastSeen time.Time
 	HB       wire.Heartbeat
+	// Inventory: this head has had a full heartbeat from the node, so HB
+	// holds its inventory. Until then the node stays Unknown.
+	Inventory bool
 }
 
 // Node states.
@@ -112,6 +124,7 @@ type Orchestrator struct {
 	stopped  bool                       // Run has returned: no new pushers
 	reported map[string]wire.ProcStatus // proc id → last status applied
 	live     map[string]wire.ProcStatus // proc id → newest status an agent reported
+	stretch  stretch                    // the announced heartbeat interval
 	wg       sync.WaitGroup
 
 	// termStart is when Run began, the start of the failover grace (under mu).
@@ -137,6 +150,9 @@ func New(cfg Config) *Orchestrator {
 	}
 	if cfg.FailoverGrace < cfg.NodeTimeout {
 		cfg.FailoverGrace = cfg.NodeTimeout
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = time.Second
 	}
 	if cfg.Grace == 0 {
 		cfg.Grace = 15 * time.Second
@@ -275,12 +291,16 @@ func (o *Orchestrator) Pending(id uint64) string {
 }
 
 // Heartbeat records a node's heartbeat and folds its process states in.
+// A delta heartbeat (wire.Heartbeat.Delta) is laid over the node's last
+// full one; from a node this head has no full heartbeat of yet it only
+// proves the node alive (the node stays Unknown, its processes stand)
+// and folds its process changes in, until the full one comes (agents send
+// one when they follow a new head, and every few heartbeats).
 func (o *Orchestrator) Heartbeat(ctx context.Context, hb wire.Heartbeat, peer string) {
 	o.mu.Lock()
 	n := o.nodes[hb.Node]
-	isNew := n == nil || n.State != NodeUp || n.HB.MemSchedulable != hb.MemSchedulable
 	if n == nil {
-		n = &Node{Name: hb.Node}
+		n = &Node{Name: hb.Node, State: NodeUnknown}
 		o.nodes[hb.Node] = n
 		o.mems.add(0)
 	}
@@ -288,8 +308,19 @@ func (o *Orchestrator) Heartbeat(ctx context.Context, hb wire.Heartbeat, peer st
 		o.mu.Unlock()
 		return // stale, reordered
 	}
-	o.mems.change(n.HB.MemSchedulable, hb.MemSchedulable)
-	n.Peer, n.HB, n.LastSeen, n.State = peer, hb, o.cfg.Now(), NodeUp
+	if hb.Delta && !n.Inventory {
+		n.Peer, n.LastSeen = peer, o.cfg.Now()
+		n.HB.Seq, n.HB.Time, n.HB.DesiredVersion = hb.Seq, hb.Time, hb.DesiredVersion
+		if n.State == NodeDown {
+			n.State = NodeUnknown
+		}
+		o.mu.Unlock()
+		o.Report(ctx, hb.Node, hb.Procs)
+		return
+	}
+	isNew := n.State != NodeUp || !n.Inventory || n.HB.MemSchedulable != hb.Over(n.HB).MemSchedulable
+	o.mems.change(n.HB.MemSchedulable, hb.Over(n.HB).MemSchedulable)
+	n.Peer, n.HB, n.LastSeen, n.State, n.Inventory = peer, hb.Over(n.HB), o.cfg.Now(), NodeUp, true
 	// Resend only what this node missed: its own last push, once it had
 	// time to arrive (the heartbeat may have crossed it).
 	sv := o.sentVer[hb.Node]
@@ -399,8 +430,8 @@ func (o *Orchestrator) seedNodes() {
 // find it and its heartbeat intake catches up after an election, whether
 // a node was Up under the old head or not (its heartbeat may have been
 // delayed by the election itself). o.mu must be held.
-func (o *Orchestrator) downAt(n *Node) time.Time {
-	at := n.LastSeen.Add(o.cfg.NodeTimeout)
+func (o *Orchestrator) downAt(n *Node, timeout time.Duration) time.Time {
+	at := n.LastSeen.Add(timeout)
 	if grace := o.termStart.Add(o.cfg.FailoverGrace); at.Before(grace) {
 		at = grace
 	}
@@ -412,8 +443,9 @@ func (o *Orchestrator) downAt(n *Node) time.Time {
 func (o *Orchestrator) checkNodes(ctx context.Context, now time.Time) {
 	var dead []string
 	o.mu.Lock()
+	timeout := o.nodeTimeoutLocked(now)
 	for name, n := range o.nodes {
-		if (n.State == NodeUp || n.State == NodeUnknown) && now.After(o.downAt(n)) {
+		if (n.State == NodeUp || n.State == NodeUnknown) && now.After(o.downAt(n, timeout)) {
 			n.State = NodeDown
 			dead = append(dead, name)
 		}
@@ -435,14 +467,14 @@ func (o *Orchestrator) checkNodes(ctx context.Context, now time.Time) {
 					if p.Node == d {
 						cmds = append(cmds, state.Command{Type: state.CmdProc, Time: ts, Proc: &wire.ProcStatus{
 							ID: p.ID, WorkID: w.ID, State: wire.ProcLost, EndedAt: ts, ExitCode: -1,
-							Reason: fmt.Sprintf("node %s stopped sending heartbeats for %s", d, o.cfg.NodeTimeout)}})
+							Reason: fmt.Sprintf("node %s stopped sending heartbeats for %s", d, timeout)}})
 					}
 				}
 			}
 		}
 	})
 	for _, d := range dead {
-		o.log.Warn("node down", "node", d, "timeout", o.cfg.NodeTimeout)
+		o.log.Warn("node down", "node", d, "timeout", timeout)
 	}
 	if len(cmds) > 0 {
 		if _, err := o.cfg.Apply.Apply(ctx, cmds...); err != nil {

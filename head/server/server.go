@@ -45,7 +45,8 @@ type Config struct {
 	Scheduler      *rm.Config
 	Administrators []string
 	// NodeTimeout is how long a node may miss heartbeats before it is
-	// declared down.
+	// declared down, at the Heartbeat interval; it grows in proportion
+	// when the head stretches the interval.
 	NodeTimeout time.Duration
 	// FailoverGrace is the time every node has, from the start of a
 	// term, to send the new head its first heartbeat before anything is
@@ -55,6 +56,10 @@ type Config struct {
 	// unreachable before the head removes it, once enough other members
 	// stand in for it (see cleanupDeadServers; 5 minutes if zero).
 	DeadServerCleanup time.Duration
+	// MaxHeartbeatsPerSecond bounds the head's heartbeat intake: with more
+	// nodes than that per Heartbeat, the head announces a longer interval
+	// (nodes / MaxHeartbeatsPerSecond) and agents follow it. Zero: never.
+	MaxHeartbeatsPerSecond int
 	// Metrics are the head's metrics (nil-safe).
 	Metrics *web.HeadMetrics
 	// Pingers runs custom service pingers on agents (the agent this
@@ -121,6 +126,7 @@ func New(cfg Config) (*Server, error) {
 	hc := head.Config{
 		Node: cfg.Node, Peer: cfg.Host.ID().String(), Version: cfg.Version, Push: s, Pingers: cfg.Pingers,
 		Scheduler: cfg.Scheduler, Administrators: cfg.Administrators, NodeTimeout: cfg.NodeTimeout,
+		Heartbeat: cfg.Heartbeat, MaxHeartbeatsPerSecond: cfg.MaxHeartbeatsPerSecond,
 		Metrics: cfg.Metrics, Logger: cfg.Logger, FailoverGrace: cfg.FailoverGrace, Voters: s.voters,
 	}
 	cand, err := newCandidate(candidateConfig{
@@ -251,15 +257,21 @@ func (s *Server) takeHeartbeats(ctx context.Context, sub *wire.Subscription[wire
 			}
 			return
 		}
-		if hb.PeerID != from.String() {
-			s.log.Warn("ignoring a heartbeat whose peer id is not its sender's", "node", hb.Node, "claims", hb.PeerID, "from", from)
+		// Heartbeats are unsigned: the peer id is the sender's claim, as
+		// the node name always was. The peer that delivered it is a
+		// cluster member, but not necessarily the sender (another head
+		// candidate may have forwarded it), so the claim is not checked
+		// against it (docs/decisions.md, "Unsigned gossip").
+		sender, err := peer.Decode(hb.PeerID)
+		if err != nil {
+			s.log.Warn("ignoring a heartbeat with a bad peer id", "node", hb.Node, "peer", hb.PeerID, "from", from, "err", err)
 			continue
 		}
-		wire.LearnAddrs(s.cfg.Host, from, hb.Addrs)
-		s.former.saw(from, hb)
+		wire.LearnAddrs(s.cfg.Host, sender, hb.Addrs)
+		s.former.saw(sender, hb)
 		if h := s.cand.Head(); h != nil {
 			t0 := time.Now()
-			h.Heartbeat(ctx, hb, from.String())
+			h.Heartbeat(ctx, hb, hb.PeerID)
 			if s.cfg.Hooks.Heartbeat != nil {
 				s.cfg.Hooks.Heartbeat(hb, t0, time.Since(t0))
 			}
@@ -268,7 +280,8 @@ func (s *Server) takeHeartbeats(ctx context.Context, sub *wire.Subscription[wire
 }
 
 // announce announces this server as head while it leads: at once when it
-// becomes head, then every heartbeat period.
+// becomes head, then every heartbeat period, with the heartbeat interval
+// agents should use.
 func (s *Server) announce(ctx context.Context) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
@@ -279,7 +292,8 @@ func (s *Server) announce(ctx context.Context) {
 		if h != nil && (h != was || time.Since(last) >= s.cfg.Heartbeat) {
 			last = time.Now()
 			ann := wire.LeaderAnnounce{PeerID: s.cfg.Host.ID().String(), Node: s.cfg.Node,
-				Term: s.cand.Raft().CurrentTerm(), Time: time.Now().UnixMilli()}
+				Term: s.cand.Raft().CurrentTerm(), Time: time.Now().UnixMilli(),
+				HeartbeatMS: h.HeartbeatInterval().Milliseconds()}
 			for _, addr := range s.cfg.Host.Addrs() {
 				ann.Addrs = append(ann.Addrs, addr.String())
 			}
