@@ -57,16 +57,17 @@ func (p *pool) consume(n int) {
 
 // node is a machine in the cycle's working state.
 type node struct {
-	idx    int
-	n      *Node
-	pool   *pool
-	shares int
-	used   int // shares occupied by every process on it, stopping ones and planned starts included
-	held   int // shares held for particular work (Carry holds)
-	procs  []*proc
-	svc    map[string]int // instances per service id
-	holds  []*Hold        // holds on this node
-	noOver bool           // no process here is over its share or squatting (this round)
+	idx     int
+	n       *Node
+	pool    *pool
+	shares  int
+	used    int // shares occupied by every process on it, stopping ones and planned starts included
+	held    int // shares held for particular work (Carry holds)
+	procs   []*proc
+	svc     map[string]int // instances per service id
+	holds   []*Hold        // holds on this node
+	noOver  bool           // no process here is over its share or squatting (this round)
+	victims []*proc        // procs in baseLess order, built on first use (victimOrder)
 }
 
 func (n *node) up() bool { return n.n.State == NodeUp }
@@ -117,6 +118,7 @@ type work struct {
 	holds   []*Hold // space held for this work
 	budget  int     // processes a preemption round may still take (over fair share)
 	gainer  bool    // got space in this preemption round
+	rank    int     // position in sched.works (submit order)
 }
 
 func (w *work) have() int { return w.cur + w.starts }
@@ -143,6 +145,7 @@ type sched struct {
 	classUsers map[string]int
 	userShare  map[string]int // class + "\x00" + user
 	poolCap    map[string]int // pool + band -> capacity seen by the fair computation
+	cands      []victim       // scratch space of pickVictims
 	schedState
 }
 
@@ -258,6 +261,9 @@ func (s *sched) build() {
 		}
 	}
 	sort.Slice(s.works, func(a, b int) bool { return workLess(s.works[a], s.works[b]) })
+	for i, wk := range s.works {
+		wk.rank = i
+	}
 
 	for _, wk := range s.works {
 		for j := range wk.w.Procs {

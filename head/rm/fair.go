@@ -116,7 +116,7 @@ func (h jobHeap) Less(i, j int) bool {
 	if h[i].alloc != h[j].alloc {
 		return h[i].alloc < h[j].alloc
 	}
-	return workLess(h[i].w, h[j].w)
+	return h[i].w.rank < h[j].w.rank
 }
 func (h jobHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *jobHeap) Push(x any)   { *h = append(*h, x.(*fsJob)) }

@@ -3,6 +3,7 @@ package rm
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/ducc-project/ducc/units"
@@ -30,34 +31,71 @@ func (p *proc) initialized() bool {
 // larger jobs first for defragmentation, then not-yet-initialized before
 // initialized, least invested, squatters before residents, youngest job.
 func (s *sched) shrinkLess(a, b victim) bool {
+	if c := s.catCompare(a, b); c != 0 {
+		return c < 0
+	}
+	return baseLess(a.p, b.p)
+}
+
+// catCompare compares the leading keys of shrinkLess: the category and, for
+// defragmentation, the richer user and the larger job.
+func (s *sched) catCompare(a, b victim) int {
 	if a.cat != b.cat {
-		return a.cat < b.cat
+		return a.cat - b.cat
 	}
 	if a.cat == catDefrag {
 		ua, ub := s.userHeld[a.p.w.user], s.userHeld[b.p.w.user]
 		if ua != ub {
-			return ua > ub
+			return ub - ua
 		}
 		if a.p.w.cur != b.p.w.cur {
-			return a.p.w.cur > b.p.w.cur
+			return b.p.w.cur - a.p.w.cur
 		}
 	}
-	ia, ib := a.p.initialized(), b.p.initialized()
+	return 0
+}
+
+// baseLess is the part of shrinkLess that does not depend on the victim's
+// category: not yet initialized first, then least invested (started last),
+// squatters before residents, youngest job, process id. None of these keys
+// changes during a cycle, and they order any two processes.
+func baseLess(a, b *proc) bool {
+	ia, ib := a.initialized(), b.initialized()
 	if ia != ib {
 		return !ia
 	}
-	ta, tb := a.p.p.StartedAt, b.p.p.StartedAt
+	ta, tb := a.p.StartedAt, b.p.StartedAt
 	if !ta.Equal(tb) {
 		return ta.After(tb) // started later = less invested
 	}
-	sa, sb := a.p.squatter(), b.p.squatter()
+	sa, sb := a.squatter(), b.squatter()
 	if sa != sb {
 		return sa
 	}
-	if a.p.w != b.p.w {
-		return workLess(b.p.w, a.p.w)
+	if a.w != b.w {
+		return b.w.rank < a.w.rank
 	}
-	return a.p.p.ID < b.p.p.ID
+	return a.p.ID < b.p.ID
+}
+
+// victimOrder returns the processes on n that were live when the cycle
+// began, in baseLess order. The list is built on first use and kept for the
+// cycle; callers skip processes that have since been stopped or marked.
+func (n *node) victimOrder() []*proc {
+	if n.victims == nil {
+		n.victims = make([]*proc, len(n.procs))
+		copy(n.victims, n.procs)
+		slices.SortFunc(n.victims, func(a, b *proc) int {
+			if baseLess(a, b) {
+				return -1
+			}
+			if baseLess(b, a) {
+				return 1
+			}
+			return 0
+		})
+	}
+	return n.victims
 }
 
 // protected tells whether min_runtime shields a process.
@@ -68,15 +106,21 @@ func (s *sched) protected(p *proc) bool {
 
 // pickVictims chooses, on node n, the processes to stop so that one process
 // of order fits for w; cat classifies a candidate (-1 = not eligible).
-// It returns nil if n cannot be made to fit.
-func (s *sched) pickVictims(w *work, n *node, order int, exact bool, cat func(*proc) int) []victim {
+// It returns nil if n cannot be made to fit. The victims are appended to
+// dst, which may be reused from an earlier call.
+//
+// Candidates are taken in shrinkLess order. The node's processes are kept in
+// baseLess order for the cycle (victimOrder), so only the category (and the
+// defragmentation keys) are left to sort, stably, and only when more than
+// one category is present.
+func (s *sched) pickVictims(w *work, n *node, order int, exact bool, cat func(*proc) int, dst []victim) []victim {
 	free := n.freeFor(s, w)
 	if free >= order && !exact {
 		return nil
 	}
-	var cands []victim
-	avail := 0
-	for _, p := range n.procs {
+	cands := s.cands[:0]
+	avail, mixed := 0, false
+	for _, p := range n.victimOrder() {
 		if p.stopping || p.marked {
 			continue
 		}
@@ -87,17 +131,23 @@ func (s *sched) pickVictims(w *work, n *node, order int, exact bool, cat func(*p
 			}
 			continue
 		}
+		if len(cands) > 0 && (c != cands[0].cat || c == catDefrag) {
+			mixed = true
+		}
 		cands = append(cands, victim{p, c})
 		avail += p.shares
 	}
+	s.cands = cands
 	if free+avail < order {
 		return nil
 	}
-	sort.Slice(cands, func(i, j int) bool { return s.shrinkLess(cands[i], cands[j]) })
-	if exact {
-		return cands
+	if mixed {
+		slices.SortStableFunc(cands, s.catCompare)
 	}
-	var out []victim
+	out := dst[:0]
+	if exact {
+		return append(out, cands...)
+	}
 	for _, v := range cands {
 		if free >= order {
 			break
@@ -140,7 +190,7 @@ func victimShares(vs []victim) int {
 // are classified.
 func (s *sched) bestVictims(w *work, nodes []*node, bound []int, order int, exact bool, cat func(*proc) int, tries int, prune func(*node) bool) (*node, []victim) {
 	var bestN *node
-	var best []victim
+	var best, spare []victim
 	bestCost, found, scanned := math.MaxInt, 0, 0
 	for i, n := range nodes {
 		if tries > 0 && (found >= tries || scanned >= maxScan) {
@@ -162,16 +212,22 @@ func (s *sched) bestVictims(w *work, nodes []*node, bound []int, order int, exac
 		if !exact && order-n.freeFor(s, w) >= bestCost {
 			continue // cannot beat the best found so far
 		}
-		vs := s.pickVictims(w, n, order, exact, cat)
+		vs := s.pickVictims(w, n, order, exact, cat, spare)
 		if len(vs) == 0 {
 			continue
 		}
 		found++
 		if c := victimShares(vs); c < bestCost {
-			bestN, best, bestCost = n, vs, c
+			bestN, bestCost = n, c
+			best, spare = vs, best
+		} else {
+			spare = vs
 		}
 	}
-	return bestN, best
+	if bestN == nil {
+		return nil, nil
+	}
+	return bestN, slices.Clone(best)
 }
 
 // evictFor frees space for one process of non-preemptable work w by evicting
@@ -350,7 +406,7 @@ func (s *sched) preemptRound() {
 		if bens[i].prio != bens[j].prio {
 			return bens[i].prio < bens[j].prio
 		}
-		return workLess(bens[i], bens[j])
+		return bens[i].rank < bens[j].rank
 	})
 	// Per pool: nodes holding possible victims and whether squatters live there.
 	// overNodes hold processes of jobs over their share or squatters;
@@ -477,7 +533,7 @@ func (s *sched) preemptRound() {
 			// The node of the previous unit, if it still gives exactly the
 			// missing space, saves a scan.
 			if last != nil {
-				if v := s.pickVictims(b, last, b.order, false, cat); len(v) > 0 && victimShares(v) <= b.order-max(last.freeFor(s, b), 0) {
+				if v := s.pickVictims(b, last, b.order, false, cat, nil); len(v) > 0 && victimShares(v) <= b.order-max(last.freeFor(s, b), 0) {
 					n, vs = last, v
 				}
 			}
