@@ -241,15 +241,76 @@ func (s *sched) evictFor(w *work) bool {
 		}
 		return -1
 	}
-	n, vs := s.bestVictims(w, w.pool.nodes, nil, w.order, exact, cat, 0, nil)
+	n := s.cheapestEviction(w, exact)
 	if n == nil {
 		return false
 	}
+	vs := s.pickVictims(w, n, w.order, exact, cat, nil)
 	text := fmt.Sprintf("evicted for %s %d (%s class %s, priority %d)", w.w.Kind, w.w.ID, w.class.Policy, w.class.Name, w.prio)
 	s.issueStops(vs, Evicted, text, false)
 	s.addHold(w, n, w.order, vs)
 	s.tracef("hold %d shares on %s for %s %d until %s stop", w.order, n.n.Name, w.w.Kind, w.w.ID, joinIDs(victimIDs(vs)))
 	return true
+}
+
+// cheapestEviction returns the node of w's pool where evicting fair-share
+// processes of worse priority frees room for one process of w at the least
+// cost (shares stopped), the first by name on ties, or nil. It decides as
+// bestVictims over the pool's nodes would, with the cost of a node counted
+// in place (evictCost) instead of building its victim list.
+func (s *sched) cheapestEviction(w *work, exact bool) *node {
+	order := w.order
+	var bestN *node
+	bestCost := math.MaxInt
+	for _, n := range w.pool.nodes {
+		if !n.up() || n.shares < order || (exact && n.shares != order) || !inMachineList(w.w, n.n.Name) {
+			continue
+		}
+		if exact && (n.held > 0 && n.freeFor(s, w) == n.free()) {
+			continue // held for someone else
+		}
+		if !exact && order-n.freeFor(s, w) >= bestCost {
+			continue // cannot beat the best found so far
+		}
+		if c, ok := s.evictCost(w, n, exact); ok && c < bestCost {
+			bestN, bestCost = n, c
+		}
+	}
+	return bestN
+}
+
+// evictCost is the number of shares pickVictims would stop on n to make room
+// for one process of w by eviction, and whether it finds victims at all.
+func (s *sched) evictCost(w *work, n *node, exact bool) (int, bool) {
+	free, order := n.freeFor(s, w), w.order
+	if exact {
+		avail, count := 0, 0
+		for _, p := range n.procs {
+			if p.stopping || p.marked {
+				continue
+			}
+			if !p.w.fair || p.w.prio <= w.prio {
+				return 0, false // a reservation needs every occupant gone
+			}
+			avail += p.shares
+			count++
+		}
+		return avail, count > 0 && free+avail >= order
+	}
+	if free >= order {
+		return 0, false
+	}
+	cost := 0
+	for _, p := range n.victimOrder() {
+		if p.stopping || p.marked || !p.w.fair || p.w.prio <= w.prio {
+			continue
+		}
+		cost += p.shares
+		if free+cost >= order {
+			return cost, true
+		}
+	}
+	return 0, false
 }
 
 // issueStops stops victims (or records them as would-be stops when observe).
