@@ -1,8 +1,10 @@
 package rm
 
 import (
+	"cmp"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -229,16 +231,24 @@ func (s *sched) build() {
 	}
 
 	// Work and processes.
+	// One allocation for all works and one for all processes.
+	nprocs := 0
+	for i := range in.Work {
+		nprocs += len(in.Work[i].Procs)
+	}
 	s.workBy = make(map[uint64]*work, len(in.Work))
-	s.procBy = map[string]*proc{}
+	s.procBy = make(map[string]*proc, nprocs)
 	s.works = make([]*work, 0, len(in.Work))
+	workSlab := make([]work, len(in.Work))
+	procSlab := make([]proc, nprocs)
 	for i := range in.Work {
 		w := &in.Work[i]
 		if _, dup := s.workBy[w.ID]; dup {
 			s.tracef("work %d listed twice; using the first", w.ID)
 			continue
 		}
-		wk := &work{w: w, user: w.User}
+		wk := &workSlab[i]
+		*wk = work{w: w, user: w.User}
 		s.workBy[w.ID] = wk
 		s.works = append(s.works, wk)
 		if cl, ok := s.classes[w.Class]; ok {
@@ -260,7 +270,7 @@ func (s *sched) build() {
 			}
 		}
 	}
-	sort.Slice(s.works, func(a, b int) bool { return workLess(s.works[a], s.works[b]) })
+	sortWorks(s.works)
 	for i, wk := range s.works {
 		wk.rank = i
 	}
@@ -272,7 +282,9 @@ func (s *sched) build() {
 				s.tracef("process id %s appears twice; ignoring the second", p.ID)
 				continue
 			}
-			pr := &proc{p: p, w: wk, n: s.nodeBy[p.Node], shares: p.Shares}
+			pr := &procSlab[0]
+			procSlab = procSlab[1:]
+			*pr = proc{p: p, w: wk, n: s.nodeBy[p.Node], shares: p.Shares}
 			if pr.shares <= 0 {
 				pr.shares = max(wk.order, 1)
 			}
@@ -318,6 +330,43 @@ func nodeStateText(n *node) string {
 		return "unknown"
 	}
 	return n.n.State.String()
+}
+
+// sortWorks sorts works by workLess (submit time, then id) on keys copied
+// out of the works, so the comparisons touch no pointers; input that is
+// already in order (the usual case) is only checked.
+func sortWorks(ws []*work) {
+	if slices.IsSortedFunc(ws, func(a, b *work) int {
+		if workLess(a, b) {
+			return -1
+		}
+		return 1
+	}) {
+		return
+	}
+	type key struct {
+		sec  int64
+		nsec int
+		id   uint64
+		w    *work
+	}
+	keys := make([]key, len(ws))
+	for i, w := range ws {
+		t := w.w.SubmitTime
+		keys[i] = key{t.Unix(), t.Nanosecond(), w.w.ID, w}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := cmp.Compare(a.sec, b.sec); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.nsec, b.nsec); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	for i, k := range keys {
+		ws[i] = k.w
+	}
 }
 
 func workLess(a, b *work) bool {

@@ -37,8 +37,10 @@ func (s *sched) start(w *work, n *node, shares int, reason string) {
 		WorkID: w.w.ID, Node: n.n.Name, Shares: shares,
 		Memory: int64(shares) * w.quantum, Reason: reason,
 	})
-	s.tracef("start %s %d on %s: %d shares (%s), %s; %d free left", w.w.Kind, w.w.ID, n.n.Name, shares,
-		units.FormatSize(int64(shares)*w.quantum), reason, n.shares-n.used)
+	if s.trace {
+		s.tracef("start %s %d on %s: %d shares (%s), %s; %d free left", w.w.Kind, w.w.ID, n.n.Name, shares,
+			units.FormatSize(int64(shares)*w.quantum), reason, n.shares-n.used)
+	}
 }
 
 // heldNode returns a node where w holds space that fits one process now.

@@ -249,7 +249,9 @@ func (s *sched) evictFor(w *work) bool {
 	text := fmt.Sprintf("evicted for %s %d (%s class %s, priority %d)", w.w.Kind, w.w.ID, w.class.Policy, w.class.Name, w.prio)
 	s.issueStops(vs, Evicted, text, false)
 	s.addHold(w, n, w.order, vs)
-	s.tracef("hold %d shares on %s for %s %d until %s stop", w.order, n.n.Name, w.w.Kind, w.w.ID, joinIDs(victimIDs(vs)))
+	if s.trace {
+		s.tracef("hold %d shares on %s for %s %d until %s stop", w.order, n.n.Name, w.w.Kind, w.w.ID, joinIDs(victimIDs(vs)))
+	}
 	return true
 }
 
@@ -331,7 +333,9 @@ func (s *sched) issueStops(vs []victim, reason StopReason, text string, observe 
 		s.plan.Stops = append(s.plan.Stops, st)
 		s.plan.Carry.Issued = append(s.plan.Carry.Issued, IssuedStop{ProcID: p.p.ID, WorkID: p.w.w.ID, At: s.now})
 		s.shrinkNote(p, text)
-		s.tracef("stop %s of %s %d on %s (%s): %s", p.p.ID, p.w.w.Kind, p.w.w.ID, p.p.Node, reason, text)
+		if s.trace {
+			s.tracef("stop %s of %s %d on %s (%s): %s", p.p.ID, p.w.w.Kind, p.w.w.ID, p.p.Node, reason, text)
+		}
 	}
 }
 
@@ -369,6 +373,9 @@ func (s *sched) addHold(w *work, n *node, shares int, vs []victim) {
 
 // traceNewHolds reports the holds made in this cycle.
 func (s *sched) traceNewHolds() {
+	if !s.trace {
+		return
+	}
 	for _, h := range s.holds {
 		if h.Since.Equal(s.now) {
 			s.tracef("hold %d shares on %s for work %d until %s stop", h.Shares, h.Node, h.For, joinIDs(h.Victims))
@@ -386,7 +393,9 @@ func (s *sched) computeBudgets() {
 			continue
 		}
 		if float64(w.cur) <= float64(w.target)*(1+float64(p.Deadzone)) {
-			s.tracef("job %d holds %d processes, within the %.0f%% deadzone of its fair share %d: not preempted", w.w.ID, w.cur, 100*float64(p.Deadzone), w.target)
+			if s.trace {
+				s.tracef("job %d holds %d processes, within the %.0f%% deadzone of its fair share %d: not preempted", w.w.ID, w.cur, 100*float64(p.Deadzone), w.target)
+			}
 			continue
 		}
 		excess := w.cur - w.target

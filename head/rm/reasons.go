@@ -36,7 +36,9 @@ func (s *sched) reasons() {
 
 func (s *sched) pend(w *work, have, want int, reason string) {
 	s.plan.Pending = append(s.plan.Pending, Pending{WorkID: w.w.ID, Have: have, Want: want, Reason: reason})
-	s.tracef("%s %d pending (%d of %d): %s", w.w.Kind, w.w.ID, have, want, reason)
+	if s.trace {
+		s.tracef("%s %d pending (%d of %d): %s", w.w.Kind, w.w.ID, have, want, reason)
+	}
 }
 
 func (s *sched) fairReason(w *work) string {

@@ -162,7 +162,7 @@ func (s *sched) runBand(b band) {
 		p.consume(used)
 		s.tracef("band %d pool %s: %d shares for %d jobs; fair share hands out %d", b.prio, p.name, capacity, len(jobs), used)
 		for _, w := range jobs {
-			if w.want > 0 || w.cur > 0 {
+			if s.trace && (w.want > 0 || w.cur > 0) {
 				s.tracef("job %d (%s/%s): has %d, wants %d (%s), fair share %d", w.w.ID, w.class.Name, w.user, w.cur, w.want, w.capNote, w.target)
 			}
 		}
@@ -206,9 +206,15 @@ func (s *sched) placeFair(w *work, why string) bool {
 // growFair places fair jobs up to their fair share, oldest first.
 func (s *sched) growFair() {
 	for _, w := range s.fairByAge() {
+		if w.have() >= w.target || w.stops > 0 {
+			continue
+		}
+		why := fmt.Sprintf("fair share %d", w.target)
 		for w.have() < w.target && w.stops == 0 {
-			if !s.placeFair(w, fmt.Sprintf("fair share %d", w.target)) {
-				s.tracef("job %d: %d of fair share %d placed; no node has %d free shares", w.w.ID, w.have(), w.target, w.order)
+			if !s.placeFair(w, why) {
+				if s.trace {
+					s.tracef("job %d: %d of fair share %d placed; no node has %d free shares", w.w.ID, w.have(), w.target, w.order)
+				}
 				break
 			}
 		}
