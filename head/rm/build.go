@@ -70,6 +70,7 @@ type node struct {
 	holds   []*Hold        // holds on this node
 	noOver  bool           // no process here is over its share or squatting (this round)
 	victims []*proc        // procs in baseLess order, built on first use (victimOrder)
+	elig    int            // shares of eligible processes in a preemption round (see eligible)
 }
 
 func (n *node) up() bool { return n.n.State == NodeUp }
@@ -95,6 +96,7 @@ type proc struct {
 	shares   int
 	stopping bool
 	marked   bool // chosen as a victim in this cycle
+	elig     bool // counted in n.elig (see eligible)
 }
 
 func (p *proc) squatter() bool { return p.n != nil && p.n.pool != p.w.pool }

@@ -187,8 +187,10 @@ func victimShares(vs []victim) int {
 // stops after that many nodes offered a workable set (a bounded search).
 //
 // prune, if set, is a cheap test that rules a node out before its processes
-// are classified.
-func (s *sched) bestVictims(w *work, nodes []*node, bound []int, order int, exact bool, cat func(*proc) int, tries int, prune func(*node) bool) (*node, []victim) {
+// are classified. room, if set, bounds the shares cat could offer on a node,
+// so a node whose free space and room together fall short is passed over
+// without classifying its processes (pickVictims would find nothing there).
+func (s *sched) bestVictims(w *work, nodes []*node, bound []int, order int, exact bool, cat func(*proc) int, tries int, prune func(*node) bool, room func(*node) int) (*node, []victim) {
 	var bestN *node
 	var best, spare []victim
 	bestCost, found, scanned := math.MaxInt, 0, 0
@@ -209,8 +211,14 @@ func (s *sched) bestVictims(w *work, nodes []*node, bound []int, order int, exac
 		if exact && (n.held > 0 && n.freeFor(s, w) == n.free()) {
 			continue // held for someone else
 		}
-		if !exact && order-n.freeFor(s, w) >= bestCost {
-			continue // cannot beat the best found so far
+		if !exact {
+			free := n.freeFor(s, w)
+			if order-free >= bestCost {
+				continue // cannot beat the best found so far
+			}
+			if room != nil && free < order && free+room(n) < order {
+				continue
+			}
 		}
 		vs := s.pickVictims(w, n, order, exact, cat, spare)
 		if len(vs) == 0 {
@@ -322,6 +330,7 @@ func (s *sched) issueStops(vs []victim, reason StopReason, text string, observe 
 		st := Stop{ProcID: p.p.ID, WorkID: p.w.w.ID, Node: p.p.Node, Reason: reason, Text: text,
 			Grace: s.cfg.Preemption.KillWait.D()}
 		p.marked = true
+		p.dropElig()
 		if observe {
 			s.plan.WouldPreempt = append(s.plan.WouldPreempt, st)
 			s.tracef("observe_only: would %s %s of %s %d on %s: %s", reason, p.p.ID, p.w.w.Kind, p.w.w.ID, p.p.Node, text)
@@ -421,6 +430,46 @@ const victimTries = 8
 // maxScan bounds how many nodes one preemption search classifies.
 const maxScan = 256
 
+// eligible tells whether p could be taken for some beneficiary in this
+// round's first pass: a squatter, or a process of a job over its share, that
+// is not stopping, not yet chosen, not protected and whose job neither
+// starts processes nor gains space in this cycle. Every one of these only
+// turns false during a round, so node.elig, the shares of eligible
+// processes on a node, is kept up to date by taking processes out of it
+// (dropElig) when they are marked, when their job becomes a gainer and when
+// their job's budget runs out.
+func (s *sched) eligible(p *proc) bool {
+	v := p.w
+	return !p.stopping && !p.marked && v.fair && v.starts == 0 && !v.gainer && !s.protected(p) && (v.budget > 0 || p.squatter())
+}
+
+// initElig computes node.elig at the start of a preemption round.
+func (s *sched) initElig() {
+	for _, n := range s.nodes {
+		if !n.up() {
+			continue // never searched; their processes are in no live list
+		}
+		for _, p := range n.procs {
+			if s.eligible(p) {
+				p.elig = true
+				n.elig += p.shares
+			}
+		}
+	}
+}
+
+// dropElig takes p out of its node's eligible shares.
+func (p *proc) dropElig() {
+	if p.elig {
+		p.elig = false
+		p.n.elig -= p.shares
+	}
+}
+
+// eligRoom bounds what the first pass's victim categories (squatters, jobs
+// over their share) can offer on n.
+func eligRoom(n *node) int { return n.elig }
+
 // overPrune rules out a node with no process over its share or squatting;
 // such a node stays ruled out for the round, as budgets only shrink.
 func overPrune(n *node) bool {
@@ -456,6 +505,7 @@ func (s *sched) preemptRound() {
 		return
 	}
 	s.computeBudgets()
+	s.initElig()
 	for _, w := range s.works {
 		if w.fair {
 			s.userHeld[w.user] += w.cur * w.order
@@ -610,14 +660,14 @@ func (s *sched) preemptRound() {
 			key := poolPrio{b.pool, b.prio}
 			if f, ok := failedAt[key]; n == nil && (!ok || b.order < f) {
 				nodes, bound := candidates(b, 0)
-				if n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries, overPrune); n == nil && len(b.w.MachineList) == 0 {
+				if n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries, overPrune, eligRoom); n == nil && len(b.w.MachineList) == 0 {
 					failedAt[key] = b.order
 				}
 			}
 			if n == nil && useDefrag {
 				defrag = true
 				nodes, bound := candidates(b, 1)
-				n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries, nil)
+				n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries, nil, nil)
 				defrag = false
 			}
 			if n == nil {
@@ -626,6 +676,9 @@ func (s *sched) preemptRound() {
 			}
 			misses, last = 0, n
 			b.gainer = true
+			for _, p := range b.live {
+				p.dropElig()
+			}
 			issued = true
 			for _, v := range vs {
 				used += v.p.shares
@@ -636,6 +689,13 @@ func (s *sched) preemptRound() {
 					text = fmt.Sprintf("squatter in pool %s: resident job %d needs the space", n.pool.name, b.w.ID)
 				case catOver:
 					v.p.w.budget--
+					if v.p.w.budget == 0 {
+						for _, p := range v.p.w.live {
+							if !p.squatter() {
+								p.dropElig()
+							}
+						}
+					}
 					text = fmt.Sprintf("over fair share: class %s fair share is %d processes, job holds %d; space goes to job %d",
 						v.p.w.class.Name, v.p.w.target, v.p.w.cur, b.w.ID)
 				case catDefrag:
