@@ -60,6 +60,7 @@ func (p *pool) consume(n int) {
 // node is a machine in the cycle's working state.
 type node struct {
 	idx     int
+	pos     int // position in pool.nodes
 	n       *Node
 	pool    *pool
 	shares  int
@@ -147,9 +148,9 @@ type sched struct {
 	// fair-share results per class (shares) for reasons and summaries
 	classShare map[string]int
 	classUsers map[string]int
-	userShare  map[string]int // class + "\x00" + user
-	poolCap    map[string]int // pool + band -> capacity seen by the fair computation
-	cands      []victim       // scratch space of pickVictims
+	userShare  map[classUser]int
+	poolCap    map[poolBand]int // capacity seen by the fair computation per pool and band
+	cands      []victim         // scratch space of pickVictims
 	schedState
 }
 

@@ -2,7 +2,8 @@ package rm
 
 import (
 	"container/heap"
-	"sort"
+	"slices"
+	"strings"
 )
 
 // Fair share (docs/scheduling.md, step 2) by progressive filling in quantum shares: the
@@ -21,6 +22,7 @@ type fsJob struct {
 
 type fsUser struct {
 	name  string
+	rank  int // position by name within the class
 	alloc int
 	jobs  jobHeap
 }
@@ -35,13 +37,18 @@ type fsClass struct {
 	nusers     int
 }
 
+// classUser keys fair-share results by class and user.
+type classUser struct{ class, user string }
+
 // fairShare computes targets for the given fair jobs (all of one band and
 // one pool) over capacity shares, and returns the shares used.
 func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 	classes := map[string]*fsClass{}
-	users := map[string]*fsUser{}
+	users := map[classUser]*fsUser{}
 	var cl []*fsClass
-	for _, w := range jobs {
+	var ul []classUser // users in first-seen order
+	fj := make([]fsJob, len(jobs))
+	for i, w := range jobs {
 		w.target = 0
 		if w.want <= 0 {
 			continue
@@ -54,24 +61,27 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 			classes[w.class.Name] = c
 			cl = append(cl, c)
 		}
-		key := w.class.Name + "\x00" + w.user
+		key := classUser{w.class.Name, w.user}
 		u := users[key]
 		if u == nil {
 			u = &fsUser{name: w.user}
 			users[key] = u
+			ul = append(ul, key)
 			c.users = append(c.users, u)
 			c.nusers++
 		}
-		u.jobs = append(u.jobs, &fsJob{w: w})
+		fj[i].w = w
+		u.jobs = append(u.jobs, &fj[i])
 	}
-	sort.Slice(cl, func(a, b int) bool { return cl[a].c.Name < cl[b].c.Name })
+	slices.SortFunc(cl, func(a, b *fsClass) int { return strings.Compare(a.c.Name, b.c.Name) })
 	ch := classHeap(cl)
 	for _, c := range ch {
-		sort.Slice(c.users, func(a, b int) bool { return c.users[a].name < c.users[b].name })
-		for _, u := range c.users {
-			heap.Init(&u.jobs)
+		slices.SortFunc(c.users, func(a, b *fsUser) int { return strings.Compare(a.name, b.name) })
+		for i, u := range c.users {
+			u.rank = i
+			u.jobs.init()
 		}
-		heap.Init(&c.users)
+		c.users.init()
 	}
 	heap.Init(&ch)
 	left := capacity
@@ -81,10 +91,10 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 		j := u.jobs[0]
 		w := j.w
 		if w.target >= w.want || w.order > left || (c.max > 0 && c.alloc+w.order > c.max) {
-			heap.Pop(&u.jobs)
-			if u.jobs.Len() == 0 {
-				heap.Pop(&c.users)
-				if c.users.Len() == 0 {
+			u.jobs.pop()
+			if len(u.jobs) == 0 {
+				c.users.pop()
+				if len(c.users) == 0 {
 					heap.Pop(&ch)
 				}
 			}
@@ -95,54 +105,101 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 		u.alloc += w.order
 		c.alloc += w.order
 		left -= w.order
-		heap.Fix(&u.jobs, 0)
-		heap.Fix(&c.users, 0)
+		u.jobs.down(0)
+		c.users.down(0)
 		heap.Fix(&ch, 0)
 	}
 	for _, c := range cl {
 		s.classShare[c.c.Name] += c.alloc
 		s.classUsers[c.c.Name] += c.nusers
 	}
-	for k, u := range users {
-		s.userShare[k] += u.alloc
+	for _, k := range ul {
+		s.userShare[k] += users[k].alloc
 	}
 	return capacity - left
 }
 
+// jobHeap orders a user's jobs by shares handed out, then age. Only the
+// root's key grows, so down(0) restores the order after a hand-out.
 type jobHeap []*fsJob
 
-func (h jobHeap) Len() int { return len(h) }
-func (h jobHeap) Less(i, j int) bool {
+func (h jobHeap) less(i, j int) bool {
 	if h[i].alloc != h[j].alloc {
 		return h[i].alloc < h[j].alloc
 	}
 	return h[i].w.rank < h[j].w.rank
 }
-func (h jobHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *jobHeap) Push(x any)   { *h = append(*h, x.(*fsJob)) }
-func (h *jobHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h jobHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
 }
 
+func (h jobHeap) down(i int) {
+	for {
+		l, m := 2*i+1, i
+		if l < len(h) && h.less(l, m) {
+			m = l
+		}
+		if r := l + 1; r < len(h) && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+func (h *jobHeap) pop() {
+	a := *h
+	last := len(a) - 1
+	a[0] = a[last]
+	*h = a[:last]
+	h.down(0)
+}
+
+// userHeap orders a class's users by shares handed out, then name.
 type userHeap []*fsUser
 
-func (h userHeap) Len() int { return len(h) }
-func (h userHeap) Less(i, j int) bool {
+func (h userHeap) less(i, j int) bool {
 	if h[i].alloc != h[j].alloc {
 		return h[i].alloc < h[j].alloc
 	}
-	return h[i].name < h[j].name
+	return h[i].rank < h[j].rank
 }
-func (h userHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *userHeap) Push(x any)   { *h = append(*h, x.(*fsUser)) }
-func (h *userHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h userHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h userHeap) down(i int) {
+	for {
+		l, m := 2*i+1, i
+		if l < len(h) && h.less(l, m) {
+			m = l
+		}
+		if r := l + 1; r < len(h) && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+func (h *userHeap) pop() {
+	a := *h
+	last := len(a) - 1
+	a[0] = a[last]
+	*h = a[:last]
+	h.down(0)
 }
 
 type classHeap []*fsClass
@@ -171,4 +228,10 @@ func (h *classHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
+}
+
+// poolBand keys what the fair computation saw per pool and priority band.
+type poolBand struct {
+	pool string
+	prio int
 }

@@ -62,7 +62,7 @@ func (s *sched) heldNode(w *work) *node {
 // service (spread before stacking).
 func (s *sched) fitIn(w *work, p *pool) *node {
 	if len(w.w.MachineList) == 0 && w.w.ServiceID == "" && p.index != nil {
-		return p.index.best(w.order, s.nodes, nil)
+		return p.index.best(w.order, nil)
 	}
 	var best *node
 	bestSvc, bestFree := 0, 0

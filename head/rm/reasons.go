@@ -63,13 +63,13 @@ func (s *sched) fairReason(w *work) string {
 	}
 	cls := w.class.Name
 	if w.target == 0 {
-		k := s.poolCap[fmt.Sprint(w.pool.name, "\x00", w.prio)]
+		k := s.poolCap[poolBand{w.pool.name, w.prio}]
 		if k == 0 {
 			return fmt.Sprintf("waiting for resources: class %s fair share is 0 processes because pool %s has no room left for priority %d work (it is held by higher-priority work)%s",
 				cls, w.pool.name, w.prio, note)
 		}
 		cs := s.classShare[cls]
-		us := s.userShare[cls+"\x00"+w.user]
+		us := s.userShare[classUser{cls, w.user}]
 		if us < w.order {
 			return fmt.Sprintf("waiting for resources: class %s fair share is 0 processes because pool %s's %s is split among classes by weight, class %s gets %s shared by %d user(s), and user %s's %s is less than one %s process%s",
 				cls, w.pool.name, s.sz(w, k), cls, s.sz(w, cs), s.classUsers[cls], w.user, s.sz(w, us), size, note)
@@ -85,7 +85,7 @@ func (s *sched) fairReason(w *work) string {
 		return fmt.Sprintf("over fair share: holds %d processes, fair share is %d; the excess is taken back gradually when other work needs the space", w.cur, w.target)
 	}
 	return fmt.Sprintf("at fair share: class %s fair share gives this job %d of the %d processes it wants (user %s's share is %s of the class's %s)",
-		cls, w.target, w.want, w.user, s.sz(w, s.userShare[cls+"\x00"+w.user]), s.sz(w, s.classShare[cls]))
+		cls, w.target, w.want, w.user, s.sz(w, s.userShare[classUser{cls, w.user}]), s.sz(w, s.classShare[cls]))
 }
 
 func (s *sched) sz(w *work, shares int) string { return units.FormatSize(int64(shares) * w.quantum) }

@@ -1,8 +1,11 @@
 package rm
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/ducc-project/ducc/units"
@@ -17,8 +20,8 @@ func Schedule(in Input) Plan {
 	}
 	s := &sched{
 		in: &in, cfg: in.Config, now: in.Now, trace: !in.NoTrace,
-		classShare: map[string]int{}, classUsers: map[string]int{}, userShare: map[string]int{},
-		poolCap:    map[string]int{},
+		classShare: map[string]int{}, classUsers: map[string]int{}, userShare: map[classUser]int{},
+		poolCap:    map[poolBand]int{},
 		schedState: schedState{shrinking: map[uint64]*Shrinking{}, observed: map[*work]bool{}, userHeld: map[string]int{}},
 	}
 	s.tracef("cycle at %s: %d nodes, %d works", in.Now.UTC().Format(time.RFC3339Nano), len(in.Nodes), len(in.Work))
@@ -157,7 +160,7 @@ func (s *sched) runBand(b band) {
 			continue
 		}
 		capacity := p.leftover()
-		s.poolCap[fmt.Sprint(p.name, "\x00", b.prio)] = capacity
+		s.poolCap[poolBand{p.name, b.prio}] = capacity
 		used := s.fairShare(jobs, capacity, p.quantum)
 		p.consume(used)
 		s.tracef("band %d pool %s: %d shares for %d jobs; fair share hands out %d", b.prio, p.name, capacity, len(jobs), used)
@@ -278,10 +281,11 @@ func (s *sched) finishPlan() {
 	for id := range s.shrinking {
 		ids = append(ids, id)
 	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	slices.Sort(ids)
 	for _, id := range ids {
 		s.plan.Shrinking = append(s.plan.Shrinking, *s.shrinking[id])
 	}
-	sort.Slice(s.plan.Pending, func(i, j int) bool { return s.plan.Pending[i].WorkID < s.plan.Pending[j].WorkID })
-	sort.Slice(s.plan.Carry.Issued, func(i, j int) bool { return s.plan.Carry.Issued[i].ProcID < s.plan.Carry.Issued[j].ProcID })
+	// Work ids and process ids are unique here, so any sort gives one order.
+	slices.SortFunc(s.plan.Pending, func(a, b Pending) int { return cmp.Compare(a.WorkID, b.WorkID) })
+	slices.SortFunc(s.plan.Carry.Issued, func(a, b IssuedStop) int { return strings.Compare(a.ProcID, b.ProcID) })
 }
