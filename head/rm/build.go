@@ -151,6 +151,8 @@ type sched struct {
 	userShare  map[classUser]int
 	poolCap    map[poolBand]int // capacity seen by the fair computation per pool and band
 	cands      []victim         // scratch space of pickVictims
+	changed    []*node          // nodes whose space or processes changed in this cycle, in order
+	evictSets  map[evictKey]*evictSet
 	schedState
 }
 

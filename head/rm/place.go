@@ -23,6 +23,7 @@ func (s *sched) start(w *work, n *node, shares int, reason string) {
 		}
 	}
 	n.used += shares
+	s.changed = append(s.changed, n)
 	w.starts++
 	if w.w.ServiceID != "" {
 		if n.svc == nil {

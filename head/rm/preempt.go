@@ -268,7 +268,44 @@ func (s *sched) evictFor(w *work) bool {
 // cost (shares stopped), the first by name on ties, or nil. It decides as
 // bestVictims over the pool's nodes would, with the cost of a node counted
 // in place (evictCost) instead of building its victim list.
+//
+// Without a machine_list and without space already held for w, a node's
+// cost depends only on the pool, w's priority and order and whether w needs
+// a whole machine, so one evictSet per such key keeps every node's cost for
+// the rest of the cycle and is brought up to date from the nodes that
+// changed since it last answered (sched.changed).
 func (s *sched) cheapestEviction(w *work, exact bool) *node {
+	if len(w.w.MachineList) > 0 || s.holdShares(w) > 0 {
+		return s.scanEviction(w, exact)
+	}
+	k := evictKey{w.pool, w.prio, w.order, exact}
+	es := s.evictSets[k]
+	if es == nil {
+		es = newEvictSet(len(w.pool.nodes))
+		for i, n := range w.pool.nodes {
+			es.set(i, s.evictNodeCost(k, n))
+		}
+		if s.evictSets == nil {
+			s.evictSets = map[evictKey]*evictSet{}
+		}
+		s.evictSets[k] = es
+	} else {
+		for _, n := range s.changed[es.seen:] {
+			if n.pool == w.pool {
+				es.set(n.pos, s.evictNodeCost(k, n))
+			}
+		}
+	}
+	es.seen = len(s.changed)
+	if i := es.min(); i >= 0 {
+		return w.pool.nodes[i]
+	}
+	return nil
+}
+
+// scanEviction is cheapestEviction for work with a machine_list or held
+// space: every node of the pool is looked at.
+func (s *sched) scanEviction(w *work, exact bool) *node {
 	order := w.order
 	var bestN *node
 	bestCost := math.MaxInt
@@ -279,48 +316,118 @@ func (s *sched) cheapestEviction(w *work, exact bool) *node {
 		if exact && (n.held > 0 && n.freeFor(s, w) == n.free()) {
 			continue // held for someone else
 		}
-		if !exact && order-n.freeFor(s, w) >= bestCost {
+		free := n.freeFor(s, w)
+		if !exact && order-free >= bestCost {
 			continue // cannot beat the best found so far
 		}
-		if c, ok := s.evictCost(w, n, exact); ok && c < bestCost {
+		if c := evictCost(n, free, order, w.prio, exact); c >= 0 && c < bestCost {
 			bestN, bestCost = n, c
 		}
 	}
 	return bestN
 }
 
-// evictCost is the number of shares pickVictims would stop on n to make room
-// for one process of w by eviction, and whether it finds victims at all.
-func (s *sched) evictCost(w *work, n *node, exact bool) (int, bool) {
-	free, order := n.freeFor(s, w), w.order
+// evictKey says what the eviction cost of a node depends on for work
+// without a machine_list or held space.
+type evictKey struct {
+	pool  *pool
+	prio  int
+	order int
+	exact bool
+}
+
+// evictNodeCost is the eviction cost of n for work of key k, or -1.
+func (s *sched) evictNodeCost(k evictKey, n *node) int {
+	if !n.up() || n.shares < k.order || (k.exact && n.shares != k.order) {
+		return -1
+	}
+	if k.exact && n.held > 0 {
+		return -1 // held for someone else
+	}
+	return evictCost(n, n.free(), k.order, k.prio, k.exact)
+}
+
+// evictCost is the number of shares pickVictims would stop on n, with free
+// shares free, to make room for one process of order by evicting fair-share
+// processes of a priority worse than prio, or -1 if it finds no victims.
+func evictCost(n *node, free, order, prio int, exact bool) int {
 	if exact {
 		avail, count := 0, 0
 		for _, p := range n.procs {
 			if p.stopping || p.marked {
 				continue
 			}
-			if !p.w.fair || p.w.prio <= w.prio {
-				return 0, false // a reservation needs every occupant gone
+			if !p.w.fair || p.w.prio <= prio {
+				return -1 // a reservation needs every occupant gone
 			}
 			avail += p.shares
 			count++
 		}
-		return avail, count > 0 && free+avail >= order
+		if count == 0 || free+avail < order {
+			return -1
+		}
+		return avail
 	}
 	if free >= order {
-		return 0, false
+		return -1
 	}
 	cost := 0
 	for _, p := range n.victimOrder() {
-		if p.stopping || p.marked || !p.w.fair || p.w.prio <= w.prio {
+		if p.stopping || p.marked || !p.w.fair || p.w.prio <= prio {
 			continue
 		}
 		cost += p.shares
 		if free+cost >= order {
-			return cost, true
+			return cost
 		}
 	}
-	return 0, false
+	return -1
+}
+
+// evictSet keeps the eviction cost of every node of a pool in a segment
+// tree whose root holds the cheapest node (the first by position on ties).
+type evictSet struct {
+	seen int     // entries of sched.changed already applied
+	tree []int64 // cost<<32 | position; noEviction where none
+	size int     // leaves
+}
+
+const noEviction = math.MaxInt64
+
+func newEvictSet(n int) *evictSet {
+	size := 1
+	for size < n {
+		size *= 2
+	}
+	es := &evictSet{tree: make([]int64, 2*size), size: size}
+	for i := range es.tree {
+		es.tree[i] = noEviction
+	}
+	return es
+}
+
+// set records the cost of the node at position i (-1: no eviction there).
+func (es *evictSet) set(i, cost int) {
+	v := int64(noEviction)
+	if cost >= 0 {
+		v = int64(cost)<<32 | int64(i)
+	}
+	j := es.size + i
+	if es.tree[j] == v {
+		return
+	}
+	es.tree[j] = v
+	for j /= 2; j >= 1; j /= 2 {
+		es.tree[j] = min(es.tree[2*j], es.tree[2*j+1])
+	}
+}
+
+// min returns the position of the cheapest node, or -1.
+func (es *evictSet) min() int {
+	if es.tree[1] == noEviction {
+		return -1
+	}
+	return int(es.tree[1] & (1<<32 - 1))
 }
 
 // issueStops stops victims (or records them as would-be stops when observe).
@@ -331,6 +438,9 @@ func (s *sched) issueStops(vs []victim, reason StopReason, text string, observe 
 			Grace: s.cfg.Preemption.KillWait.D()}
 		p.marked = true
 		p.dropElig()
+		if p.n != nil {
+			s.changed = append(s.changed, p.n)
+		}
 		if observe {
 			s.plan.WouldPreempt = append(s.plan.WouldPreempt, st)
 			s.tracef("observe_only: would %s %s of %s %d on %s: %s", reason, p.p.ID, p.w.w.Kind, p.w.w.ID, p.p.Node, text)
@@ -375,6 +485,7 @@ func (s *sched) addHold(w *work, n *node, shares int, vs []victim) {
 		h.Victims = append(h.Victims, v.p.p.ID)
 	}
 	n.held += shares
+	s.changed = append(s.changed, n)
 	if n.pool.index != nil {
 		n.pool.index.update(n)
 	}
