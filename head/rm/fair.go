@@ -15,16 +15,25 @@ import (
 // process that still fits is handed out, it includes the final bonus pass
 // over left-over blocks of exact order.
 
+// The heaps hold their keys by value, so sifting compares without
+// following pointers.
+
 type fsJob struct {
-	w     *work
 	alloc int // shares
+	rank  int // the work's rank (age)
+	w     *work
 }
 
 type fsUser struct {
 	name  string
-	rank  int // position by name within the class
 	alloc int
 	jobs  jobHeap
+}
+
+type fsUserEntry struct {
+	alloc int // shares, as fsUser.alloc
+	rank  int // position by name within the class
+	u     *fsUser
 }
 
 type fsClass struct {
@@ -47,8 +56,8 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 	users := map[classUser]*fsUser{}
 	var cl []*fsClass
 	var ul []classUser // users in first-seen order
-	fj := make([]fsJob, len(jobs))
-	for i, w := range jobs {
+	byClass := map[*fsClass][]*fsUser{}
+	for _, w := range jobs {
 		w.target = 0
 		if w.want <= 0 {
 			continue
@@ -67,18 +76,19 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 			u = &fsUser{name: w.user}
 			users[key] = u
 			ul = append(ul, key)
-			c.users = append(c.users, u)
+			byClass[c] = append(byClass[c], u)
 			c.nusers++
 		}
-		fj[i].w = w
-		u.jobs = append(u.jobs, &fj[i])
+		u.jobs = append(u.jobs, fsJob{rank: w.rank, w: w})
 	}
 	slices.SortFunc(cl, func(a, b *fsClass) int { return strings.Compare(a.c.Name, b.c.Name) })
 	ch := classHeap(cl)
 	for _, c := range ch {
-		slices.SortFunc(c.users, func(a, b *fsUser) int { return strings.Compare(a.name, b.name) })
-		for i, u := range c.users {
-			u.rank = i
+		us := byClass[c]
+		slices.SortFunc(us, func(a, b *fsUser) int { return strings.Compare(a.name, b.name) })
+		c.users = make(userHeap, len(us))
+		for i, u := range us {
+			c.users[i] = fsUserEntry{rank: i, u: u}
 			u.jobs.init()
 		}
 		c.users.init()
@@ -87,8 +97,9 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 	left := capacity
 	for ch.Len() > 0 && left > 0 {
 		c := ch[0]
-		u := c.users[0]
-		j := u.jobs[0]
+		ue := &c.users[0]
+		u := ue.u
+		j := &u.jobs[0]
 		w := j.w
 		if w.target >= w.want || w.order > left || (c.max > 0 && c.alloc+w.order > c.max) {
 			u.jobs.pop()
@@ -102,6 +113,7 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 		}
 		w.target++
 		j.alloc += w.order
+		ue.alloc += w.order
 		u.alloc += w.order
 		c.alloc += w.order
 		left -= w.order
@@ -121,7 +133,7 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 
 // jobHeap orders a user's jobs by shares handed out, then age. Only the
 // root's key grows, so down(0) restores the order after a hand-out.
-type jobHeap []*fsJob
+type jobHeap []fsJob
 
 func (h jobHeap) less(i, j int) bool {
 	if h[i].alloc != h[j].alloc {
@@ -162,7 +174,7 @@ func (h *jobHeap) pop() {
 }
 
 // userHeap orders a class's users by shares handed out, then name.
-type userHeap []*fsUser
+type userHeap []fsUserEntry
 
 func (h userHeap) less(i, j int) bool {
 	if h[i].alloc != h[j].alloc {
