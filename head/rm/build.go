@@ -151,6 +151,7 @@ type sched struct {
 	userShare  map[classUser]int
 	poolCap    map[poolBand]int // capacity seen by the fair computation per pool and band
 	cands      []victim         // scratch space of pickVictims
+	vbuf       [2][]victim      // scratch space of bestVictims
 	changed    []*node          // nodes whose space or processes changed in this cycle, in order
 	evictSets  map[evictKey]*evictSet
 	schedState
@@ -209,18 +210,21 @@ func (s *sched) build() {
 	in := s.in
 	s.nodeBy = make(map[string]*node, len(in.Nodes))
 	s.nodes = make([]*node, 0, len(in.Nodes))
+	nodeSlab := make([]node, len(in.Nodes))
 	for i := range in.Nodes {
 		n := &in.Nodes[i]
 		if _, dup := s.nodeBy[n.Name]; dup {
 			s.tracef("node %s listed twice; using the first", n.Name)
 			continue
 		}
-		nd := &node{n: n, pool: s.resolvePool(n)}
+		nd := &nodeSlab[i]
+		*nd = node{n: n, pool: s.resolvePool(n)}
 		nd.shares = int(max(n.MemSchedulable, 0) / nd.pool.quantum)
 		s.nodeBy[n.Name] = nd
 		s.nodes = append(s.nodes, nd)
 	}
-	sort.Slice(s.nodes, func(a, b int) bool { return s.nodes[a].n.Name < s.nodes[b].n.Name })
+	// Names are unique here, so any sort gives one order.
+	slices.SortFunc(s.nodes, func(a, b *node) int { return strings.Compare(a.n.Name, b.n.Name) })
 	for i, nd := range s.nodes {
 		nd.idx = i
 		nd.pool.nodes = append(nd.pool.nodes, nd)
@@ -280,15 +284,23 @@ func (s *sched) build() {
 		wk.rank = i
 	}
 
+	// Each work's live list and each node's process list are carved out
+	// of one slab each; a node's list is filled in a second pass, once its
+	// length is known, in the order the processes were made.
+	liveSlab := make([]*proc, nprocs)
+	onNode := make([]int, len(s.nodes))
+	made := 0
 	for _, wk := range s.works {
+		wk.live = liveSlab[:0:len(wk.w.Procs)]
+		liveSlab = liveSlab[len(wk.w.Procs):]
 		for j := range wk.w.Procs {
 			p := &wk.w.Procs[j]
 			if _, dup := s.procBy[p.ID]; dup {
 				s.tracef("process id %s appears twice; ignoring the second", p.ID)
 				continue
 			}
-			pr := &procSlab[0]
-			procSlab = procSlab[1:]
+			pr := &procSlab[made]
+			made++
 			*pr = proc{p: p, w: wk, n: s.nodeBy[p.Node], shares: p.Shares}
 			if pr.shares <= 0 {
 				pr.shares = max(wk.order, 1)
@@ -302,7 +314,7 @@ func (s *sched) build() {
 			if pr.n != nil {
 				pr.n.used += pr.shares
 				if !pr.stopping {
-					pr.n.procs = append(pr.n.procs, pr)
+					onNode[pr.n.idx]++
 					if wk.w.ServiceID != "" {
 						if pr.n.svc == nil {
 							pr.n.svc = map[string]int{}
@@ -321,6 +333,17 @@ func (s *sched) build() {
 			wk.live = append(wk.live, pr)
 		}
 		wk.cur = len(wk.live)
+	}
+	procLists := make([]*proc, made)
+	for _, n := range s.nodes {
+		k := onNode[n.idx]
+		n.procs = procLists[:0:k]
+		procLists = procLists[k:]
+	}
+	for i := range procSlab[:made] {
+		if pr := &procSlab[i]; pr.n != nil && !pr.stopping {
+			pr.n.procs = append(pr.n.procs, pr)
+		}
 	}
 	// Issued stops are kept while their process exists.
 	for _, id := range sortedKeys(s.issued) {

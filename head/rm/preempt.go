@@ -192,7 +192,8 @@ func victimShares(vs []victim) int {
 // without classifying its processes (pickVictims would find nothing there).
 func (s *sched) bestVictims(w *work, nodes []*node, bound []int, order int, exact bool, cat func(*proc) int, tries int, prune func(*node) bool, room func(*node) int) (*node, []victim) {
 	var bestN *node
-	var best, spare []victim
+	best, spare := s.vbuf[0][:0], s.vbuf[1][:0]
+	defer func() { s.vbuf[0], s.vbuf[1] = best, spare }()
 	bestCost, found, scanned := math.MaxInt, 0, 0
 	for i, n := range nodes {
 		if tries > 0 && (found >= tries || scanned >= maxScan) {
