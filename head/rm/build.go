@@ -152,6 +152,7 @@ type sched struct {
 	poolCap    map[poolBand]int // capacity seen by the fair computation per pool and band
 	cands      []victim         // scratch space of pickVictims
 	vbuf       [2][]victim      // scratch space of bestVictims
+	byAge      []*work          // fairByAge, once made
 	changed    []*node          // nodes whose space or processes changed in this cycle, in order
 	evictSets  map[evictKey]*evictSet
 	schedState

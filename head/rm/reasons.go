@@ -9,6 +9,12 @@ import (
 // reasons writes a human reason for every piece of work that has fewer
 // processes than it wants after this plan.
 func (s *sched) reasons() {
+	s.plan.Pending = make([]Pending, 0, len(s.works))
+	defer func() {
+		if len(s.plan.Pending) == 0 {
+			s.plan.Pending = nil // as when nothing was ever appended
+		}
+	}()
 	for _, w := range s.works {
 		if w.class == nil {
 			_, err := s.cfg.Class(w.w.Class)

@@ -147,17 +147,17 @@ func (s *sched) runBand(b band) {
 	// Leaves first: reverse pre-order visits every child before its parent.
 	for i := len(s.pools) - 1; i >= 0; i-- {
 		p := s.pools[i]
-		var jobs []*work
-		for _, w := range byPool[p] {
-			if msg := s.tooBig(w, append([]*pool{p}, p.squat()...)); msg != "" {
+		jobs := byPool[p]
+		if len(jobs) == 0 {
+			continue
+		}
+		reach := append([]*pool{p}, p.squat()...)
+		for _, w := range jobs {
+			if msg := s.tooBig(w, reach); msg != "" {
 				w.pending = msg
 				w.want = w.cur
 				s.tracef("job %d: %s", w.w.ID, msg)
 			}
-			jobs = append(jobs, w)
-		}
-		if len(jobs) == 0 {
-			continue
 		}
 		capacity := p.leftover()
 		s.poolCap[poolBand{p.name, b.prio}] = capacity
@@ -172,15 +172,20 @@ func (s *sched) runBand(b band) {
 	}
 }
 
-// fairByAge returns fair-share jobs by priority, then age.
+// fairByAge returns fair-share jobs by priority, then age. The list is the
+// same for the whole cycle, so it is made once.
 func (s *sched) fairByAge() []*work {
-	var out []*work
+	if s.byAge != nil {
+		return s.byAge
+	}
+	out := []*work{}
 	for _, w := range s.works {
 		if w.fair && w.class != nil {
 			out = append(out, w)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].prio < out[j].prio })
+	slices.SortStableFunc(out, func(a, b *work) int { return cmp.Compare(a.prio, b.prio) })
+	s.byAge = out
 	return out
 }
 
