@@ -153,6 +153,7 @@ type sched struct {
 	cands      []victim         // scratch space of pickVictims
 	vbuf       [2][]victim      // scratch space of bestVictims
 	byAge      []*work          // fairByAge, once made
+	sizes      map[int64]string // formatted sizes (sz)
 	changed    []*node          // nodes whose space or processes changed in this cycle, in order
 	evictSets  map[evictKey]*evictSet
 	schedState
