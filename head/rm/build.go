@@ -249,19 +249,28 @@ func (s *sched) build() {
 	}
 	s.workBy = make(map[uint64]*work, len(in.Work))
 	s.procBy = make(map[string]*proc, nprocs)
-	s.works = make([]*work, 0, len(in.Work))
-	workSlab := make([]work, len(in.Work))
 	procSlab := make([]proc, nprocs)
+	// The first of works listed twice wins; the rest are laid out in
+	// submit order (submit time, then id), so passes over s.works walk memory in order.
+	keys := make([]workKey, 0, len(in.Work))
 	for i := range in.Work {
 		w := &in.Work[i]
 		if _, dup := s.workBy[w.ID]; dup {
 			s.tracef("work %d listed twice; using the first", w.ID)
 			continue
 		}
-		wk := &workSlab[i]
-		*wk = work{w: w, user: w.User}
+		s.workBy[w.ID] = nil
+		keys = append(keys, workKey{w.SubmitTime, w.ID, i})
+	}
+	sortWorkKeys(keys)
+	s.works = make([]*work, len(keys))
+	workSlab := make([]work, len(keys))
+	for rank, k := range keys {
+		w := &in.Work[k.i]
+		wk := &workSlab[rank]
+		*wk = work{w: w, user: w.User, rank: rank}
 		s.workBy[w.ID] = wk
-		s.works = append(s.works, wk)
+		s.works[rank] = wk
 		if cl, ok := s.classes[w.Class]; ok {
 			wk.class = cl
 			wk.pool = s.poolBy[cl.Nodepool]
@@ -280,10 +289,6 @@ func (s *sched) build() {
 				wk.order = 1
 			}
 		}
-	}
-	sortWorks(s.works)
-	for i, wk := range s.works {
-		wk.rank = i
 	}
 
 	// Each work's live list and each node's process list are carved out
@@ -362,48 +367,27 @@ func nodeStateText(n *node) string {
 	return n.n.State.String()
 }
 
-// sortWorks sorts works by workLess (submit time, then id) on keys copied
-// out of the works, so the comparisons touch no pointers; input that is
-// already in order (the usual case) is only checked.
-func sortWorks(ws []*work) {
-	if slices.IsSortedFunc(ws, func(a, b *work) int {
-		if workLess(a, b) {
-			return -1
-		}
-		return 1
-	}) {
-		return
-	}
-	type key struct {
-		sec  int64
-		nsec int
-		id   uint64
-		w    *work
-	}
-	keys := make([]key, len(ws))
-	for i, w := range ws {
-		t := w.w.SubmitTime
-		keys[i] = key{t.Unix(), t.Nanosecond(), w.w.ID, w}
-	}
-	slices.SortFunc(keys, func(a, b key) int {
-		if c := cmp.Compare(a.sec, b.sec); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.nsec, b.nsec); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.id, b.id)
-	})
-	for i, k := range keys {
-		ws[i] = k.w
-	}
+// workKey orders works by submit time, then id (the order of sched.works
+// and of work.rank), with the Work's index in the input.
+type workKey struct {
+	t  time.Time
+	id uint64
+	i  int
 }
 
-func workLess(a, b *work) bool {
-	if !a.w.SubmitTime.Equal(b.w.SubmitTime) {
-		return a.w.SubmitTime.Before(b.w.SubmitTime)
+func (a workKey) compare(b workKey) int {
+	if c := a.t.Compare(b.t); c != 0 {
+		return c
 	}
-	return a.w.ID < b.w.ID
+	return cmp.Compare(a.id, b.id)
+}
+
+// sortWorkKeys sorts keys by submit time, then id; input
+// that is already in order, the usual case, is only checked.
+func sortWorkKeys(keys []workKey) {
+	if !slices.IsSortedFunc(keys, workKey.compare) {
+		slices.SortFunc(keys, workKey.compare)
+	}
 }
 
 // resolvePool finds a node's pool: the explicit one, else the deepest pool
