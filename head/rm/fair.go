@@ -1,7 +1,6 @@
 package rm
 
 import (
-	"container/heap"
 	"slices"
 	"strings"
 )
@@ -19,9 +18,12 @@ import (
 // following pointers.
 
 type fsJob struct {
-	alloc int // shares
-	rank  int // the work's rank (age)
-	w     *work
+	alloc  int // shares
+	rank   int // the work's rank (age)
+	target int // processes handed out; written to w.target when the job leaves
+	want   int // w.want
+	order  int // w.order
+	w      *work
 }
 
 type fsUser struct {
@@ -79,7 +81,7 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 			byClass[c] = append(byClass[c], u)
 			c.nusers++
 		}
-		u.jobs = append(u.jobs, fsJob{rank: w.rank, w: w})
+		u.jobs = append(u.jobs, fsJob{rank: w.rank, want: w.want, order: w.order, w: w})
 	}
 	slices.SortFunc(cl, func(a, b *fsClass) int { return strings.Compare(a.c.Name, b.c.Name) })
 	ch := classHeap(cl)
@@ -93,33 +95,40 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 		}
 		c.users.init()
 	}
-	heap.Init(&ch)
+	ch.init()
 	left := capacity
-	for ch.Len() > 0 && left > 0 {
+	for len(ch) > 0 && left > 0 {
 		c := ch[0]
 		ue := &c.users[0]
 		u := ue.u
 		j := &u.jobs[0]
-		w := j.w
-		if w.target >= w.want || w.order > left || (c.max > 0 && c.alloc+w.order > c.max) {
+		if j.target >= j.want || j.order > left || (c.max > 0 && c.alloc+j.order > c.max) {
+			j.w.target = j.target
 			u.jobs.pop()
 			if len(u.jobs) == 0 {
 				c.users.pop()
 				if len(c.users) == 0 {
-					heap.Pop(&ch)
+					ch.pop()
 				}
 			}
 			continue
 		}
-		w.target++
-		j.alloc += w.order
-		ue.alloc += w.order
-		u.alloc += w.order
-		c.alloc += w.order
-		left -= w.order
+		j.target++
+		j.alloc += j.order
+		ue.alloc += j.order
+		u.alloc += j.order
+		c.alloc += j.order
+		left -= j.order
 		u.jobs.down(0)
 		c.users.down(0)
-		heap.Fix(&ch, 0)
+		ch.down(0)
+	}
+	for _, c := range ch {
+		for _, ue := range c.users {
+			for _, j := range ue.u.jobs {
+				j.w.target = j.target
+			}
+		}
 	}
 	for _, c := range cl {
 		s.classShare[c.c.Name] += c.alloc
@@ -216,8 +225,7 @@ func (h *userHeap) pop() {
 
 type classHeap []*fsClass
 
-func (h classHeap) Len() int { return len(h) }
-func (h classHeap) Less(i, j int) bool {
+func (h classHeap) less(i, j int) bool {
 	a, b := h[i], h[j]
 	ag, bg := a.alloc < a.guaranteed, b.alloc < b.guaranteed
 	if ag != bg {
@@ -233,13 +241,38 @@ func (h classHeap) Less(i, j int) bool {
 	}
 	return a.c.Name < b.c.Name
 }
-func (h classHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *classHeap) Push(x any)   { *h = append(*h, x.(*fsClass)) }
-func (h *classHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h classHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h classHeap) down(i int) {
+	for {
+		l, m := 2*i+1, i
+		if l < len(h) && h.less(l, m) {
+			m = l
+		}
+		if r := l + 1; r < len(h) && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// pop moves the root behind the heap's end (it stays in the backing
+// array, which fairShare reads again when it sums up).
+func (h *classHeap) pop() {
+	a := *h
+	last := len(a) - 1
+	a[0], a[last] = a[last], a[0]
+	*h = a[:last]
+	h.down(0)
 }
 
 // poolBand keys what the fair computation saw per pool and priority band.
