@@ -59,19 +59,20 @@ func (p *pool) consume(n int) {
 
 // node is a machine in the cycle's working state.
 type node struct {
-	idx     int
-	pos     int // position in pool.nodes
-	n       *Node
-	pool    *pool
-	shares  int
-	used    int // shares occupied by every process on it, stopping ones and planned starts included
-	held    int // shares held for particular work (Carry holds)
-	procs   []*proc
-	svc     map[string]int // instances per service id
-	holds   []*Hold        // holds on this node
-	noOver  bool           // no process here is over its share or squatting (this round)
-	victims []*proc        // procs in baseLess order, built on first use (victimOrder)
-	elig    int            // shares of eligible processes in a preemption round (see eligible)
+	idx        int
+	pos        int // position in pool.nodes
+	n          *Node
+	pool       *pool
+	shares     int
+	used       int // shares occupied by every process on it, stopping ones and planned starts included
+	held       int // shares held for particular work (Carry holds)
+	procs      []*proc
+	svc        map[string]int // instances per service id
+	holds      []*Hold        // holds on this node
+	noOver     bool           // no process here is over its share or squatting (this round)
+	victims    []*proc        // procs in baseLess order, built on first use (victimOrder)
+	elig       int            // shares of eligible processes in a preemption round (see eligible)
+	eligDefrag int            // shares of processes eligible for defragmentation (see eligibleDefrag)
 }
 
 func (n *node) up() bool { return n.n.State == NodeUp }
@@ -91,13 +92,14 @@ func (n *node) freeFor(s *sched, w *work) int {
 }
 
 type proc struct {
-	p        *Proc
-	w        *work
-	n        *node // nil if the node is unknown
-	shares   int
-	stopping bool
-	marked   bool // chosen as a victim in this cycle
-	elig     bool // counted in n.elig (see eligible)
+	p          *Proc
+	w          *work
+	n          *node // nil if the node is unknown
+	shares     int
+	stopping   bool
+	marked     bool // chosen as a victim in this cycle
+	elig       bool // counted in n.elig (see eligible)
+	eligDefrag bool // counted in n.eligDefrag (see eligibleDefrag)
 }
 
 func (p *proc) squatter() bool { return p.n != nil && p.n.pool != p.w.pool }
@@ -153,6 +155,7 @@ type sched struct {
 	cands      []victim         // scratch space of pickVictims
 	vbuf       [2][]victim      // scratch space of bestVictims
 	byAge      []*work          // fairByAge, once made
+	eligOn     bool             // candidate shares are kept (a preemption round is on)
 	sizes      map[int64]string // formatted sizes (sz)
 	changed    []*node          // nodes whose space or processes changed in this cycle, in order
 	evictSets  map[evictKey]*evictSet

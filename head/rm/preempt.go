@@ -449,6 +449,7 @@ func (s *sched) issueStops(vs []victim, reason StopReason, text string, observe 
 		}
 		p.stopping = true
 		p.w.cur--
+		s.refreshElig(p.w)
 		p.w.stops++
 		s.plan.Stops = append(s.plan.Stops, st)
 		s.plan.Carry.Issued = append(s.plan.Carry.Issued, IssuedStop{ProcID: p.p.ID, WorkID: p.w.w.ID, At: s.now})
@@ -542,21 +543,34 @@ const victimTries = 8
 // maxScan bounds how many nodes one preemption search classifies.
 const maxScan = 256
 
-// eligible tells whether p could be taken for some beneficiary in this
-// round's first pass: a squatter, or a process of a job over its share, that
-// is not stopping, not yet chosen, not protected and whose job neither
-// starts processes nor gains space in this cycle. Every one of these only
-// turns false during a round, so node.elig, the shares of eligible
-// processes on a node, is kept up to date by taking processes out of it
-// (dropElig) when they are marked, when their job becomes a gainer and when
-// their job's budget runs out.
+// Per-node candidate shares for a preemption round. eligible tells whether
+// p could be taken for some beneficiary in the round's first pass: a
+// squatter, or a process of a job over its share, that is not stopping, not
+// yet chosen, not protected and whose job neither starts processes nor
+// gains space in this cycle. eligibleDefrag adds the processes the
+// defragmentation pass may take: those of jobs that are not needy and hold
+// more than one process. Every one of these conditions only turns false
+// during a round, so node.elig and node.eligDefrag, the shares of eligible
+// processes on a node, are kept up to date by taking processes out
+// (dropElig) when they are marked, and by looking at a job's processes
+// again (refreshElig) when the job becomes a gainer, loses budget or loses a
+// process. A search passes over nodes whose free space and candidate shares
+// together fall short (bestVictims' room).
 func (s *sched) eligible(p *proc) bool {
 	v := p.w
 	return !p.stopping && !p.marked && v.fair && v.starts == 0 && !v.gainer && !s.protected(p) && (v.budget > 0 || p.squatter())
 }
 
-// initElig computes node.elig at the start of a preemption round.
+func (s *sched) eligibleDefrag(p *proc) bool {
+	v := p.w
+	return !p.stopping && !p.marked && v.fair && v.starts == 0 && !v.gainer && !s.protected(p) &&
+		(v.budget > 0 || p.squatter() || (!s.needy(v) && v.have() > 1))
+}
+
+// initElig computes node.elig and node.eligDefrag at the start of a
+// preemption round.
 func (s *sched) initElig() {
+	s.eligOn = true
 	for _, n := range s.nodes {
 		if !n.up() {
 			continue // never searched; their processes are in no live list
@@ -566,21 +580,49 @@ func (s *sched) initElig() {
 				p.elig = true
 				n.elig += p.shares
 			}
+			if s.eligibleDefrag(p) {
+				p.eligDefrag = true
+				n.eligDefrag += p.shares
+			}
 		}
 	}
 }
 
-// dropElig takes p out of its node's eligible shares.
+// dropElig takes p out of its node's candidate shares.
 func (p *proc) dropElig() {
 	if p.elig {
 		p.elig = false
 		p.n.elig -= p.shares
 	}
+	if p.eligDefrag {
+		p.eligDefrag = false
+		p.n.eligDefrag -= p.shares
+	}
+}
+
+// refreshElig takes the processes of v that are no longer candidates out
+// of their nodes' candidate shares.
+func (s *sched) refreshElig(v *work) {
+	if !s.eligOn {
+		return
+	}
+	for _, p := range v.live {
+		if p.elig && !s.eligible(p) {
+			p.elig = false
+			p.n.elig -= p.shares
+		}
+		if p.eligDefrag && !s.eligibleDefrag(p) {
+			p.eligDefrag = false
+			p.n.eligDefrag -= p.shares
+		}
+	}
 }
 
 // eligRoom bounds what the first pass's victim categories (squatters, jobs
-// over their share) can offer on n.
-func eligRoom(n *node) int { return n.elig }
+// over their share) can offer on n; defragRoom adds the defragmentation
+// pass's.
+func eligRoom(n *node) int   { return n.elig }
+func defragRoom(n *node) int { return n.eligDefrag }
 
 // overPrune rules out a node with no process over its share or squatting;
 // such a node stays ruled out for the round, as budgets only shrink.
@@ -779,7 +821,7 @@ func (s *sched) preemptRound() {
 			if n == nil && useDefrag {
 				defrag = true
 				nodes, bound := candidates(b, 1)
-				n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries, nil, nil)
+				n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries, nil, defragRoom)
 				defrag = false
 			}
 			if n == nil {
@@ -788,9 +830,7 @@ func (s *sched) preemptRound() {
 			}
 			misses, last = 0, n
 			b.gainer = true
-			for _, p := range b.live {
-				p.dropElig()
-			}
+			s.refreshElig(b)
 			issued = true
 			for _, v := range vs {
 				used += v.p.shares
@@ -801,13 +841,7 @@ func (s *sched) preemptRound() {
 					text = fmt.Sprintf("squatter in pool %s: resident job %d needs the space", n.pool.name, b.w.ID)
 				case catOver:
 					v.p.w.budget--
-					if v.p.w.budget == 0 {
-						for _, p := range v.p.w.live {
-							if !p.squatter() {
-								p.dropElig()
-							}
-						}
-					}
+					s.refreshElig(v.p.w)
 					text = fmt.Sprintf("over fair share: class %s fair share is %d processes, job holds %d; space goes to job %d",
 						v.p.w.class.Name, v.p.w.target, v.p.w.cur, b.w.ID)
 				case catDefrag:
