@@ -27,18 +27,12 @@ func (p *proc) initialized() bool {
 	return p.p.State == ProcRunning || !p.p.InitializedAt.IsZero()
 }
 
-// shrinkLess orders victims (docs/scheduling.md, step 4): by category, richer users and
-// larger jobs first for defragmentation, then not-yet-initialized before
-// initialized, least invested, squatters before residents, youngest job.
-func (s *sched) shrinkLess(a, b victim) bool {
-	if c := s.catCompare(a, b); c != 0 {
-		return c < 0
-	}
-	return baseLess(a.p, b.p)
-}
-
-// catCompare compares the leading keys of shrinkLess: the category and, for
-// defragmentation, the richer user and the larger job.
+// Victims are taken in this order (docs/scheduling.md, step 4): by
+// category, richer users and larger jobs first for defragmentation, then
+// not-yet-initialized before initialized, least invested, squatters before
+// residents, youngest job. catCompare compares the leading keys (the
+// category and, for defragmentation, the richer user and the larger job);
+// baseLess breaks their ties.
 func (s *sched) catCompare(a, b victim) int {
 	if a.cat != b.cat {
 		return a.cat - b.cat
@@ -55,8 +49,8 @@ func (s *sched) catCompare(a, b victim) int {
 	return 0
 }
 
-// baseLess is the part of shrinkLess that does not depend on the victim's
-// category: not yet initialized first, then least invested (started last),
+// baseLess is the part of the victim order that does not depend on the
+// victim's category: not yet initialized first, then least invested (started last),
 // squatters before residents, youngest job, process id. None of these keys
 // changes during a cycle, and they order any two processes.
 func baseLess(a, b *proc) bool {
@@ -109,7 +103,7 @@ func (s *sched) protected(p *proc) bool {
 // It returns nil if n cannot be made to fit. The victims are appended to
 // dst, which may be reused from an earlier call.
 //
-// Candidates are taken in shrinkLess order. The node's processes are kept in
+// Candidates are taken in victim order (catCompare, then baseLess). The node's processes are kept in
 // baseLess order for the cycle (victimOrder), so only the category (and the
 // defragmentation keys) are left to sort, stably, and only when more than
 // one category is present.
