@@ -305,17 +305,27 @@ func (s *sched) build() {
 		liveSlab = liveSlab[len(wk.w.Procs):]
 		for j := range wk.w.Procs {
 			p := &wk.w.Procs[j]
-			if _, dup := s.procBy[p.ID]; dup {
+			pr := &procSlab[made]
+			// One map write finds a duplicate too: the map does not grow.
+			// Then the first process keeps the id (found again by a scan,
+			// as duplicates are rare).
+			before := len(s.procBy)
+			s.procBy[p.ID] = pr
+			if len(s.procBy) == before {
+				for i := range procSlab[:made] {
+					if procSlab[i].p.ID == p.ID {
+						s.procBy[p.ID] = &procSlab[i]
+						break
+					}
+				}
 				s.tracef("process id %s appears twice; ignoring the second", p.ID)
 				continue
 			}
-			pr := &procSlab[made]
 			made++
 			*pr = proc{p: p, w: wk, n: s.nodeBy[p.Node], shares: p.Shares}
 			if pr.shares <= 0 {
 				pr.shares = max(wk.order, 1)
 			}
-			s.procBy[p.ID] = pr
 			is, issued := s.issued[p.ID]
 			if kw := s.cfg.Preemption.KillWait.D(); issued && s.now.Sub(is.At) > kw {
 				s.tracef("process %s still stopping %s after its stop (kill_wait %s)", p.ID, s.now.Sub(is.At), kw)
