@@ -263,7 +263,7 @@ func (s *sched) build() {
 			continue
 		}
 		s.workBy[w.ID] = nil
-		keys = append(keys, workKey{w.SubmitTime, w.ID, i})
+		keys = append(keys, newWorkKey(w, i))
 	}
 	sortWorkKeys(keys)
 	s.works = make([]*work, len(keys))
@@ -383,11 +383,19 @@ func nodeStateText(n *node) string {
 // workKey orders works by submit time, then id (the order of sched.works
 // and of work.rank), with the Work's index in the input.
 type workKey struct {
-	t  time.Time
-	id uint64
-	i  int
+	t    time.Time
+	sec  int64 // t.Unix()
+	nsec int   // t.Nanosecond()
+	id   uint64
+	i    int
 }
 
+func newWorkKey(w *Work, i int) workKey {
+	t := w.SubmitTime
+	return workKey{t, t.Unix(), t.Nanosecond(), w.ID, i}
+}
+
+// compare orders by time.Time.Compare, then id.
 func (a workKey) compare(b workKey) int {
 	if c := a.t.Compare(b.t); c != 0 {
 		return c
@@ -395,11 +403,32 @@ func (a workKey) compare(b workKey) int {
 	return cmp.Compare(a.id, b.id)
 }
 
-// sortWorkKeys sorts keys by submit time, then id; input
-// that is already in order, the usual case, is only checked.
+// compareWall is compare for times without a monotonic clock reading,
+// which time.Time.Compare orders by their wall clock: seconds, then
+// nanoseconds.
+func (a workKey) compareWall(b workKey) int {
+	if c := cmp.Compare(a.sec, b.sec); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.nsec, b.nsec); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.id, b.id)
+}
+
+// sortWorkKeys sorts keys by submit time, then id; input that is already
+// in order, the usual case, is only checked. Submit times read back from
+// the state have no monotonic clock reading, so integer keys decide.
 func sortWorkKeys(keys []workKey) {
-	if !slices.IsSortedFunc(keys, workKey.compare) {
-		slices.SortFunc(keys, workKey.compare)
+	f := workKey.compareWall
+	for _, k := range keys {
+		if k.t != k.t.Round(0) { // has a monotonic reading
+			f = workKey.compare
+			break
+		}
+	}
+	if !slices.IsSortedFunc(keys, f) {
+		slices.SortFunc(keys, f)
 	}
 }
 

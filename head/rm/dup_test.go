@@ -42,3 +42,25 @@ func TestDuplicatesInSnapshot(t *testing.T) {
 		t.Errorf("work 1 started again on %v", starts[1])
 	}
 }
+
+// TestSubmitOrder: works are ordered by time.Time.Compare on their submit
+// times, then id, with or without monotonic clock readings.
+func TestSubmitOrder(t *testing.T) {
+	now := time.Now() // has a monotonic reading
+	for name, base := range map[string]time.Time{"wall": t0, "monotonic": now} {
+		ws := []Work{{ID: 5, SubmitTime: base.Add(time.Second)}, {ID: 3, SubmitTime: base}, {ID: 4, SubmitTime: base},
+			{ID: 1, SubmitTime: base.Add(time.Nanosecond)}, {ID: 2, SubmitTime: base.Add(-time.Hour)}}
+		var keys []workKey
+		for i := range ws {
+			keys = append(keys, newWorkKey(&ws[i], i))
+		}
+		sortWorkKeys(keys)
+		var got []uint64
+		for _, k := range keys {
+			got = append(got, ws[k.i].ID)
+		}
+		if want := []uint64{2, 3, 4, 1, 5}; !slices.Equal(got, want) {
+			t.Errorf("%s: order %v, want %v", name, got, want)
+		}
+	}
+}
