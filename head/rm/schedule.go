@@ -281,6 +281,29 @@ func (s *sched) finishHolds() {
 	})
 }
 
+// sortPending sorts pending entries by work id (unique here) on small
+// keys, then moves each entry once.
+func sortPending(ps []Pending) {
+	less := func(a, b Pending) int { return cmp.Compare(a.WorkID, b.WorkID) }
+	if slices.IsSortedFunc(ps, less) {
+		return
+	}
+	type key struct {
+		id uint64
+		i  int
+	}
+	keys := make([]key, len(ps))
+	for i, p := range ps {
+		keys[i] = key{p.WorkID, i}
+	}
+	slices.SortFunc(keys, func(a, b key) int { return cmp.Compare(a.id, b.id) })
+	sorted := make([]Pending, len(ps))
+	for i, k := range keys {
+		sorted[i] = ps[k.i]
+	}
+	copy(ps, sorted)
+}
+
 func (s *sched) finishPlan() {
 	ids := make([]uint64, 0, len(s.shrinking))
 	for id := range s.shrinking {
@@ -291,6 +314,6 @@ func (s *sched) finishPlan() {
 		s.plan.Shrinking = append(s.plan.Shrinking, *s.shrinking[id])
 	}
 	// Work ids and process ids are unique here, so any sort gives one order.
-	slices.SortFunc(s.plan.Pending, func(a, b Pending) int { return cmp.Compare(a.WorkID, b.WorkID) })
+	sortPending(s.plan.Pending)
 	slices.SortFunc(s.plan.Carry.Issued, func(a, b IssuedStop) int { return strings.Compare(a.ProcID, b.ProcID) })
 }
