@@ -73,6 +73,8 @@ type node struct {
 	victims    []*proc        // procs in baseLess order, built on first use (victimOrder)
 	elig       int            // shares of eligible processes in a preemption round (see eligible)
 	eligDefrag int            // shares of processes eligible for defragmentation (see eligibleDefrag)
+	cands      []*proc        // round candidates in victim order (roundCandidates)
+	candsMade  bool
 }
 
 func (n *node) up() bool { return n.n.State == NodeUp }
@@ -156,6 +158,7 @@ type sched struct {
 	vbuf       [2][]victim      // scratch space of bestVictims
 	byAge      []*work          // fairByAge, once made
 	eligOn     bool             // candidate shares are kept (a preemption round is on)
+	candSlab   []*proc          // backing store of node.cands
 	sizes      map[int64]string // formatted sizes (sz)
 	changed    []*node          // nodes whose space or processes changed in this cycle, in order
 	evictSets  map[evictKey]*evictSet

@@ -103,19 +103,25 @@ func (s *sched) protected(p *proc) bool {
 // It returns nil if n cannot be made to fit. The victims are appended to
 // dst, which may be reused from an earlier call.
 //
-// Candidates are taken in victim order (catCompare, then baseLess). The node's processes are kept in
-// baseLess order for the cycle (victimOrder), so only the category (and the
-// defragmentation keys) are left to sort, stably, and only when more than
-// one category is present.
+// Candidates are taken in victim order (catCompare, then baseLess). The
+// node's processes are kept in baseLess order for the cycle (victimOrder),
+// so only the category (and the defragmentation keys) are left to sort,
+// stably, and only when more than one category is present. During a
+// preemption round only the node's round candidates are looked at
+// (roundCandidates): no other process can be a victim of the round.
 func (s *sched) pickVictims(w *work, n *node, order int, exact bool, cat func(*proc) int, dst []victim) []victim {
 	free := n.freeFor(s, w)
 	if free >= order && !exact {
 		return nil
 	}
+	list := n.victimOrder()
+	if s.eligOn {
+		list = s.roundCandidates(n)
+	}
 	cands := s.cands[:0]
 	avail, mixed := 0, false
-	for _, p := range n.victimOrder() {
-		if p.stopping || p.marked {
+	for _, p := range list {
+		if p.stopping || p.marked || (s.eligOn && !p.eligDefrag) {
 			continue
 		}
 		c := cat(p)
@@ -565,6 +571,11 @@ func (s *sched) eligibleDefrag(p *proc) bool {
 // preemption round.
 func (s *sched) initElig() {
 	s.eligOn = true
+	nprocs := 0
+	for _, n := range s.nodes {
+		nprocs += len(n.procs)
+	}
+	s.candSlab = make([]*proc, 0, nprocs)
 	for _, n := range s.nodes {
 		if !n.up() {
 			continue // never searched; their processes are in no live list
@@ -592,6 +603,25 @@ func (p *proc) dropElig() {
 		p.eligDefrag = false
 		p.n.eligDefrag -= p.shares
 	}
+}
+
+// roundCandidates returns the processes of n, in victim order, that could
+// still be taken in this preemption round (eligibleDefrag, which includes
+// eligible), made on first use: a process that is no candidate then never
+// becomes one later in the round. Callers still skip processes that have
+// dropped out since (their eligDefrag flag is cleared).
+func (s *sched) roundCandidates(n *node) []*proc {
+	if !n.candsMade {
+		start := len(s.candSlab)
+		for _, p := range n.victimOrder() {
+			if p.eligDefrag {
+				s.candSlab = append(s.candSlab, p)
+			}
+		}
+		n.cands = s.candSlab[start:len(s.candSlab):len(s.candSlab)]
+		n.candsMade = true
+	}
+	return n.cands
 }
 
 // refreshElig takes the processes of v that are no longer candidates out
