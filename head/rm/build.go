@@ -1,8 +1,10 @@
 package rm
 
 import (
+	"cmp"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -57,16 +59,22 @@ func (p *pool) consume(n int) {
 
 // node is a machine in the cycle's working state.
 type node struct {
-	idx    int
-	n      *Node
-	pool   *pool
-	shares int
-	used   int // shares occupied by every process on it, stopping ones and planned starts included
-	held   int // shares held for particular work (Carry holds)
-	procs  []*proc
-	svc    map[string]int // instances per service id
-	holds  []*Hold        // holds on this node
-	noOver bool           // no process here is over its share or squatting (this round)
+	idx        int
+	pos        int // position in pool.nodes
+	n          *Node
+	pool       *pool
+	shares     int
+	used       int // shares occupied by every process on it, stopping ones and planned starts included
+	held       int // shares held for particular work (Carry holds)
+	procs      []*proc
+	svc        map[string]int // instances per service id
+	holds      []*Hold        // holds on this node
+	noOver     bool           // no process here is over its share or squatting (this round)
+	victims    []*proc        // procs in baseLess order, built on first use (victimOrder)
+	elig       int            // shares of eligible processes in a preemption round (see eligible)
+	eligDefrag int            // shares of processes eligible for defragmentation (see eligibleDefrag)
+	cands      []*proc        // round candidates in victim order (roundCandidates)
+	candsMade  bool
 }
 
 func (n *node) up() bool { return n.n.State == NodeUp }
@@ -86,12 +94,14 @@ func (n *node) freeFor(s *sched, w *work) int {
 }
 
 type proc struct {
-	p        *Proc
-	w        *work
-	n        *node // nil if the node is unknown
-	shares   int
-	stopping bool
-	marked   bool // chosen as a victim in this cycle
+	p          *Proc
+	w          *work
+	n          *node // nil if the node is unknown
+	shares     int
+	stopping   bool
+	marked     bool // chosen as a victim in this cycle
+	elig       bool // counted in n.elig (see eligible)
+	eligDefrag bool // counted in n.eligDefrag (see eligibleDefrag)
 }
 
 func (p *proc) squatter() bool { return p.n != nil && p.n.pool != p.w.pool }
@@ -117,6 +127,7 @@ type work struct {
 	holds   []*Hold // space held for this work
 	budget  int     // processes a preemption round may still take (over fair share)
 	gainer  bool    // got space in this preemption round
+	rank    int     // position in sched.works (submit order)
 }
 
 func (w *work) have() int { return w.cur + w.starts }
@@ -141,8 +152,16 @@ type sched struct {
 	// fair-share results per class (shares) for reasons and summaries
 	classShare map[string]int
 	classUsers map[string]int
-	userShare  map[string]int // class + "\x00" + user
-	poolCap    map[string]int // pool + band -> capacity seen by the fair computation
+	userShare  map[classUser]int
+	poolCap    map[poolBand]int // capacity seen by the fair computation per pool and band
+	cands      []victim         // scratch space of pickVictims
+	vbuf       [2][]victim      // scratch space of bestVictims
+	byAge      []*work          // fairByAge, once made
+	eligOn     bool             // candidate shares are kept (a preemption round is on)
+	candSlab   []*proc          // backing store of node.cands
+	sizes      map[int64]string // formatted sizes (sz)
+	changed    []*node          // nodes whose space or processes changed in this cycle, in order
+	evictSets  map[evictKey]*evictSet
 	schedState
 }
 
@@ -199,18 +218,21 @@ func (s *sched) build() {
 	in := s.in
 	s.nodeBy = make(map[string]*node, len(in.Nodes))
 	s.nodes = make([]*node, 0, len(in.Nodes))
+	nodeSlab := make([]node, len(in.Nodes))
 	for i := range in.Nodes {
 		n := &in.Nodes[i]
 		if _, dup := s.nodeBy[n.Name]; dup {
 			s.tracef("node %s listed twice; using the first", n.Name)
 			continue
 		}
-		nd := &node{n: n, pool: s.resolvePool(n)}
+		nd := &nodeSlab[i]
+		*nd = node{n: n, pool: s.resolvePool(n)}
 		nd.shares = int(max(n.MemSchedulable, 0) / nd.pool.quantum)
 		s.nodeBy[n.Name] = nd
 		s.nodes = append(s.nodes, nd)
 	}
-	sort.Slice(s.nodes, func(a, b int) bool { return s.nodes[a].n.Name < s.nodes[b].n.Name })
+	// Names are unique here, so any sort gives one order.
+	slices.SortFunc(s.nodes, func(a, b *node) int { return strings.Compare(a.n.Name, b.n.Name) })
 	for i, nd := range s.nodes {
 		nd.idx = i
 		nd.pool.nodes = append(nd.pool.nodes, nd)
@@ -226,18 +248,35 @@ func (s *sched) build() {
 	}
 
 	// Work and processes.
+	// One allocation for all works and one for all processes.
+	nprocs := 0
+	for i := range in.Work {
+		nprocs += len(in.Work[i].Procs)
+	}
 	s.workBy = make(map[uint64]*work, len(in.Work))
-	s.procBy = map[string]*proc{}
-	s.works = make([]*work, 0, len(in.Work))
+	s.procBy = make(map[string]*proc, nprocs)
+	procSlab := make([]proc, nprocs)
+	// The first of works listed twice wins; the rest are laid out in
+	// submit order (submit time, then id), so passes over s.works walk memory in order.
+	keys := make([]workKey, 0, len(in.Work))
 	for i := range in.Work {
 		w := &in.Work[i]
 		if _, dup := s.workBy[w.ID]; dup {
 			s.tracef("work %d listed twice; using the first", w.ID)
 			continue
 		}
-		wk := &work{w: w, user: w.User}
+		s.workBy[w.ID] = nil
+		keys = append(keys, newWorkKey(w, i))
+	}
+	sortWorkKeys(keys)
+	s.works = make([]*work, len(keys))
+	workSlab := make([]work, len(keys))
+	for rank, k := range keys {
+		w := &in.Work[k.i]
+		wk := &workSlab[rank]
+		*wk = work{w: w, user: w.User, rank: rank}
 		s.workBy[w.ID] = wk
-		s.works = append(s.works, wk)
+		s.works[rank] = wk
 		if cl, ok := s.classes[w.Class]; ok {
 			wk.class = cl
 			wk.pool = s.poolBy[cl.Nodepool]
@@ -257,20 +296,39 @@ func (s *sched) build() {
 			}
 		}
 	}
-	sort.Slice(s.works, func(a, b int) bool { return workLess(s.works[a], s.works[b]) })
 
+	// Each work's live list and each node's process list are carved out
+	// of one slab each; a node's list is filled in a second pass, once its
+	// length is known, in the order the processes were made.
+	liveSlab := make([]*proc, nprocs)
+	onNode := make([]int, len(s.nodes))
+	made := 0
 	for _, wk := range s.works {
+		wk.live = liveSlab[:0:len(wk.w.Procs)]
+		liveSlab = liveSlab[len(wk.w.Procs):]
 		for j := range wk.w.Procs {
 			p := &wk.w.Procs[j]
-			if _, dup := s.procBy[p.ID]; dup {
+			pr := &procSlab[made]
+			// One map write finds a duplicate too: the map does not grow.
+			// Then the first process keeps the id (found again by a scan,
+			// as duplicates are rare).
+			before := len(s.procBy)
+			s.procBy[p.ID] = pr
+			if len(s.procBy) == before {
+				for i := range procSlab[:made] {
+					if procSlab[i].p.ID == p.ID {
+						s.procBy[p.ID] = &procSlab[i]
+						break
+					}
+				}
 				s.tracef("process id %s appears twice; ignoring the second", p.ID)
 				continue
 			}
-			pr := &proc{p: p, w: wk, n: s.nodeBy[p.Node], shares: p.Shares}
+			made++
+			*pr = proc{p: p, w: wk, n: s.nodeBy[p.Node], shares: p.Shares}
 			if pr.shares <= 0 {
 				pr.shares = max(wk.order, 1)
 			}
-			s.procBy[p.ID] = pr
 			is, issued := s.issued[p.ID]
 			if kw := s.cfg.Preemption.KillWait.D(); issued && s.now.Sub(is.At) > kw {
 				s.tracef("process %s still stopping %s after its stop (kill_wait %s)", p.ID, s.now.Sub(is.At), kw)
@@ -279,7 +337,7 @@ func (s *sched) build() {
 			if pr.n != nil {
 				pr.n.used += pr.shares
 				if !pr.stopping {
-					pr.n.procs = append(pr.n.procs, pr)
+					onNode[pr.n.idx]++
 					if wk.w.ServiceID != "" {
 						if pr.n.svc == nil {
 							pr.n.svc = map[string]int{}
@@ -299,6 +357,17 @@ func (s *sched) build() {
 		}
 		wk.cur = len(wk.live)
 	}
+	procLists := make([]*proc, made)
+	for _, n := range s.nodes {
+		k := onNode[n.idx]
+		n.procs = procLists[:0:k]
+		procLists = procLists[k:]
+	}
+	for i := range procSlab[:made] {
+		if pr := &procSlab[i]; pr.n != nil && !pr.stopping {
+			pr.n.procs = append(pr.n.procs, pr)
+		}
+	}
 	// Issued stops are kept while their process exists.
 	for _, id := range sortedKeys(s.issued) {
 		if _, ok := s.procBy[id]; ok {
@@ -314,11 +383,56 @@ func nodeStateText(n *node) string {
 	return n.n.State.String()
 }
 
-func workLess(a, b *work) bool {
-	if !a.w.SubmitTime.Equal(b.w.SubmitTime) {
-		return a.w.SubmitTime.Before(b.w.SubmitTime)
+// workKey orders works by submit time, then id (the order of sched.works
+// and of work.rank), with the Work's index in the input.
+type workKey struct {
+	t    time.Time
+	sec  int64 // t.Unix()
+	nsec int   // t.Nanosecond()
+	id   uint64
+	i    int
+}
+
+func newWorkKey(w *Work, i int) workKey {
+	t := w.SubmitTime
+	return workKey{t, t.Unix(), t.Nanosecond(), w.ID, i}
+}
+
+// compare orders by time.Time.Compare, then id.
+func (a workKey) compare(b workKey) int {
+	if c := a.t.Compare(b.t); c != 0 {
+		return c
 	}
-	return a.w.ID < b.w.ID
+	return cmp.Compare(a.id, b.id)
+}
+
+// compareWall is compare for times without a monotonic clock reading,
+// which time.Time.Compare orders by their wall clock: seconds, then
+// nanoseconds.
+func (a workKey) compareWall(b workKey) int {
+	if c := cmp.Compare(a.sec, b.sec); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.nsec, b.nsec); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.id, b.id)
+}
+
+// sortWorkKeys sorts keys by submit time, then id; input that is already
+// in order, the usual case, is only checked. Submit times read back from
+// the state have no monotonic clock reading, so integer keys decide.
+func sortWorkKeys(keys []workKey) {
+	f := workKey.compareWall
+	for _, k := range keys {
+		if k.t != k.t.Round(0) { // has a monotonic reading
+			f = workKey.compare
+			break
+		}
+	}
+	if !slices.IsSortedFunc(keys, f) {
+		slices.SortFunc(keys, f)
+	}
 }
 
 // resolvePool finds a node's pool: the explicit one, else the deepest pool

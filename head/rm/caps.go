@@ -6,7 +6,8 @@ import (
 )
 
 // computeWant sets w.want, the most processes the work could use now
-// (docs/scheduling.md, step 1), and w.capNote, what limited it.
+// (docs/scheduling.md, step 1), and w.capNote, what limited it (only when
+// tracing: the note is read by the trace alone).
 func (s *sched) computeWant(w *work) {
 	if w.class == nil {
 		w.want = max(1, w.cur)
@@ -19,12 +20,18 @@ func (s *sched) computeWant(w *work) {
 	j := w.w
 	pipes := max(j.Pipelines, 1)
 	want := (max(j.ItemsRemaining, 0) + pipes - 1) / pipes
-	note := fmt.Sprintf("%d items left / %d pipelines", j.ItemsRemaining, pipes)
+	note := ""
+	if s.trace {
+		note = fmt.Sprintf("%d items left / %d pipelines", j.ItemsRemaining, pipes)
+	}
 	if want < w.cur {
 		want = w.cur
 	}
 	if j.DeploymentsMax > 0 && want > j.DeploymentsMax {
-		want, note = max(j.DeploymentsMax, 0), fmt.Sprintf("process_deployments_max %d", j.DeploymentsMax)
+		want = max(j.DeploymentsMax, 0)
+		if s.trace {
+			note = fmt.Sprintf("process_deployments_max %d", j.DeploymentsMax)
+		}
 	}
 	initialized := j.EverInitialized
 	for _, p := range w.live {
@@ -43,20 +50,32 @@ func (s *sched) computeWant(w *work) {
 		}
 		need = max(need, w.cur)
 		if need < want {
-			want, note = need, fmt.Sprintf("prediction: %d processes finish the rest within %s", need, horizon)
+			want = need
+			if s.trace {
+				note = fmt.Sprintf("prediction: %d processes finish the rest within %s", need, horizon)
+			}
 		}
 	}
 	if !initialized {
 		if c := max(cl.InitializationCap, w.cur); c < want {
-			want, note = c, fmt.Sprintf("initialization_cap %d until a process initializes", cl.InitializationCap)
+			want = c
+			if s.trace {
+				note = fmt.Sprintf("initialization_cap %d until a process initializes", cl.InitializationCap)
+			}
 		}
 	} else if cl.ExpandByDoubling != nil && *cl.ExpandByDoubling {
 		if c := max(2*w.cur, 1); c < want {
-			want, note = c, fmt.Sprintf("expand_by_doubling from %d", w.cur)
+			want = c
+			if s.trace {
+				note = fmt.Sprintf("expand_by_doubling from %d", w.cur)
+			}
 		}
 	}
 	if j.InitFailuresCap > 0 && j.InitFailures >= j.InitFailuresCap && want > w.cur {
-		want, note = w.cur, fmt.Sprintf("growth frozen: %d initialization failures reached the cap of %d", j.InitFailures, j.InitFailuresCap)
+		want = w.cur
+		if s.trace {
+			note = fmt.Sprintf("growth frozen: %d initialization failures reached the cap of %d", j.InitFailures, j.InitFailuresCap)
+		}
 	}
 	w.want, w.capNote = want, note
 }

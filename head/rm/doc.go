@@ -74,4 +74,15 @@
 // Config parsing is strict (unknown keys are errors) and Validate reports
 // every mistake with what to change. Sizes and durations in the config
 // are read and written by package units.
+//
+// # Cost
+//
+// A cycle rebuilds its working state from the snapshot, then avoids
+// searching it again and again: placement asks an index of each pool's
+// nodes by free shares; each node's processes are sorted once into victim
+// order; eviction costs are kept per node in a segment tree per pool,
+// priority and size and updated from the nodes a cycle changes; a
+// preemption round keeps per node the shares it could still take and
+// passes over nodes that cannot offer enough. None of this changes a
+// decision (docs/performance.md has the figures).
 package rm

@@ -1,8 +1,8 @@
 package rm
 
 import (
-	"container/heap"
-	"sort"
+	"slices"
+	"strings"
 )
 
 // Fair share (docs/scheduling.md, step 2) by progressive filling in quantum shares: the
@@ -14,15 +14,28 @@ import (
 // process that still fits is handed out, it includes the final bonus pass
 // over left-over blocks of exact order.
 
+// The heaps hold their keys by value, so sifting compares without
+// following pointers.
+
 type fsJob struct {
-	w     *work
-	alloc int // shares
+	alloc  int // shares
+	rank   int // the work's rank (age)
+	target int // processes handed out; written to w.target when the job leaves
+	want   int // w.want
+	order  int // w.order
+	w      *work
 }
 
 type fsUser struct {
 	name  string
 	alloc int
 	jobs  jobHeap
+}
+
+type fsUserEntry struct {
+	alloc int // shares, as fsUser.alloc
+	rank  int // position by name within the class
+	u     *fsUser
 }
 
 type fsClass struct {
@@ -35,12 +48,17 @@ type fsClass struct {
 	nusers     int
 }
 
+// classUser keys fair-share results by class and user.
+type classUser struct{ class, user string }
+
 // fairShare computes targets for the given fair jobs (all of one band and
 // one pool) over capacity shares, and returns the shares used.
 func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 	classes := map[string]*fsClass{}
-	users := map[string]*fsUser{}
+	users := map[classUser]*fsUser{}
 	var cl []*fsClass
+	var ul []classUser // users in first-seen order
+	byClass := map[*fsClass][]*fsUser{}
 	for _, w := range jobs {
 		w.target = 0
 		if w.want <= 0 {
@@ -54,101 +72,160 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 			classes[w.class.Name] = c
 			cl = append(cl, c)
 		}
-		key := w.class.Name + "\x00" + w.user
+		key := classUser{w.class.Name, w.user}
 		u := users[key]
 		if u == nil {
 			u = &fsUser{name: w.user}
 			users[key] = u
-			c.users = append(c.users, u)
+			ul = append(ul, key)
+			byClass[c] = append(byClass[c], u)
 			c.nusers++
 		}
-		u.jobs = append(u.jobs, &fsJob{w: w})
+		u.jobs = append(u.jobs, fsJob{rank: w.rank, want: w.want, order: w.order, w: w})
 	}
-	sort.Slice(cl, func(a, b int) bool { return cl[a].c.Name < cl[b].c.Name })
+	slices.SortFunc(cl, func(a, b *fsClass) int { return strings.Compare(a.c.Name, b.c.Name) })
 	ch := classHeap(cl)
 	for _, c := range ch {
-		sort.Slice(c.users, func(a, b int) bool { return c.users[a].name < c.users[b].name })
-		for _, u := range c.users {
-			heap.Init(&u.jobs)
+		us := byClass[c]
+		slices.SortFunc(us, func(a, b *fsUser) int { return strings.Compare(a.name, b.name) })
+		c.users = make(userHeap, len(us))
+		for i, u := range us {
+			c.users[i] = fsUserEntry{rank: i, u: u}
+			u.jobs.init()
 		}
-		heap.Init(&c.users)
+		c.users.init()
 	}
-	heap.Init(&ch)
+	ch.init()
 	left := capacity
-	for ch.Len() > 0 && left > 0 {
+	for len(ch) > 0 && left > 0 {
 		c := ch[0]
-		u := c.users[0]
-		j := u.jobs[0]
-		w := j.w
-		if w.target >= w.want || w.order > left || (c.max > 0 && c.alloc+w.order > c.max) {
-			heap.Pop(&u.jobs)
-			if u.jobs.Len() == 0 {
-				heap.Pop(&c.users)
-				if c.users.Len() == 0 {
-					heap.Pop(&ch)
+		ue := &c.users[0]
+		u := ue.u
+		j := &u.jobs[0]
+		if j.target >= j.want || j.order > left || (c.max > 0 && c.alloc+j.order > c.max) {
+			j.w.target = j.target
+			u.jobs.pop()
+			if len(u.jobs) == 0 {
+				c.users.pop()
+				if len(c.users) == 0 {
+					ch.pop()
 				}
 			}
 			continue
 		}
-		w.target++
-		j.alloc += w.order
-		u.alloc += w.order
-		c.alloc += w.order
-		left -= w.order
-		heap.Fix(&u.jobs, 0)
-		heap.Fix(&c.users, 0)
-		heap.Fix(&ch, 0)
+		j.target++
+		j.alloc += j.order
+		ue.alloc += j.order
+		u.alloc += j.order
+		c.alloc += j.order
+		left -= j.order
+		u.jobs.down(0)
+		c.users.down(0)
+		ch.down(0)
+	}
+	for _, c := range ch {
+		for _, ue := range c.users {
+			for _, j := range ue.u.jobs {
+				j.w.target = j.target
+			}
+		}
 	}
 	for _, c := range cl {
 		s.classShare[c.c.Name] += c.alloc
 		s.classUsers[c.c.Name] += c.nusers
 	}
-	for k, u := range users {
-		s.userShare[k] += u.alloc
+	for _, k := range ul {
+		s.userShare[k] += users[k].alloc
 	}
 	return capacity - left
 }
 
-type jobHeap []*fsJob
+// jobHeap orders a user's jobs by shares handed out, then age. Only the
+// root's key grows, so down(0) restores the order after a hand-out.
+type jobHeap []fsJob
 
-func (h jobHeap) Len() int { return len(h) }
-func (h jobHeap) Less(i, j int) bool {
+func (h jobHeap) less(i, j int) bool {
 	if h[i].alloc != h[j].alloc {
 		return h[i].alloc < h[j].alloc
 	}
-	return workLess(h[i].w, h[j].w)
-}
-func (h jobHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *jobHeap) Push(x any)   { *h = append(*h, x.(*fsJob)) }
-func (h *jobHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+	return h[i].w.rank < h[j].w.rank
 }
 
-type userHeap []*fsUser
+func (h jobHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
 
-func (h userHeap) Len() int { return len(h) }
-func (h userHeap) Less(i, j int) bool {
+func (h jobHeap) down(i int) {
+	for {
+		l, m := 2*i+1, i
+		if l < len(h) && h.less(l, m) {
+			m = l
+		}
+		if r := l + 1; r < len(h) && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+func (h *jobHeap) pop() {
+	a := *h
+	last := len(a) - 1
+	a[0] = a[last]
+	*h = a[:last]
+	h.down(0)
+}
+
+// userHeap orders a class's users by shares handed out, then name.
+type userHeap []fsUserEntry
+
+func (h userHeap) less(i, j int) bool {
 	if h[i].alloc != h[j].alloc {
 		return h[i].alloc < h[j].alloc
 	}
-	return h[i].name < h[j].name
+	return h[i].rank < h[j].rank
 }
-func (h userHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *userHeap) Push(x any)   { *h = append(*h, x.(*fsUser)) }
-func (h *userHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h userHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h userHeap) down(i int) {
+	for {
+		l, m := 2*i+1, i
+		if l < len(h) && h.less(l, m) {
+			m = l
+		}
+		if r := l + 1; r < len(h) && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+func (h *userHeap) pop() {
+	a := *h
+	last := len(a) - 1
+	a[0] = a[last]
+	*h = a[:last]
+	h.down(0)
 }
 
 type classHeap []*fsClass
 
-func (h classHeap) Len() int { return len(h) }
-func (h classHeap) Less(i, j int) bool {
+func (h classHeap) less(i, j int) bool {
 	a, b := h[i], h[j]
 	ag, bg := a.alloc < a.guaranteed, b.alloc < b.guaranteed
 	if ag != bg {
@@ -164,11 +241,42 @@ func (h classHeap) Less(i, j int) bool {
 	}
 	return a.c.Name < b.c.Name
 }
-func (h classHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *classHeap) Push(x any)   { *h = append(*h, x.(*fsClass)) }
-func (h *classHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h classHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h classHeap) down(i int) {
+	for {
+		l, m := 2*i+1, i
+		if l < len(h) && h.less(l, m) {
+			m = l
+		}
+		if r := l + 1; r < len(h) && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// pop moves the root behind the heap's end (it stays in the backing
+// array, which fairShare reads again when it sums up).
+func (h *classHeap) pop() {
+	a := *h
+	last := len(a) - 1
+	a[0], a[last] = a[last], a[0]
+	*h = a[:last]
+	h.down(0)
+}
+
+// poolBand keys what the fair computation saw per pool and priority band.
+type poolBand struct {
+	pool string
+	prio int
 }

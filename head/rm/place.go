@@ -23,6 +23,7 @@ func (s *sched) start(w *work, n *node, shares int, reason string) {
 		}
 	}
 	n.used += shares
+	s.changed = append(s.changed, n)
 	w.starts++
 	if w.w.ServiceID != "" {
 		if n.svc == nil {
@@ -37,8 +38,10 @@ func (s *sched) start(w *work, n *node, shares int, reason string) {
 		WorkID: w.w.ID, Node: n.n.Name, Shares: shares,
 		Memory: int64(shares) * w.quantum, Reason: reason,
 	})
-	s.tracef("start %s %d on %s: %d shares (%s), %s; %d free left", w.w.Kind, w.w.ID, n.n.Name, shares,
-		units.FormatSize(int64(shares)*w.quantum), reason, n.shares-n.used)
+	if s.trace {
+		s.tracef("start %s %d on %s: %d shares (%s), %s; %d free left", w.w.Kind, w.w.ID, n.n.Name, shares,
+			units.FormatSize(int64(shares)*w.quantum), reason, n.shares-n.used)
+	}
 }
 
 // heldNode returns a node where w holds space that fits one process now.
@@ -60,7 +63,7 @@ func (s *sched) heldNode(w *work) *node {
 // service (spread before stacking).
 func (s *sched) fitIn(w *work, p *pool) *node {
 	if len(w.w.MachineList) == 0 && w.w.ServiceID == "" && p.index != nil {
-		return p.index.best(w.order, s.nodes, nil)
+		return p.index.best(w.order, nil)
 	}
 	var best *node
 	bestSvc, bestFree := 0, 0

@@ -3,6 +3,7 @@ package rm
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/ducc-project/ducc/units"
@@ -26,38 +27,69 @@ func (p *proc) initialized() bool {
 	return p.p.State == ProcRunning || !p.p.InitializedAt.IsZero()
 }
 
-// shrinkLess orders victims (docs/scheduling.md, step 4): by category, richer users and
-// larger jobs first for defragmentation, then not-yet-initialized before
-// initialized, least invested, squatters before residents, youngest job.
-func (s *sched) shrinkLess(a, b victim) bool {
+// Victims are taken in this order (docs/scheduling.md, step 4): by
+// category, richer users and larger jobs first for defragmentation, then
+// not-yet-initialized before initialized, least invested, squatters before
+// residents, youngest job. catCompare compares the leading keys (the
+// category and, for defragmentation, the richer user and the larger job);
+// baseLess breaks their ties.
+func (s *sched) catCompare(a, b victim) int {
 	if a.cat != b.cat {
-		return a.cat < b.cat
+		return a.cat - b.cat
 	}
 	if a.cat == catDefrag {
 		ua, ub := s.userHeld[a.p.w.user], s.userHeld[b.p.w.user]
 		if ua != ub {
-			return ua > ub
+			return ub - ua
 		}
 		if a.p.w.cur != b.p.w.cur {
-			return a.p.w.cur > b.p.w.cur
+			return b.p.w.cur - a.p.w.cur
 		}
 	}
-	ia, ib := a.p.initialized(), b.p.initialized()
+	return 0
+}
+
+// baseLess is the part of the victim order that does not depend on the
+// victim's category: not yet initialized first, then least invested (started last),
+// squatters before residents, youngest job, process id. None of these keys
+// changes during a cycle, and they order any two processes.
+func baseLess(a, b *proc) bool {
+	ia, ib := a.initialized(), b.initialized()
 	if ia != ib {
 		return !ia
 	}
-	ta, tb := a.p.p.StartedAt, b.p.p.StartedAt
+	ta, tb := a.p.StartedAt, b.p.StartedAt
 	if !ta.Equal(tb) {
 		return ta.After(tb) // started later = less invested
 	}
-	sa, sb := a.p.squatter(), b.p.squatter()
+	sa, sb := a.squatter(), b.squatter()
 	if sa != sb {
 		return sa
 	}
-	if a.p.w != b.p.w {
-		return workLess(b.p.w, a.p.w)
+	if a.w != b.w {
+		return b.w.rank < a.w.rank
 	}
-	return a.p.p.ID < b.p.p.ID
+	return a.p.ID < b.p.ID
+}
+
+// victimOrder returns the processes on n that were live when the cycle
+// began, in baseLess order. The list is built on first use and kept for the
+// cycle; callers skip processes that have since been stopped or marked.
+func (n *node) victimOrder() []*proc {
+	if n.victims == nil {
+		n.victims = make([]*proc, len(n.procs))
+		copy(n.victims, n.procs)
+		slices.SortFunc(n.victims, func(a, b *proc) int {
+			if baseLess(a, b) {
+				return -1
+			}
+			if baseLess(b, a) {
+				return 1
+			}
+			return 0
+		})
+	}
+	return n.victims
 }
 
 // protected tells whether min_runtime shields a process.
@@ -68,16 +100,28 @@ func (s *sched) protected(p *proc) bool {
 
 // pickVictims chooses, on node n, the processes to stop so that one process
 // of order fits for w; cat classifies a candidate (-1 = not eligible).
-// It returns nil if n cannot be made to fit.
-func (s *sched) pickVictims(w *work, n *node, order int, exact bool, cat func(*proc) int) []victim {
+// It returns nil if n cannot be made to fit. The victims are appended to
+// dst, which may be reused from an earlier call.
+//
+// Candidates are taken in victim order (catCompare, then baseLess). The
+// node's processes are kept in baseLess order for the cycle (victimOrder),
+// so only the category (and the defragmentation keys) are left to sort,
+// stably, and only when more than one category is present. During a
+// preemption round only the node's round candidates are looked at
+// (roundCandidates): no other process can be a victim of the round.
+func (s *sched) pickVictims(w *work, n *node, order int, exact bool, cat func(*proc) int, dst []victim) []victim {
 	free := n.freeFor(s, w)
 	if free >= order && !exact {
 		return nil
 	}
-	var cands []victim
-	avail := 0
-	for _, p := range n.procs {
-		if p.stopping || p.marked {
+	list := n.victimOrder()
+	if s.eligOn {
+		list = s.roundCandidates(n)
+	}
+	cands := s.cands[:0]
+	avail, mixed := 0, false
+	for _, p := range list {
+		if p.stopping || p.marked || (s.eligOn && !p.eligDefrag) {
 			continue
 		}
 		c := cat(p)
@@ -87,17 +131,23 @@ func (s *sched) pickVictims(w *work, n *node, order int, exact bool, cat func(*p
 			}
 			continue
 		}
+		if len(cands) > 0 && (c != cands[0].cat || c == catDefrag) {
+			mixed = true
+		}
 		cands = append(cands, victim{p, c})
 		avail += p.shares
 	}
+	s.cands = cands
 	if free+avail < order {
 		return nil
 	}
-	sort.Slice(cands, func(i, j int) bool { return s.shrinkLess(cands[i], cands[j]) })
-	if exact {
-		return cands
+	if mixed {
+		slices.SortStableFunc(cands, s.catCompare)
 	}
-	var out []victim
+	out := dst[:0]
+	if exact {
+		return append(out, cands...)
+	}
 	for _, v := range cands {
 		if free >= order {
 			break
@@ -137,10 +187,13 @@ func victimShares(vs []victim) int {
 // stops after that many nodes offered a workable set (a bounded search).
 //
 // prune, if set, is a cheap test that rules a node out before its processes
-// are classified.
-func (s *sched) bestVictims(w *work, nodes []*node, bound []int, order int, exact bool, cat func(*proc) int, tries int, prune func(*node) bool) (*node, []victim) {
+// are classified. room, if set, bounds the shares cat could offer on a node,
+// so a node whose free space and room together fall short is passed over
+// without classifying its processes (pickVictims would find nothing there).
+func (s *sched) bestVictims(w *work, nodes []*node, bound []int, order int, exact bool, cat func(*proc) int, tries int, prune func(*node) bool, room func(*node) int) (*node, []victim) {
 	var bestN *node
-	var best []victim
+	best, spare := s.vbuf[0][:0], s.vbuf[1][:0]
+	defer func() { s.vbuf[0], s.vbuf[1] = best, spare }()
 	bestCost, found, scanned := math.MaxInt, 0, 0
 	for i, n := range nodes {
 		if tries > 0 && (found >= tries || scanned >= maxScan) {
@@ -159,19 +212,31 @@ func (s *sched) bestVictims(w *work, nodes []*node, bound []int, order int, exac
 		if exact && (n.held > 0 && n.freeFor(s, w) == n.free()) {
 			continue // held for someone else
 		}
-		if !exact && order-n.freeFor(s, w) >= bestCost {
-			continue // cannot beat the best found so far
+		if !exact {
+			free := n.freeFor(s, w)
+			if order-free >= bestCost {
+				continue // cannot beat the best found so far
+			}
+			if room != nil && free < order && free+room(n) < order {
+				continue
+			}
 		}
-		vs := s.pickVictims(w, n, order, exact, cat)
+		vs := s.pickVictims(w, n, order, exact, cat, spare)
 		if len(vs) == 0 {
 			continue
 		}
 		found++
 		if c := victimShares(vs); c < bestCost {
-			bestN, best, bestCost = n, vs, c
+			bestN, bestCost = n, c
+			best, spare = vs, best
+		} else {
+			spare = vs
 		}
 	}
-	return bestN, best
+	if bestN == nil {
+		return nil, nil
+	}
+	return bestN, slices.Clone(best)
 }
 
 // evictFor frees space for one process of non-preemptable work w by evicting
@@ -185,15 +250,185 @@ func (s *sched) evictFor(w *work) bool {
 		}
 		return -1
 	}
-	n, vs := s.bestVictims(w, w.pool.nodes, nil, w.order, exact, cat, 0, nil)
+	n := s.cheapestEviction(w, exact)
 	if n == nil {
 		return false
 	}
+	vs := s.pickVictims(w, n, w.order, exact, cat, nil)
 	text := fmt.Sprintf("evicted for %s %d (%s class %s, priority %d)", w.w.Kind, w.w.ID, w.class.Policy, w.class.Name, w.prio)
 	s.issueStops(vs, Evicted, text, false)
 	s.addHold(w, n, w.order, vs)
-	s.tracef("hold %d shares on %s for %s %d until %s stop", w.order, n.n.Name, w.w.Kind, w.w.ID, joinIDs(victimIDs(vs)))
+	if s.trace {
+		s.tracef("hold %d shares on %s for %s %d until %s stop", w.order, n.n.Name, w.w.Kind, w.w.ID, joinIDs(victimIDs(vs)))
+	}
 	return true
+}
+
+// cheapestEviction returns the node of w's pool where evicting fair-share
+// processes of worse priority frees room for one process of w at the least
+// cost (shares stopped), the first by name on ties, or nil. It decides as
+// bestVictims over the pool's nodes would, with the cost of a node counted
+// in place (evictCost) instead of building its victim list.
+//
+// Without a machine_list and without space already held for w, a node's
+// cost depends only on the pool, w's priority and order and whether w needs
+// a whole machine, so one evictSet per such key keeps every node's cost for
+// the rest of the cycle and is brought up to date from the nodes that
+// changed since it last answered (sched.changed).
+func (s *sched) cheapestEviction(w *work, exact bool) *node {
+	if len(w.w.MachineList) > 0 || s.holdShares(w) > 0 {
+		return s.scanEviction(w, exact)
+	}
+	k := evictKey{w.pool, w.prio, w.order, exact}
+	es := s.evictSets[k]
+	if es == nil {
+		es = newEvictSet(len(w.pool.nodes))
+		for i, n := range w.pool.nodes {
+			es.set(i, s.evictNodeCost(k, n))
+		}
+		if s.evictSets == nil {
+			s.evictSets = map[evictKey]*evictSet{}
+		}
+		s.evictSets[k] = es
+	} else {
+		for _, n := range s.changed[es.seen:] {
+			if n.pool == w.pool {
+				es.set(n.pos, s.evictNodeCost(k, n))
+			}
+		}
+	}
+	es.seen = len(s.changed)
+	if i := es.min(); i >= 0 {
+		return w.pool.nodes[i]
+	}
+	return nil
+}
+
+// scanEviction is cheapestEviction for work with a machine_list or held
+// space: every node of the pool is looked at.
+func (s *sched) scanEviction(w *work, exact bool) *node {
+	order := w.order
+	var bestN *node
+	bestCost := math.MaxInt
+	for _, n := range w.pool.nodes {
+		if !n.up() || n.shares < order || (exact && n.shares != order) || !inMachineList(w.w, n.n.Name) {
+			continue
+		}
+		if exact && (n.held > 0 && n.freeFor(s, w) == n.free()) {
+			continue // held for someone else
+		}
+		free := n.freeFor(s, w)
+		if !exact && order-free >= bestCost {
+			continue // cannot beat the best found so far
+		}
+		if c := evictCost(n, free, order, w.prio, exact); c >= 0 && c < bestCost {
+			bestN, bestCost = n, c
+		}
+	}
+	return bestN
+}
+
+// evictKey says what the eviction cost of a node depends on for work
+// without a machine_list or held space.
+type evictKey struct {
+	pool  *pool
+	prio  int
+	order int
+	exact bool
+}
+
+// evictNodeCost is the eviction cost of n for work of key k, or -1.
+func (s *sched) evictNodeCost(k evictKey, n *node) int {
+	if !n.up() || n.shares < k.order || (k.exact && n.shares != k.order) {
+		return -1
+	}
+	if k.exact && n.held > 0 {
+		return -1 // held for someone else
+	}
+	return evictCost(n, n.free(), k.order, k.prio, k.exact)
+}
+
+// evictCost is the number of shares pickVictims would stop on n, with free
+// shares free, to make room for one process of order by evicting fair-share
+// processes of a priority worse than prio, or -1 if it finds no victims.
+func evictCost(n *node, free, order, prio int, exact bool) int {
+	if exact {
+		avail, count := 0, 0
+		for _, p := range n.procs {
+			if p.stopping || p.marked {
+				continue
+			}
+			if !p.w.fair || p.w.prio <= prio {
+				return -1 // a reservation needs every occupant gone
+			}
+			avail += p.shares
+			count++
+		}
+		if count == 0 || free+avail < order {
+			return -1
+		}
+		return avail
+	}
+	if free >= order {
+		return -1
+	}
+	cost := 0
+	for _, p := range n.victimOrder() {
+		if p.stopping || p.marked || !p.w.fair || p.w.prio <= prio {
+			continue
+		}
+		cost += p.shares
+		if free+cost >= order {
+			return cost
+		}
+	}
+	return -1
+}
+
+// evictSet keeps the eviction cost of every node of a pool in a segment
+// tree whose root holds the cheapest node (the first by position on ties).
+type evictSet struct {
+	seen int     // entries of sched.changed already applied
+	tree []int64 // cost<<32 | position; noEviction where none
+	size int     // leaves
+}
+
+const noEviction = math.MaxInt64
+
+func newEvictSet(n int) *evictSet {
+	size := 1
+	for size < n {
+		size *= 2
+	}
+	es := &evictSet{tree: make([]int64, 2*size), size: size}
+	for i := range es.tree {
+		es.tree[i] = noEviction
+	}
+	return es
+}
+
+// set records the cost of the node at position i (-1: no eviction there).
+func (es *evictSet) set(i, cost int) {
+	v := int64(noEviction)
+	if cost >= 0 {
+		v = int64(cost)<<32 | int64(i)
+	}
+	j := es.size + i
+	if es.tree[j] == v {
+		return
+	}
+	es.tree[j] = v
+	for j /= 2; j >= 1; j /= 2 {
+		es.tree[j] = min(es.tree[2*j], es.tree[2*j+1])
+	}
+}
+
+// min returns the position of the cheapest node, or -1.
+func (es *evictSet) min() int {
+	if es.tree[1] == noEviction {
+		return -1
+	}
+	return int(es.tree[1] & (1<<32 - 1))
 }
 
 // issueStops stops victims (or records them as would-be stops when observe).
@@ -203,6 +438,10 @@ func (s *sched) issueStops(vs []victim, reason StopReason, text string, observe 
 		st := Stop{ProcID: p.p.ID, WorkID: p.w.w.ID, Node: p.p.Node, Reason: reason, Text: text,
 			Grace: s.cfg.Preemption.KillWait.D()}
 		p.marked = true
+		p.dropElig()
+		if p.n != nil {
+			s.changed = append(s.changed, p.n)
+		}
 		if observe {
 			s.plan.WouldPreempt = append(s.plan.WouldPreempt, st)
 			s.tracef("observe_only: would %s %s of %s %d on %s: %s", reason, p.p.ID, p.w.w.Kind, p.w.w.ID, p.p.Node, text)
@@ -210,11 +449,14 @@ func (s *sched) issueStops(vs []victim, reason StopReason, text string, observe 
 		}
 		p.stopping = true
 		p.w.cur--
+		s.refreshElig(p.w)
 		p.w.stops++
 		s.plan.Stops = append(s.plan.Stops, st)
 		s.plan.Carry.Issued = append(s.plan.Carry.Issued, IssuedStop{ProcID: p.p.ID, WorkID: p.w.w.ID, At: s.now})
 		s.shrinkNote(p, text)
-		s.tracef("stop %s of %s %d on %s (%s): %s", p.p.ID, p.w.w.Kind, p.w.w.ID, p.p.Node, reason, text)
+		if s.trace {
+			s.tracef("stop %s of %s %d on %s (%s): %s", p.p.ID, p.w.w.Kind, p.w.w.ID, p.p.Node, reason, text)
+		}
 	}
 }
 
@@ -245,6 +487,7 @@ func (s *sched) addHold(w *work, n *node, shares int, vs []victim) {
 		h.Victims = append(h.Victims, v.p.p.ID)
 	}
 	n.held += shares
+	s.changed = append(s.changed, n)
 	if n.pool.index != nil {
 		n.pool.index.update(n)
 	}
@@ -252,6 +495,9 @@ func (s *sched) addHold(w *work, n *node, shares int, vs []victim) {
 
 // traceNewHolds reports the holds made in this cycle.
 func (s *sched) traceNewHolds() {
+	if !s.trace {
+		return
+	}
 	for _, h := range s.holds {
 		if h.Since.Equal(s.now) {
 			s.tracef("hold %d shares on %s for work %d until %s stop", h.Shares, h.Node, h.For, joinIDs(h.Victims))
@@ -269,7 +515,9 @@ func (s *sched) computeBudgets() {
 			continue
 		}
 		if float64(w.cur) <= float64(w.target)*(1+float64(p.Deadzone)) {
-			s.tracef("job %d holds %d processes, within the %.0f%% deadzone of its fair share %d: not preempted", w.w.ID, w.cur, 100*float64(p.Deadzone), w.target)
+			if s.trace {
+				s.tracef("job %d holds %d processes, within the %.0f%% deadzone of its fair share %d: not preempted", w.w.ID, w.cur, 100*float64(p.Deadzone), w.target)
+			}
 			continue
 		}
 		excess := w.cur - w.target
@@ -294,6 +542,111 @@ const victimTries = 8
 
 // maxScan bounds how many nodes one preemption search classifies.
 const maxScan = 256
+
+// Per-node candidate shares for a preemption round. eligible tells whether
+// p could be taken for some beneficiary in the round's first pass: a
+// squatter, or a process of a job over its share, that is not stopping, not
+// yet chosen, not protected and whose job neither starts processes nor
+// gains space in this cycle. eligibleDefrag adds the processes the
+// defragmentation pass may take: those of jobs that are not needy and hold
+// more than one process. Every one of these conditions only turns false
+// during a round, so node.elig and node.eligDefrag, the shares of eligible
+// processes on a node, are kept up to date by taking processes out
+// (dropElig) when they are marked, and by looking at a job's processes
+// again (refreshElig) when the job becomes a gainer, loses budget or loses a
+// process. A search passes over nodes whose free space and candidate shares
+// together fall short (bestVictims' room).
+func (s *sched) eligible(p *proc) bool {
+	v := p.w
+	return !p.stopping && !p.marked && v.fair && v.starts == 0 && !v.gainer && !s.protected(p) && (v.budget > 0 || p.squatter())
+}
+
+func (s *sched) eligibleDefrag(p *proc) bool {
+	v := p.w
+	return !p.stopping && !p.marked && v.fair && v.starts == 0 && !v.gainer && !s.protected(p) &&
+		(v.budget > 0 || p.squatter() || (!s.needy(v) && v.have() > 1))
+}
+
+// initElig computes node.elig and node.eligDefrag at the start of a
+// preemption round.
+func (s *sched) initElig() {
+	s.eligOn = true
+	nprocs := 0
+	for _, n := range s.nodes {
+		nprocs += len(n.procs)
+	}
+	s.candSlab = make([]*proc, 0, nprocs)
+	for _, n := range s.nodes {
+		if !n.up() {
+			continue // never searched; their processes are in no live list
+		}
+		for _, p := range n.procs {
+			if s.eligible(p) {
+				p.elig = true
+				n.elig += p.shares
+			}
+			if s.eligibleDefrag(p) {
+				p.eligDefrag = true
+				n.eligDefrag += p.shares
+			}
+		}
+	}
+}
+
+// dropElig takes p out of its node's candidate shares.
+func (p *proc) dropElig() {
+	if p.elig {
+		p.elig = false
+		p.n.elig -= p.shares
+	}
+	if p.eligDefrag {
+		p.eligDefrag = false
+		p.n.eligDefrag -= p.shares
+	}
+}
+
+// roundCandidates returns the processes of n, in victim order, that could
+// still be taken in this preemption round (eligibleDefrag, which includes
+// eligible), made on first use: a process that is no candidate then never
+// becomes one later in the round. Callers still skip processes that have
+// dropped out since (their eligDefrag flag is cleared).
+func (s *sched) roundCandidates(n *node) []*proc {
+	if !n.candsMade {
+		start := len(s.candSlab)
+		for _, p := range n.victimOrder() {
+			if p.eligDefrag {
+				s.candSlab = append(s.candSlab, p)
+			}
+		}
+		n.cands = s.candSlab[start:len(s.candSlab):len(s.candSlab)]
+		n.candsMade = true
+	}
+	return n.cands
+}
+
+// refreshElig takes the processes of v that are no longer candidates out
+// of their nodes' candidate shares.
+func (s *sched) refreshElig(v *work) {
+	if !s.eligOn {
+		return
+	}
+	for _, p := range v.live {
+		if p.elig && !s.eligible(p) {
+			p.elig = false
+			p.n.elig -= p.shares
+		}
+		if p.eligDefrag && !s.eligibleDefrag(p) {
+			p.eligDefrag = false
+			p.n.eligDefrag -= p.shares
+		}
+	}
+}
+
+// eligRoom bounds what the first pass's victim categories (squatters, jobs
+// over their share) can offer on n; defragRoom adds the defragmentation
+// pass's.
+func eligRoom(n *node) int   { return n.elig }
+func defragRoom(n *node) int { return n.eligDefrag }
 
 // overPrune rules out a node with no process over its share or squatting;
 // such a node stays ruled out for the round, as budgets only shrink.
@@ -330,6 +683,7 @@ func (s *sched) preemptRound() {
 		return
 	}
 	s.computeBudgets()
+	s.initElig()
 	for _, w := range s.works {
 		if w.fair {
 			s.userHeld[w.user] += w.cur * w.order
@@ -350,7 +704,7 @@ func (s *sched) preemptRound() {
 		if bens[i].prio != bens[j].prio {
 			return bens[i].prio < bens[j].prio
 		}
-		return workLess(bens[i], bens[j])
+		return bens[i].rank < bens[j].rank
 	})
 	// Per pool: nodes holding possible victims and whether squatters live there.
 	// overNodes hold processes of jobs over their share or squatters;
@@ -477,21 +831,21 @@ func (s *sched) preemptRound() {
 			// The node of the previous unit, if it still gives exactly the
 			// missing space, saves a scan.
 			if last != nil {
-				if v := s.pickVictims(b, last, b.order, false, cat); len(v) > 0 && victimShares(v) <= b.order-max(last.freeFor(s, b), 0) {
+				if v := s.pickVictims(b, last, b.order, false, cat, nil); len(v) > 0 && victimShares(v) <= b.order-max(last.freeFor(s, b), 0) {
 					n, vs = last, v
 				}
 			}
 			key := poolPrio{b.pool, b.prio}
 			if f, ok := failedAt[key]; n == nil && (!ok || b.order < f) {
 				nodes, bound := candidates(b, 0)
-				if n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries, overPrune); n == nil && len(b.w.MachineList) == 0 {
+				if n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries, overPrune, eligRoom); n == nil && len(b.w.MachineList) == 0 {
 					failedAt[key] = b.order
 				}
 			}
 			if n == nil && useDefrag {
 				defrag = true
 				nodes, bound := candidates(b, 1)
-				n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries, nil)
+				n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries, nil, defragRoom)
 				defrag = false
 			}
 			if n == nil {
@@ -500,6 +854,7 @@ func (s *sched) preemptRound() {
 			}
 			misses, last = 0, n
 			b.gainer = true
+			s.refreshElig(b)
 			issued = true
 			for _, v := range vs {
 				used += v.p.shares
@@ -510,6 +865,7 @@ func (s *sched) preemptRound() {
 					text = fmt.Sprintf("squatter in pool %s: resident job %d needs the space", n.pool.name, b.w.ID)
 				case catOver:
 					v.p.w.budget--
+					s.refreshElig(v.p.w)
 					text = fmt.Sprintf("over fair share: class %s fair share is %d processes, job holds %d; space goes to job %d",
 						v.p.w.class.Name, v.p.w.target, v.p.w.cur, b.w.ID)
 				case catDefrag:

@@ -1,7 +1,7 @@
 package rm
 
 import (
-	"fmt"
+	"strconv"
 
 	"github.com/ducc-project/ducc/units"
 )
@@ -9,6 +9,12 @@ import (
 // reasons writes a human reason for every piece of work that has fewer
 // processes than it wants after this plan.
 func (s *sched) reasons() {
+	s.plan.Pending = make([]Pending, 0, len(s.works))
+	defer func() {
+		if len(s.plan.Pending) == 0 {
+			s.plan.Pending = nil // as when nothing was ever appended
+		}
+	}()
 	for _, w := range s.works {
 		if w.class == nil {
 			_, err := s.cfg.Class(w.w.Class)
@@ -36,57 +42,77 @@ func (s *sched) reasons() {
 
 func (s *sched) pend(w *work, have, want int, reason string) {
 	s.plan.Pending = append(s.plan.Pending, Pending{WorkID: w.w.ID, Have: have, Want: want, Reason: reason})
-	s.tracef("%s %d pending (%d of %d): %s", w.w.Kind, w.w.ID, have, want, reason)
+	if s.trace {
+		s.tracef("%s %d pending (%d of %d): %s", w.w.Kind, w.w.ID, have, want, reason)
+	}
 }
 
 func (s *sched) fairReason(w *work) string {
 	if w.pending != "" {
 		return w.pending
 	}
-	size := units.FormatSize(int64(w.order) * w.quantum)
+	if sh := s.shrinking[w.w.ID]; sh != nil {
+		return "shrinking: " + itoa(len(sh.Procs)) + " process(es) stopped this cycle: " + sh.Reason
+	}
+	if s.holdShares(w) > 0 {
+		return "waiting for preemptions: " + s.holdText(w)
+	}
 	note := ""
 	switch {
 	case s.cfg.Preemption.ObserveOnly && s.observed[w]:
 		note = "; preemption is observe-only, so nothing is taken back for it"
 	case s.roundWait > 0:
-		note = fmt.Sprintf("; next preemption round in %s", s.roundWait)
+		note = "; next preemption round in " + s.roundWait.String()
 	case s.budgetHit:
 		note = "; this round's preemption budget (max_per_round) is used up"
 	}
-	if sh := s.shrinking[w.w.ID]; sh != nil {
-		return fmt.Sprintf("shrinking: %d process(es) stopped this cycle: %s", len(sh.Procs), sh.Reason)
-	}
-	if s.holdShares(w) > 0 {
-		return "waiting for preemptions: " + s.holdText(w)
-	}
 	cls := w.class.Name
 	if w.target == 0 {
-		k := s.poolCap[fmt.Sprint(w.pool.name, "\x00", w.prio)]
+		k := s.poolCap[poolBand{w.pool.name, w.prio}]
 		if k == 0 {
-			return fmt.Sprintf("waiting for resources: class %s fair share is 0 processes because pool %s has no room left for priority %d work (it is held by higher-priority work)%s",
-				cls, w.pool.name, w.prio, note)
+			return "waiting for resources: class " + cls + " fair share is 0 processes because pool " + w.pool.name +
+				" has no room left for priority " + itoa(w.prio) + " work (it is held by higher-priority work)" + note
 		}
 		cs := s.classShare[cls]
-		us := s.userShare[cls+"\x00"+w.user]
+		us := s.userShare[classUser{cls, w.user}]
 		if us < w.order {
-			return fmt.Sprintf("waiting for resources: class %s fair share is 0 processes because pool %s's %s is split among classes by weight, class %s gets %s shared by %d user(s), and user %s's %s is less than one %s process%s",
-				cls, w.pool.name, s.sz(w, k), cls, s.sz(w, cs), s.classUsers[cls], w.user, s.sz(w, us), size, note)
+			return "waiting for resources: class " + cls + " fair share is 0 processes because pool " + w.pool.name + "'s " + s.sz(w, k) +
+				" is split among classes by weight, class " + cls + " gets " + s.sz(w, cs) + " shared by " + itoa(s.classUsers[cls]) +
+				" user(s), and user " + w.user + "'s " + s.sz(w, us) + " is less than one " + s.sz(w, w.order) + " process" + note
 		}
-		return fmt.Sprintf("waiting for resources: class %s fair share is 0 processes because user %s's share of class %s (%s) goes to their older jobs%s",
-			cls, w.user, cls, s.sz(w, us), note)
+		return "waiting for resources: class " + cls + " fair share is 0 processes because user " + w.user + "'s share of class " + cls +
+			" (" + s.sz(w, us) + ") goes to their older jobs" + note
 	}
 	if w.have() < w.target {
-		return fmt.Sprintf("waiting for resources: fair share is %d processes, has %d; no node in pool %s has %s free%s",
-			w.target, w.have(), w.pool.name, size, note)
+		return "waiting for resources: fair share is " + itoa(w.target) + " processes, has " + itoa(w.have()) + "; no node in pool " +
+			w.pool.name + " has " + s.sz(w, w.order) + " free" + note
 	}
 	if w.cur > w.target {
-		return fmt.Sprintf("over fair share: holds %d processes, fair share is %d; the excess is taken back gradually when other work needs the space", w.cur, w.target)
+		return "over fair share: holds " + itoa(w.cur) + " processes, fair share is " + itoa(w.target) +
+			"; the excess is taken back gradually when other work needs the space"
 	}
-	return fmt.Sprintf("at fair share: class %s fair share gives this job %d of the %d processes it wants (user %s's share is %s of the class's %s)",
-		cls, w.target, w.want, w.user, s.sz(w, s.userShare[cls+"\x00"+w.user]), s.sz(w, s.classShare[cls]))
+	return "at fair share: class " + cls + " fair share gives this job " + itoa(w.target) + " of the " + itoa(w.want) +
+		" processes it wants (user " + w.user + "'s share is " + s.sz(w, s.userShare[classUser{cls, w.user}]) + " of the class's " +
+		s.sz(w, s.classShare[cls]) + ")"
 }
 
-func (s *sched) sz(w *work, shares int) string { return units.FormatSize(int64(shares) * w.quantum) }
+// itoa formats n as %d does.
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// sz formats shares of w's quantum as a size; the few sizes a cycle uses
+// are formatted once each.
+func (s *sched) sz(w *work, shares int) string {
+	b := int64(shares) * w.quantum
+	if t, ok := s.sizes[b]; ok {
+		return t
+	}
+	if s.sizes == nil {
+		s.sizes = map[int64]string{}
+	}
+	t := units.FormatSize(b)
+	s.sizes[b] = t
+	return t
+}
 
 // summaries fills Plan.Classes for `ducc classes`.
 func (s *sched) summaries() {

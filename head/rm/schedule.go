@@ -1,8 +1,11 @@
 package rm
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/ducc-project/ducc/units"
@@ -17,8 +20,8 @@ func Schedule(in Input) Plan {
 	}
 	s := &sched{
 		in: &in, cfg: in.Config, now: in.Now, trace: !in.NoTrace,
-		classShare: map[string]int{}, classUsers: map[string]int{}, userShare: map[string]int{},
-		poolCap:    map[string]int{},
+		classShare: map[string]int{}, classUsers: map[string]int{}, userShare: map[classUser]int{},
+		poolCap:    map[poolBand]int{},
 		schedState: schedState{shrinking: map[uint64]*Shrinking{}, observed: map[*work]bool{}, userHeld: map[string]int{}},
 	}
 	s.tracef("cycle at %s: %d nodes, %d works", in.Now.UTC().Format(time.RFC3339Nano), len(in.Nodes), len(in.Work))
@@ -144,40 +147,45 @@ func (s *sched) runBand(b band) {
 	// Leaves first: reverse pre-order visits every child before its parent.
 	for i := len(s.pools) - 1; i >= 0; i-- {
 		p := s.pools[i]
-		var jobs []*work
-		for _, w := range byPool[p] {
-			if msg := s.tooBig(w, append([]*pool{p}, p.squat()...)); msg != "" {
+		jobs := byPool[p]
+		if len(jobs) == 0 {
+			continue
+		}
+		reach := append([]*pool{p}, p.squat()...)
+		for _, w := range jobs {
+			if msg := s.tooBig(w, reach); msg != "" {
 				w.pending = msg
 				w.want = w.cur
 				s.tracef("job %d: %s", w.w.ID, msg)
 			}
-			jobs = append(jobs, w)
-		}
-		if len(jobs) == 0 {
-			continue
 		}
 		capacity := p.leftover()
-		s.poolCap[fmt.Sprint(p.name, "\x00", b.prio)] = capacity
+		s.poolCap[poolBand{p.name, b.prio}] = capacity
 		used := s.fairShare(jobs, capacity, p.quantum)
 		p.consume(used)
 		s.tracef("band %d pool %s: %d shares for %d jobs; fair share hands out %d", b.prio, p.name, capacity, len(jobs), used)
 		for _, w := range jobs {
-			if w.want > 0 || w.cur > 0 {
+			if s.trace && (w.want > 0 || w.cur > 0) {
 				s.tracef("job %d (%s/%s): has %d, wants %d (%s), fair share %d", w.w.ID, w.class.Name, w.user, w.cur, w.want, w.capNote, w.target)
 			}
 		}
 	}
 }
 
-// fairByAge returns fair-share jobs by priority, then age.
+// fairByAge returns fair-share jobs by priority, then age. The list is the
+// same for the whole cycle, so it is made once.
 func (s *sched) fairByAge() []*work {
-	var out []*work
+	if s.byAge != nil {
+		return s.byAge
+	}
+	out := []*work{}
 	for _, w := range s.works {
 		if w.fair && w.class != nil {
 			out = append(out, w)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].prio < out[j].prio })
+	slices.SortStableFunc(out, func(a, b *work) int { return cmp.Compare(a.prio, b.prio) })
+	s.byAge = out
 	return out
 }
 
@@ -206,9 +214,15 @@ func (s *sched) placeFair(w *work, why string) bool {
 // growFair places fair jobs up to their fair share, oldest first.
 func (s *sched) growFair() {
 	for _, w := range s.fairByAge() {
+		if w.have() >= w.target || w.stops > 0 {
+			continue
+		}
+		why := fmt.Sprintf("fair share %d", w.target)
 		for w.have() < w.target && w.stops == 0 {
-			if !s.placeFair(w, fmt.Sprintf("fair share %d", w.target)) {
-				s.tracef("job %d: %d of fair share %d placed; no node has %d free shares", w.w.ID, w.have(), w.target, w.order)
+			if !s.placeFair(w, why) {
+				if s.trace {
+					s.tracef("job %d: %d of fair share %d placed; no node has %d free shares", w.w.ID, w.have(), w.target, w.order)
+				}
 				break
 			}
 		}
@@ -267,15 +281,39 @@ func (s *sched) finishHolds() {
 	})
 }
 
+// sortPending sorts pending entries by work id (unique here) on small
+// keys, then moves each entry once.
+func sortPending(ps []Pending) {
+	less := func(a, b Pending) int { return cmp.Compare(a.WorkID, b.WorkID) }
+	if slices.IsSortedFunc(ps, less) {
+		return
+	}
+	type key struct {
+		id uint64
+		i  int
+	}
+	keys := make([]key, len(ps))
+	for i, p := range ps {
+		keys[i] = key{p.WorkID, i}
+	}
+	slices.SortFunc(keys, func(a, b key) int { return cmp.Compare(a.id, b.id) })
+	sorted := make([]Pending, len(ps))
+	for i, k := range keys {
+		sorted[i] = ps[k.i]
+	}
+	copy(ps, sorted)
+}
+
 func (s *sched) finishPlan() {
 	ids := make([]uint64, 0, len(s.shrinking))
 	for id := range s.shrinking {
 		ids = append(ids, id)
 	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	slices.Sort(ids)
 	for _, id := range ids {
 		s.plan.Shrinking = append(s.plan.Shrinking, *s.shrinking[id])
 	}
-	sort.Slice(s.plan.Pending, func(i, j int) bool { return s.plan.Pending[i].WorkID < s.plan.Pending[j].WorkID })
-	sort.Slice(s.plan.Carry.Issued, func(i, j int) bool { return s.plan.Carry.Issued[i].ProcID < s.plan.Carry.Issued[j].ProcID })
+	// Work ids and process ids are unique here, so any sort gives one order.
+	sortPending(s.plan.Pending)
+	slices.SortFunc(s.plan.Carry.Issued, func(a, b IssuedStop) int { return strings.Compare(a.ProcID, b.ProcID) })
 }
