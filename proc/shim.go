@@ -285,9 +285,13 @@ func (s *shim) prepare() (*preparedCmd, error) {
 
 		// Working directory (a directory the user may not enter still
 		// fails at exec time with "permission denied").
-		if fi, err := os.Stat(c.dir); err != nil {
+		fi, err := os.Stat(c.dir)
+		switch {
+		case (err != nil || !fi.IsDir()) && sp.DirIfExists:
+			c.dir = "/"
+		case err != nil:
 			return fmt.Errorf("working directory %s: %w", c.dir, unwrapPath(err))
-		} else if !fi.IsDir() {
+		case !fi.IsDir():
 			return fmt.Errorf("working directory %s: not a directory", c.dir)
 		}
 		return nil

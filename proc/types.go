@@ -34,6 +34,9 @@ type Spec struct {
 	// USER, LOGNAME).
 	Env []string `json:"env,omitempty"`
 	Dir string   `json:"dir,omitempty"` // working directory; "" = "/"
+	// DirIfExists: when Dir is not a directory the user can reach, run in
+	// "/" instead of failing the launch (the shim looks, as the user).
+	DirIfExists bool `json:"dir_if_exists,omitempty"`
 	// Umask for the process; 0 means 0o022.
 	Umask int `json:"umask,omitempty"`
 
