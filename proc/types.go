@@ -41,7 +41,8 @@ type Spec struct {
 	Umask int `json:"umask,omitempty"`
 
 	// LogDir receives <WorkID>-<Kind>-<Node>-<pid>.log (stdout and stderr).
-	// The shim creates missing directories, owned by the user. "" means the
+	// The shim creates missing directories and the file as the user, with
+	// Umask; one the user may not create is a launch failure. "" means the
 	// process directory under DataDir.
 	LogDir string `json:"log_dir,omitempty"`
 	// MemoryLimit in bytes for the cgroup (0 = none); swap is capped too.
