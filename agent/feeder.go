@@ -52,7 +52,7 @@ type exchangeResult struct {
 }
 
 // feed runs until ctx ends (the process ended or the agent stops).
-func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time, logPath string) {
+func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time) {
 	log := a.log.With("proc", spec.ID, "job", spec.WorkID)
 	inPath, outPath := a.procs.Pipes(spec.ID)
 	// Non-blocking opens: they fail (or see EOF) instead of hanging when the
@@ -72,7 +72,8 @@ func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time,
 	go func() { <-ctx.Done(); out.Close(); in.Close() }()
 
 	events := make(chan feedEvent, 4096)
-	go a.readWorker(ctx, out, logPath, events)
+	openLog := func() (*os.File, error) { return a.procs.AppendLog(spec.ID) }
+	go readWorker(ctx, log, out, openLog, events)
 
 	jr, err := openJournal(filepath.Dir(inPath), log)
 	if err != nil {
@@ -323,10 +324,14 @@ func (f *feeder) snapshot() feedState {
 }
 
 // readWorker parses the worker's stdout; lines that are not protocol go to
-// the process's log.
-func (a *Agent) readWorker(ctx context.Context, out *os.File, logPath string, events chan<- feedEvent) {
+// the process's log, opened (by openLog, on the first such line) as the
+// process's user and never through a symlink: the user owns the log and
+// may have replaced it (proc.Manager.AppendLog). A log that cannot be
+// opened is said once in the agent's log, and those lines are dropped.
+func readWorker(ctx context.Context, log *slog.Logger, out *os.File, openLog func() (*os.File, error), events chan<- feedEvent) {
 	defer close(events)
 	var logf *os.File
+	opened := false
 	defer func() {
 		if logf != nil {
 			logf.Close()
@@ -359,11 +364,19 @@ func (a *Agent) readWorker(ctx context.Context, out *os.File, logPath string, ev
 			}
 			continue
 		}
-		if logf == nil && logPath != "" {
-			logf, _ = os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND, 0)
+		if !opened {
+			opened = true
+			var err error
+			if logf, err = openLog(); err != nil {
+				log.Warn("the worker's output that is not protocol is dropped: its log cannot be written", "err", err)
+			}
 		}
 		if logf != nil {
-			fmt.Fprintf(logf, "%s\n", line)
+			if _, err := fmt.Fprintf(logf, "%s\n", line); err != nil {
+				log.Warn("cannot write the worker's output to its log", "err", err)
+				logf.Close()
+				logf = nil
+			}
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -69,14 +68,12 @@ func runPinger(ctx context.Context, procs runner, r wire.PingRunRequest) wire.Pi
 	if err != nil {
 		return fail("pinger %s: encoding the ping state: %v", r.Path, err)
 	}
-	dir := r.Dir
-	if fi, err := os.Stat(dir); dir != "" && (err != nil || !fi.IsDir()) {
-		dir = "" // the service's working directory need not exist on every node
-	}
 	res, err := procs.Run(ctx, proc.RunSpec{
 		Name: "ping-" + strconv.FormatUint(r.Service, 10),
 		User: r.User, UID: r.UID, GID: r.GID, Groups: r.Groups,
-		Path: r.Path, Args: r.Args, Env: r.Env, Dir: dir,
+		// The service's working directory need not exist on every node; the
+		// shim looks for it as the user, not the agent as root.
+		Path: r.Path, Args: r.Args, Env: r.Env, Dir: r.Dir, DirIfExists: true,
 		Stdin: append(in, '\n'), MemoryLimit: r.MemoryLimit, Timeout: timeout,
 	})
 	var le *proc.LaunchError

@@ -85,7 +85,7 @@ func TestRunPinger(t *testing.T) {
 			}
 			sp := tc.procs.spec
 			state, _ := json.Marshal(pingReq().State)
-			if sp.Name != "ping-7" || sp.Path != "/usr/bin/pinger" || sp.User != "alice" || sp.UID != 1000 || sp.Dir != "" ||
+			if sp.Name != "ping-7" || sp.Path != "/usr/bin/pinger" || sp.User != "alice" || sp.UID != 1000 || sp.Dir != "/nonexistent-dir" || !sp.DirIfExists ||
 				sp.Timeout != 5*time.Second || sp.MemoryLimit != 256<<20 || string(sp.Stdin) != string(state)+"\n" {
 				t.Fatalf("ran %+v", sp)
 			}

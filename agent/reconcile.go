@@ -156,6 +156,6 @@ func (a *Agent) startFeeder(ctx context.Context, spec wire.ProcSpec, st proc.Sta
 	a.bg.Add(1)
 	go func() {
 		defer a.bg.Done()
-		a.feed(fctx, spec, st.StartedAt, st.LogPath)
+		a.feed(fctx, spec, st.StartedAt)
 	}()
 }

@@ -200,7 +200,7 @@ func TestRunAsAnotherUser(t *testing.T) {
 	}
 	u := ensureUser(t, "ducc-e2e")
 	c := startCluster(t)
-	logDir := filepath.Join(c.dir, "logs")
+	logDir := sharedLogDir(t, filepath.Join(c.dir, "logs"))
 	out, errs, code := c.ducc("run", "--as", "ducc-e2e", "--log-dir", logDir, "--", "sh", "-c", "id -un; id -u")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)

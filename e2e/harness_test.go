@@ -215,6 +215,21 @@ func scratchDir(t testing.TB) string {
 	return dir
 }
 
+// sharedLogDir makes dir a log directory every user may create their
+// work's directories in (mode 1777, like /tmp): the agent creates a
+// work's log directory as its user, who may not write in root's scratch
+// dir.
+func sharedLogDir(t testing.TB, dir string) string {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // killLeftovers kills what the tests left running (work outlives agents by
 // design), shims included, and removes the data dir once they are gone.
 func killLeftovers(dataDir string) {

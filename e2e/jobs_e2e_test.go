@@ -48,6 +48,7 @@ func newJobFixture(t *testing.T, agentArgs ...string) *jobFixture {
 	if err := os.WriteFile(w, []byte(testWorker), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	sharedLogDir(t, filepath.Join(c.dir, "logs"))
 	return &jobFixture{cluster: c, worker: w, py: py}
 }
 

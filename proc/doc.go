@@ -23,8 +23,10 @@
 // # The shim
 //
 // The agent starts the shim in its own session (Setsid) with the handshake
-// pipe as fd 3. The shim reads spec.json, resolves the user, creates the log
-// directory and file (owned by the user), places the child in the cgroup
+// pipe as fd 3. The shim reads spec.json, resolves the user, and, with the
+// user's filesystem identity (see below), finds the program, checks the
+// working directory and creates the log directory and file with the
+// process's umask; then it places the child in the cgroup
 // (v2: clone-into-cgroup with SysProcAttr.UseCgroupFD; v1: the shim joins the
 // group, forks, and moves itself back so the OOM killer never picks it),
 // starts the child in its own process group with the user's credentials, cwd,
@@ -38,6 +40,24 @@
 // KillMode=control-group), decides whether it was an OOM kill (cgroup
 // oom_kill counter delta; on old v1 kernels without that counter,
 // memory.failcnt plus a SIGKILL death), writes status.json and exits.
+//
+// # Files of the user's
+//
+// The agent and the shim run as root; the paths of a spec (program,
+// working directory, log directory) are the user's to choose and the
+// user's to change at any time (a log replaced by a symlink, a directory
+// swapped for a symlink to one of root's). So every file operation on
+// such a path runs on an OS thread whose fsuid, fsgid and groups are the
+// user's (setfsuid(2), per thread, which also drops root's power to bypass
+// permissions on that thread): the kernel checks it as for the user's own
+// process. A log directory the user may not create is a launch failure
+// ("cannot create log directory /x/logs as alice: permission denied"), and
+// nothing is created there. The rename of the log to carry the pid, and
+// its removal when the launch fails, are done as the user too. The agent
+// writes a job process's non-protocol output to its log through
+// [Manager.AppendLog]: opened as the user, with O_NOFOLLOW, and accepted
+// only as a regular file with one link owned by the user. Only the default
+// log directory, the process directory (root's, 0700), is written as root.
 //
 // # The agent side
 //

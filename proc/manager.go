@@ -633,6 +633,54 @@ func (m *Manager) Pipes(id string) (in, out string) {
 	return filepath.Join(dir, stdinFIFO), filepath.Join(dir, stdoutFIFO)
 }
 
+// AppendLog opens the log of process id for appending (the agent writes a
+// job process's non-protocol output there). It opens the file as the
+// process's user, never through a symlink, and accepts only a regular file
+// with one link owned by that user: a log the user replaced by a symlink
+// or a hard link to a file of root's is refused, and root's file is left
+// untouched.
+func (m *Manager) AppendLog(id string) (*os.File, error) {
+	st, ok := m.Status(id)
+	if !ok {
+		return nil, fmt.Errorf("proc: log of %s: %w", id, ErrUnknown)
+	}
+	if st.LogPath == "" {
+		return nil, fmt.Errorf("proc: log of %s: the process has no log", id)
+	}
+	dir := filepath.Join(m.procsDir, id)
+	var ss shimSpec
+	if err := readJSON(filepath.Join(dir, specFile), &ss); err != nil {
+		return nil, fmt.Errorf("proc: log of %s: %w", id, err)
+	}
+	cred, err := credential(&ss.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("proc: log of %s: %w", id, err)
+	}
+	uid := uint32(os.Getuid())
+	if cred != nil {
+		uid = cred.Uid
+	}
+	var f *os.File
+	open := func() error {
+		var err error
+		f, err = os.OpenFile(st.LogPath, userWriteFlags|os.O_APPEND, 0)
+		return err
+	}
+	if filepath.Dir(st.LogPath) == dir {
+		err = open() // the process directory is root's and out of the user's reach
+	} else {
+		err = asUser(cred, open)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("proc: cannot open the log of %s as %s: %w", id, userName(ss.User, cred), err)
+	}
+	if err := checkUserFile(f, uid); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("proc: refusing the log of %s, %s: %w", id, st.LogPath, err)
+	}
+	return f, nil
+}
+
 // Forget removes an ended process: its directory and its cgroup. Call it
 // once the head has acknowledged the exit.
 func (m *Manager) Forget(id string) error {

@@ -313,6 +313,28 @@ func ensureTestUser(t *testing.T) (uid, gid uint32) {
 	return uid, gid
 }
 
+// userHome is a fresh directory owned by uid:gid, in a directory every
+// user may enter: a stand-in for the user's home.
+func userHome(t *testing.T, uid, gid uint32) string {
+	t.Helper()
+	base, err := os.MkdirTemp("", "ducc-proc-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	home := filepath.Join(base, "home")
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(home, int(uid), int(gid)); err != nil {
+		t.Fatal(err)
+	}
+	return home
+}
+
 func TestRunAsUser(t *testing.T) {
 	e := newEnv(t)
 	uid, gid := ensureTestUser(t)
@@ -320,7 +342,7 @@ func TestRunAsUser(t *testing.T) {
 	sp := shSpec("5.1", "id -u; id -g; pwd; umask; echo $HOME $USER")
 	sp.User = "ducctest" // resolved by the shim
 	sp.Umask = 0o027
-	sp.LogDir = filepath.Join(e.dataDir, "logs", "5")
+	sp.LogDir = filepath.Join(userHome(t, uid, gid), "ducc", "logs", "5")
 	sp.Dir = "/tmp"
 	if _, err := m.Start(context.Background(), sp); err != nil {
 		t.Fatal(err)
@@ -337,13 +359,21 @@ func TestRunAsUser(t *testing.T) {
 	if string(b) != want {
 		t.Fatalf("log %q, want %q", b, want)
 	}
-	for _, p := range []string{sp.LogDir, end.LogPath} {
-		fi, err := os.Stat(p)
+	// The log directories and the log are the user's, made with the
+	// process's umask.
+	for _, c := range []struct {
+		path string
+		mode os.FileMode
+	}{{filepath.Dir(filepath.Dir(sp.LogDir)), os.ModeDir | 0o750}, {sp.LogDir, os.ModeDir | 0o750}, {end.LogPath, 0o640}} {
+		fi, err := os.Stat(c.path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s := fi.Sys().(*syscall.Stat_t); s.Uid != uid {
-			t.Fatalf("%s owned by %d, want %d", p, s.Uid, uid)
+		if s := fi.Sys().(*syscall.Stat_t); s.Uid != uid || s.Gid != gid {
+			t.Fatalf("%s owned by %d:%d, want %d:%d", c.path, s.Uid, s.Gid, uid, gid)
+		}
+		if fi.Mode() != c.mode {
+			t.Errorf("%s has mode %v, want %v", c.path, fi.Mode(), c.mode)
 		}
 	}
 	// Explicit uid/gid, supplementary groups dropped.

@@ -47,6 +47,8 @@ type RunSpec struct {
 	Args []string
 	Env  []string
 	Dir  string
+	// DirIfExists: run in / when the user cannot reach Dir (as for Spec).
+	DirIfExists bool
 
 	// Stdin is written to the program's standard input, which is then
 	// closed.
@@ -111,7 +113,7 @@ func (m *Manager) Run(ctx context.Context, rs RunSpec) (RunResult, error) {
 	id := fmt.Sprintf("run-%s-%d", rs.Name, m.runSeq)
 	m.mu.Unlock()
 	spec := Spec{ID: id, Kind: "RUN", User: rs.User, UID: rs.UID, GID: rs.GID, Groups: rs.Groups,
-		Path: rs.Path, Args: rs.Args, Env: rs.Env, Dir: rs.Dir, MemoryLimit: rs.MemoryLimit}
+		Path: rs.Path, Args: rs.Args, Env: rs.Env, Dir: rs.Dir, DirIfExists: rs.DirIfExists, MemoryLimit: rs.MemoryLimit}
 	if err := spec.validate(); err != nil {
 		return RunResult{}, err
 	}

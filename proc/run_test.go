@@ -40,6 +40,7 @@ func TestRun(t *testing.T) {
 	e := newEnv(t)
 	m := e.manager(t)
 	uid, gid := ensureTestUser(t)
+	rootOnly := t.TempDir() // 0700, root's
 	tests := []struct {
 		name      string
 		spec      RunSpec
@@ -61,6 +62,18 @@ func TestRun(t *testing.T) {
 			rs.UID, rs.GID = uid, gid
 			return rs
 		}(), stdout: fmt.Sprintf("%d\n%d\n", uid, gid), reason: "exited normally"},
+		{name: "dir-if-exists-missing", spec: func() RunSpec {
+			rs := shRun("nodir", "pwd")
+			rs.User, rs.Dir, rs.DirIfExists = "ducctest", "/nonexistent-dir", true
+			return rs
+		}(), stdout: "/\n", reason: "exited normally"},
+		{name: "dir-if-exists-root-only", spec: func() RunSpec {
+			// Root's 0700 directory exists, but not for the user: the shim
+			// looks as the user.
+			rs := shRun("rootdir", "pwd")
+			rs.User, rs.Dir, rs.DirIfExists = "ducctest", rootOnly, true
+			return rs
+		}(), stdout: "/\n", reason: "exited normally"},
 		{name: "output-bounded", spec: func() RunSpec {
 			rs := shRun("big", "head -c 300000 /dev/zero | tr '\\0' x; echo; echo last; head -c 100000 /dev/zero | tr '\\0' y >&2")
 			rs.MaxOutput = 1000

@@ -131,7 +131,7 @@ func (s *shim) run() error {
 	final := ""
 	if cmd.logPath != "" {
 		final = filepath.Join(filepath.Dir(cmd.logPath), sp.logName(pid))
-		if err := os.Rename(cmd.logPath, final); err != nil {
+		if err := cmd.logOp(func() error { return os.Rename(cmd.logPath, final) }); err != nil {
 			s.log.Warn("rename log", "err", err)
 			final = cmd.logPath
 		}
@@ -218,20 +218,34 @@ type preparedCmd struct {
 	env     []string
 	dir     string
 	cred    *syscall.Credential
+	who     string // the user, for errors
 	logFile *os.File
 	logPath string
+	userLog bool // the log is in the user's log directory: touch it as the user only
 	umask   int
+}
+
+// logOp runs fn with the user's filesystem identity when the log is the
+// user's, as root when it is in the process directory.
+func (c *preparedCmd) logOp(fn func() error) error {
+	if !c.userLog {
+		return fn()
+	}
+	return asUser(c.cred, fn)
 }
 
 // removeLog removes the log file of a process that did not start.
 func (c *preparedCmd) removeLog() {
 	if c.logPath != "" {
-		os.Remove(c.logPath)
+		_ = c.logOp(func() error { return os.Remove(c.logPath) })
 	}
 }
 
 // prepare resolves everything that can fail before forking; its errors are
-// launch failures and read as such.
+// launch failures and read as such. Everything it looks up or creates on a
+// path of the spec (the program, the working directory, the log directory
+// and file) it does as the user (asUser), so that the kernel checks each
+// path as it would for the user's own process.
 func (s *shim) prepare() (*preparedCmd, error) {
 	sp := &s.spec.Spec
 	c := &preparedCmd{dir: sp.Dir, umask: sp.Umask}
@@ -243,22 +257,13 @@ func (s *shim) prepare() (*preparedCmd, error) {
 	}
 
 	// Identity.
-	uid, gid, groups := sp.UID, sp.GID, sp.Groups
-	if sp.User != "" && sp.User != "root" && uid == 0 && gid == 0 {
-		var err error
-		if uid, gid, groups, err = LookupUser(sp.User); err != nil {
-			return nil, err
-		}
+	cred, err := credential(sp)
+	if err != nil {
+		return nil, err
 	}
+	c.cred = cred
+	c.who = userName(sp.User, cred)
 	home := "/"
-	if os.Getuid() == 0 {
-		c.cred = &syscall.Credential{Uid: uid, Gid: gid, Groups: groups}
-		if groups == nil {
-			c.cred.Groups = []uint32{}
-		}
-	} else if int(uid) != os.Getuid() && !(uid == 0 && sp.User == "") {
-		return nil, fmt.Errorf("cannot run as user %q (uid %d): the agent does not run as root", sp.User, uid)
-	}
 
 	// Environment.
 	c.env = sp.Env
@@ -269,48 +274,105 @@ func (s *shim) prepare() (*preparedCmd, error) {
 		}
 	}
 
-	// Program.
-	path, err := lookPath(sp.Path, c.env)
+	err = asUser(c.cred, func() error {
+		// Program.
+		path, err := lookPath(sp.Path, c.env)
+		if err != nil {
+			return err
+		}
+		c.path = path
+		c.argv = append([]string{sp.Path}, sp.Args...)
+
+		// Working directory (a directory the user may not enter still
+		// fails at exec time with "permission denied").
+		fi, err := os.Stat(c.dir)
+		switch {
+		case (err != nil || !fi.IsDir()) && sp.DirIfExists:
+			c.dir = "/"
+		case err != nil:
+			return fmt.Errorf("working directory %s: %w", c.dir, unwrapPath(err))
+		case !fi.IsDir():
+			return fmt.Errorf("working directory %s: not a directory", c.dir)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	c.path = path
-	c.argv = append([]string{sp.Path}, sp.Args...)
-
-	// Working directory (checked as the shim; a directory the user may not
-	// enter still fails at exec time with "permission denied").
-	if fi, err := os.Stat(c.dir); err != nil {
-		return nil, fmt.Errorf("working directory %s: %w", c.dir, unwrapPath(err))
-	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("working directory %s: not a directory", c.dir)
 	}
 
 	if s.spec.Oneshot {
 		return c, nil // stdout and stderr go to the agent (Manager.Run)
 	}
+	if err := s.createLog(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
 
-	// Log directory and file, owned by the user.
-	logDir := sp.LogDir
-	if logDir == "" {
-		logDir = s.dir
-	}
-	if err := mkdirOwned(logDir, c.cred); err != nil {
-		return nil, fmt.Errorf("log directory: %w", err)
-	}
-	c.logPath = filepath.Join(logDir, fmt.Sprintf("%d-%s-%s-starting-%d.log", sp.WorkID, sp.Kind, sp.Node, os.Getpid()))
-	f, err := os.OpenFile(c.logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("log file: %w", err)
-	}
-	if c.cred != nil {
-		if err := f.Chown(int(c.cred.Uid), int(c.cred.Gid)); err != nil {
-			f.Close()
-			os.Remove(c.logPath)
-			return nil, fmt.Errorf("log file: %w", err)
+// credential is the identity a process of sp runs as: nil when the shim is
+// not root (it runs the process as itself, and refuses another uid).
+func credential(sp *Spec) (*syscall.Credential, error) {
+	uid, gid, groups := sp.UID, sp.GID, sp.Groups
+	if sp.User != "" && sp.User != "root" && uid == 0 && gid == 0 {
+		var err error
+		if uid, gid, groups, err = LookupUser(sp.User); err != nil {
+			return nil, err
 		}
 	}
-	c.logFile = f
-	return c, nil
+	if os.Getuid() != 0 {
+		if int(uid) != os.Getuid() && !(uid == 0 && sp.User == "") {
+			return nil, fmt.Errorf("cannot run as user %q (uid %d): the agent does not run as root", sp.User, uid)
+		}
+		return nil, nil
+	}
+	cred := &syscall.Credential{Uid: uid, Gid: gid, Groups: groups}
+	if groups == nil {
+		cred.Groups = []uint32{}
+	}
+	return cred, nil
+}
+
+// createLog creates the log directory and a fresh log file in it, as the
+// user and with the process's umask, as the user's own process would: a
+// log directory in a place the user may not write, or a path the user
+// pointed (by a symlink) at a directory of root's, fails with a reason and
+// creates nothing there. Only the default log directory, the process
+// directory (root's, 0700, out of the user's reach), is written as root,
+// and the file then given to the user.
+func (s *shim) createLog(c *preparedCmd) error {
+	sp := &s.spec.Spec
+	name := fmt.Sprintf("%d-%s-%s-starting-%d.log", sp.WorkID, sp.Kind, sp.Node, os.Getpid())
+	if sp.LogDir == "" {
+		c.logPath = filepath.Join(s.dir, name)
+		f, err := os.OpenFile(c.logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o644)
+		if err != nil {
+			return fmt.Errorf("log file: %w", err)
+		}
+		if c.cred != nil {
+			if err := f.Chown(int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+				f.Close()
+				os.Remove(c.logPath)
+				return fmt.Errorf("log file: %w", err)
+			}
+		}
+		c.logFile = f
+		return nil
+	}
+	c.userLog = true
+	old := syscall.Umask(c.umask)
+	defer syscall.Umask(old)
+	if err := mkdirAsUser(sp.LogDir, c.cred, c.who); err != nil {
+		return err
+	}
+	c.logPath = filepath.Join(sp.LogDir, name)
+	return asUser(c.cred, func() error {
+		f, err := os.OpenFile(c.logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o666)
+		if err != nil {
+			return fmt.Errorf("cannot create log file %s as %s: %w", c.logPath, c.who, unwrapPath(err))
+		}
+		c.logFile = f
+		return nil
+	})
 }
 
 // start forks the child inside the group.
@@ -411,33 +473,6 @@ func lookPath(prog string, env []string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("exec: %q: executable file not found in $PATH", prog)
-}
-
-// mkdirOwned creates dir and missing parents; the directories it creates are
-// owned by cred's user (existing ones are left alone).
-func mkdirOwned(dir string, cred *syscall.Credential) error {
-	var missing []string
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if _, err := os.Stat(d); err == nil {
-			break
-		}
-		missing = append(missing, d)
-		if d == filepath.Dir(d) {
-			break
-		}
-	}
-	for i := len(missing) - 1; i >= 0; i-- {
-		d := missing[i]
-		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return err
-		}
-		if cred != nil {
-			if err := os.Lchown(d, int(cred.Uid), int(cred.Gid)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // Names of the worker FIFOs in a process directory.

@@ -34,11 +34,15 @@ type Spec struct {
 	// USER, LOGNAME).
 	Env []string `json:"env,omitempty"`
 	Dir string   `json:"dir,omitempty"` // working directory; "" = "/"
+	// DirIfExists: when Dir is not a directory the user can reach, run in
+	// "/" instead of failing the launch (the shim looks, as the user).
+	DirIfExists bool `json:"dir_if_exists,omitempty"`
 	// Umask for the process; 0 means 0o022.
 	Umask int `json:"umask,omitempty"`
 
 	// LogDir receives <WorkID>-<Kind>-<Node>-<pid>.log (stdout and stderr).
-	// The shim creates missing directories, owned by the user. "" means the
+	// The shim creates missing directories and the file as the user, with
+	// Umask; one the user may not create is a launch failure. "" means the
 	// process directory under DataDir.
 	LogDir string `json:"log_dir,omitempty"`
 	// MemoryLimit in bytes for the cgroup (0 = none); swap is capped too.
