@@ -105,6 +105,29 @@ func killNamespace(ns string) {
 	}
 }
 
+// netnsLock serializes namespace clusters across processes: the
+// namespaces and their addresses are machine-wide, and a second run that
+// starts would sweep the first one's namespaces (removeNamespaces) and
+// kill its agents.
+const netnsLock = "/tmp/ducc-e2e-netns.lock"
+
+// lockNamespaces takes netnsLock until the test ends, waiting for another
+// run to finish.
+func lockNamespaces(t testing.TB) {
+	t.Helper()
+	f, err := os.OpenFile(netnsLock, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatalf("namespace lock: %v", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatalf("namespace lock %s: %v", netnsLock, err)
+	}
+	// Cleanups run last-in first-out: registered before the cluster's,
+	// the lock is released after the namespaces are gone.
+	t.Cleanup(func() { f.Close() })
+}
+
 // netNodeSpec describes one node to start.
 type netNodeSpec struct {
 	name string
@@ -123,6 +146,7 @@ func startNetCluster(t testing.TB, extraYAML string, specs ...netNodeSpec) *netC
 func startNetClusterTimed(t testing.TB, heartbeat, nodeTimeout, extraYAML string, specs ...netNodeSpec) *netCluster {
 	t.Helper()
 	needNetns(t)
+	lockNamespaces(t)
 	removeNamespaces()
 	dir := scratchDir(t)
 	c := &netCluster{t: t, dir: dir, key: filepath.Join(dir, "cluster.key"), sw: nsPrefix + "sw", nodes: map[string]*nsNode{},
