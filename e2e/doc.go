@@ -11,9 +11,10 @@
 // Run them as root: they create cgroups, test users (useradd) and network
 // namespaces, and the package test installs the .deb. Without root the
 // tests that need it skip. The namespaces are shared machine-wide, so a
-// namespace cluster takes a lock file (/tmp/ducc-e2e-netns.lock) for as
+// namespace cluster takes a lock file (/tmp/ducc-netns.lock) for as
 // long as it lives: two runs at once wait for each other instead of
-// sweeping each other's namespaces.
+// sweeping each other's namespaces. (Do not also wrap a run in
+// `flock /tmp/ducc-netns.lock`: the test would wait for its own wrapper.)
 //
 // `make test` runs them all; `make e2e` the multi-node harness alone;
 // `make bench` the end-to-end benchmarks (docs/performance.md).

@@ -109,7 +109,7 @@ func killNamespace(ns string) {
 // namespaces and their addresses are machine-wide, and a second run that
 // starts would sweep the first one's namespaces (removeNamespaces) and
 // kill its agents.
-const netnsLock = "/tmp/ducc-e2e-netns.lock"
+const netnsLock = "/tmp/ducc-netns.lock"
 
 // lockNamespaces takes netnsLock until the test ends, waiting for another
 // run to finish.
