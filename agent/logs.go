@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"time"
 
@@ -82,8 +81,9 @@ func (a *Agent) apiLogs(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, wire.Errorf(wire.CodeUsage, "bad work id %q", r.URL.Query().Get("id")))
 		return
 	}
-	var info wire.WorkInfo
-	if err := a.callHead(r.Context(), wire.MethodShow, c, wire.IDRequest{ID: id}, &info); err != nil {
+	// Refuse before the stream starts, so the refusal is the answer.
+	var acc wire.LogAccess
+	if err := a.callHead(r.Context(), wire.MethodLogAccess, c, wire.IDRequest{ID: id}, &acc); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -99,12 +99,15 @@ func (a *Agent) follow(ctx context.Context, ev *eventWriter, c wire.Caller, id u
 
 // followProc waits for the process to have a log, streams it (following
 // while the work runs if tail is set) and ends with the work's state.
+// The head decides whether c may read the work's logs (MethodLogAccess)
+// and names the uid that must own them (openLog).
 func (a *Agent) followProc(ctx context.Context, ev *eventWriter, c wire.Caller, id uint64, procID string, tail bool) {
-	var info wire.WorkInfo
-	if err := a.callHead(ctx, wire.MethodShow, c, wire.IDRequest{ID: id}, &info); err != nil {
+	var acc wire.LogAccess
+	if err := a.callHead(ctx, wire.MethodLogAccess, c, wire.IDRequest{ID: id}, &acc); err != nil {
 		_ = ev.send(AttachEvent{Error: &APIError{Error: err.Error(), Code: max(wire.ErrorCode(err), 1)}})
 		return
 	}
+	info := acc.Work
 	for {
 		if p := pickProc(info, procID); (p != nil && p.LogPath != "") || info.Ended || !tail {
 			break
@@ -123,7 +126,7 @@ func (a *Agent) followProc(ctx context.Context, ev *eventWriter, c wire.Caller, 
 			_ = ev.send(AttachEvent{Notice: "log: " + err.Error()})
 		}
 	default:
-		if err := a.tailFile(ctx, ev, c, id, p.LogPath, tail && !info.Ended); err != nil {
+		if err := a.tailFile(ctx, ev, c, id, p.LogPath, acc.UID, tail && !info.Ended); err != nil {
 			_ = ev.send(AttachEvent{Notice: "log: " + err.Error()})
 		}
 	}
@@ -149,9 +152,10 @@ func pickProc(info wire.WorkInfo, procID string) *wire.ProcInfo {
 }
 
 // tailFile sends the file's content; with follow it keeps reading until
-// the work ends, then drains what is left.
-func (a *Agent) tailFile(ctx context.Context, ev *eventWriter, c wire.Caller, id uint64, path string, follow bool) error {
-	f, err := os.Open(path)
+// the work ends, then drains what is left. The file must be the work's
+// log, owned by uid, the work's owner (openLog).
+func (a *Agent) tailFile(ctx context.Context, ev *eventWriter, c wire.Caller, id uint64, path string, uid uint32, follow bool) error {
+	f, err := openLog(path, logOwner(uid))
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -49,14 +48,25 @@ func (a *Agent) serveLogStream(s network.Stream) {
 		return
 	}
 	_ = s.SetReadDeadline(time.Time{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	fail := func(err error) { _ = wire.WriteMsg(s, &wire.LogChunk{Err: err.Error()}) }
 	if err := a.servableLog(req.ProcID, req.Path); err != nil {
 		fail(err)
 		return
 	}
-	f, err := os.Open(req.Path)
+	// The asking agent forwards its caller; this agent trusts that claim
+	// as the head trusts the callers agents forward (any member of the
+	// cluster network holds the cluster key), and asks the head whether
+	// the caller may read the work's logs, as for a local caller.
+	var acc wire.LogAccess
+	if err := a.callHead(ctx, wire.MethodLogAccess, req.Caller, wire.IDRequest{ID: workIDOf(req.ProcID)}, &acc); err != nil {
+		fail(err)
+		return
+	}
+	f, err := openLog(req.Path, logOwner(acc.UID))
 	if err != nil {
-		fail(fmt.Errorf("open log on %s: %w", a.cfg.Node, err))
+		fail(fmt.Errorf("on %s: %w", a.cfg.Node, err))
 		return
 	}
 	defer f.Close()
@@ -67,8 +77,6 @@ func (a *Agent) serveLogStream(s network.Stream) {
 		}
 	}
 	// The requester closing the stream ends a followed log.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	go func() {
 		_, _ = io.Copy(io.Discard, s)
 		cancel()
@@ -122,7 +130,7 @@ func (a *Agent) tailRemote(ctx context.Context, ev *eventWriter, c wire.Caller, 
 	defer s.Close()
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
-	if err := wire.WriteMsg(s, &wire.LogRequest{ProcID: p.ID, Path: p.LogPath, Follow: follow}); err != nil {
+	if err := wire.WriteMsg(s, &wire.LogRequest{ProcID: p.ID, Path: p.LogPath, Follow: follow, Caller: c}); err != nil {
 		return fmt.Errorf("ask node %s for the log: %w", p.Node, err)
 	}
 	for {

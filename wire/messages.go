@@ -146,6 +146,23 @@ type LogRequest struct {
 	// Follow keeps streaming until the process has ended and its log is
 	// drained.
 	Follow bool `cbor:"3,keyasint,omitempty" json:"follow,omitempty"`
+	// Caller is who asked for the log, as the asking agent learned it;
+	// the serving agent asks the head whether the caller may read it
+	// (MethodLogAccess).
+	Caller Caller `cbor:"5,keyasint" json:"caller"`
+}
+
+// MethodLogAccess asks the head whether the caller may read the logs of a
+// piece of work: IDRequest → LogAccess (agent → head). The head refuses
+// with CodeUsage anyone but the work's owner, root and the cluster's
+// administrators.
+const MethodLogAccess = "logs.access"
+
+// LogAccess is the head's answer to MethodLogAccess: the work, and the uid
+// its processes run as, which must own the log files an agent serves.
+type LogAccess struct {
+	Work WorkInfo `cbor:"1,keyasint" json:"work"`
+	UID  uint32   `cbor:"2,keyasint" json:"uid"`
 }
 
 // LogChunk is one piece of a log stream; the last one has EOF or Err set.
