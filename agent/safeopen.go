@@ -16,33 +16,32 @@ import (
 // directories and the file are in the user's hands, so it must not let
 // anything the user controls make it read a file the user could not:
 //
-//   - no component of path may be a symbolic link (openat2 with
-//     RESOLVE_NO_SYMLINKS, or a walk with O_NOFOLLOW on every component
-//     where the kernel has no openat2);
-//   - the file is first opened with O_PATH, which reads nothing and
-//     cannot block or have side effects, and checked with fstat: it must
-//     be a regular file (not a FIFO or a device) owned by uid, so a hard
-//     link to someone else's file is refused too;
+//   - the path is resolved one component at a time from "/", each opened
+//     with O_PATH|O_NOFOLLOW relative to the directory before it, so no
+//     rename or swap between steps changes what the next step sees;
+//   - a symbolic link is followed only if root made it in a directory
+//     that only root may change (such as /home -> /export/home): the
+//     link and its directory are owned by root and the directory is not
+//     writable by group or others. Any other link (one the user made, or
+//     in a directory the user may write) refuses the log;
+//   - the file is opened with O_PATH, which reads nothing and cannot
+//     block or have side effects, and checked with fstat: it must be a
+//     regular file (not a FIFO or a device) owned by uid, so a hard link
+//     to someone else's file is refused too;
 //   - only then is that same inode opened for reading, through
 //     /proc/self/fd, so nothing swapped in after the check is read.
 //
 // An agent that does not run as root reads as its own user and the kernel
-// checks it; the owner check then uses the agent's uid (its processes run
-// as it), see logOwner.
+// checks it; its processes run as the agent's user, which logOwner names.
 func openLog(path string, uid uint32) (*os.File, error) {
-	return openLogWith(path, uid, openNoFollow)
-}
-
-// openLogWith is openLog with the path resolution given, so that tests
-// can run the checks over both resolvers.
-func openLogWith(path string, uid uint32, resolve func(string) (int, error)) (*os.File, error) {
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
 		return nil, fmt.Errorf("log path %q is not a clean absolute path", path)
 	}
-	pfd, err := resolve(path)
+	pfd, err := resolveNoUserLinks(path)
 	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			return nil, fmt.Errorf("refusing log %s: a component of the path is a symbolic link (logs are never read through links)", path)
+		var le *linkError
+		if errors.As(err, &le) {
+			return nil, fmt.Errorf("refusing log %s: %s is a symbolic link the user controls (logs are read only through links root made in directories only root may change)", path, le.link)
 		}
 		return nil, fmt.Errorf("open log %s: %w", path, err)
 	}
@@ -52,8 +51,6 @@ func openLogWith(path string, uid uint32, resolve func(string) (int, error)) (*o
 		return nil, fmt.Errorf("stat log %s: %w", path, err)
 	}
 	switch {
-	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
-		return nil, fmt.Errorf("refusing log %s: it is a symbolic link (logs are never read through links)", path)
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
 		return nil, fmt.Errorf("refusing log %s: it is not a regular file", path)
 	case st.Uid != uid:
@@ -73,51 +70,125 @@ func openLogWith(path string, uid uint32, resolve func(string) (int, error)) (*o
 	return os.NewFile(uintptr(fd), path), nil
 }
 
-// openNoFollow resolves the absolute, clean path to an O_PATH descriptor
-// without following any symbolic link: with openat2 where the kernel has
-// it (Linux 5.6), else component by component.
-func openNoFollow(path string) (int, error) {
-	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
-		// No openat2 (old kernel, or a seccomp filter that refuses it).
-		return walkNoFollow(path)
-	}
-	return fd, err
-}
+// linkError is a symbolic link that resolveNoUserLinks does not follow.
+type linkError struct{ link string }
 
-// walkNoFollow resolves path one component at a time with O_NOFOLLOW:
-// every directory is opened with O_DIRECTORY (a link there fails with
-// ELOOP or ENOTDIR), and the last component as an O_PATH descriptor of
-// whatever it is (a link included, which the caller's fstat refuses).
-func walkNoFollow(path string) (int, error) {
+func (e *linkError) Error() string { return e.link + " is a symbolic link the user controls" }
+
+// maxLinks bounds the symbolic links one resolution follows (as the
+// kernel's ELOOP limit does).
+const maxLinks = 40
+
+// resolveNoUserLinks resolves the absolute path to an O_PATH descriptor of
+// its last component (never followed if it is a link the user controls),
+// following only the symbolic links trustedLink accepts.
+func resolveNoUserLinks(path string) (int, error) {
 	dir, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, err
 	}
-	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
-	for i, name := range parts {
-		flags := unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
-		if i < len(parts)-1 {
-			flags |= unix.O_DIRECTORY
+	// dir is closed unless it is the descriptor returned.
+	defer func() {
+		if dir >= 0 {
+			unix.Close(dir)
 		}
-		next, err := unix.Openat(dir, name, flags, 0)
-		unix.Close(dir)
+	}()
+	todo := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	seen := "" // the path resolved so far, for messages
+	links := 0
+	for len(todo) > 0 {
+		name := todo[0]
+		todo = todo[1:]
+		if name == "" || name == "." {
+			continue
+		}
+		fd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
-			if errors.Is(err, unix.ENOTDIR) && i < len(parts)-1 {
-				var st unix.Stat_t
-				// Tell a link in a directory component from a plain file.
-				if unix.Fstatat(unix.AT_FDCWD, "/"+strings.Join(parts[:i+1], "/"), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-					return -1, unix.ELOOP
-				}
-			}
+			return -1, fmt.Errorf("%s/%s: %w", seen, name, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
 			return -1, err
 		}
-		dir = next
+		switch {
+		case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+			if !trustedLink(dir, &st) {
+				unix.Close(fd)
+				return -1, &linkError{link: seen + "/" + name}
+			}
+			links++
+			if links > maxLinks {
+				unix.Close(fd)
+				return -1, fmt.Errorf("%s/%s: %w", seen, name, unix.ELOOP)
+			}
+			target, err := readlinkFd(fd)
+			unix.Close(fd)
+			if err != nil {
+				return -1, err
+			}
+			rest := strings.Split(target, "/")
+			if strings.HasPrefix(target, "/") {
+				root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+				if err != nil {
+					return -1, err
+				}
+				unix.Close(dir)
+				dir, seen = root, ""
+			}
+			todo = append(rest, todo...)
+		case len(todo) == 0:
+			unix.Close(dir)
+			dir = -1
+			return fd, nil
+		case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+			unix.Close(fd)
+			return -1, fmt.Errorf("%s/%s: %w", seen, name, unix.ENOTDIR)
+		default:
+			unix.Close(dir)
+			dir = fd
+			if name == ".." {
+				seen = filepath.Dir("/" + seen)
+				if seen == "/" {
+					seen = ""
+				}
+			} else {
+				seen += "/" + name
+			}
+		}
 	}
-	return dir, nil
+	// The path named a directory (or "/"): return it; the caller refuses
+	// anything but a regular file.
+	fd := dir
+	dir = -1
+	return fd, nil
+}
+
+// trustedLink reports whether the symbolic link st, in the directory dir,
+// is one only root controls: the link is root's, and so is its directory,
+// which neither group nor others may write. A non-root agent trusts its
+// own links and directories as well (it reads as itself anyway).
+func trustedLink(dir int, st *unix.Stat_t) bool {
+	trusted := func(uid uint32) bool { return uid == 0 || int(uid) == os.Geteuid() }
+	var ds unix.Stat_t
+	if unix.Fstat(dir, &ds) != nil {
+		return false
+	}
+	return trusted(st.Uid) && trusted(ds.Uid) && ds.Mode&0o022 == 0
+}
+
+// readlinkFd reads the target of the symbolic link open as the O_PATH
+// descriptor fd.
+func readlinkFd(fd int) (string, error) {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(fd, "", buf)
+	if err != nil {
+		return "", err
+	}
+	if n == len(buf) {
+		return "", unix.ENAMETOOLONG
+	}
+	return string(buf[:n]), nil
 }
 
 // logOwner is the uid that must own the logs of work whose processes run
