@@ -117,16 +117,21 @@ func (a *Agent) followProc(ctx context.Context, ev *eventWriter, c wire.Caller, 
 			return
 		}
 	}
-	p := pickProc(info, procID)
-	switch {
-	case p == nil || p.LogPath == "":
-		// Nothing ran (launch failure, canceled while pending): no log.
-	case p.Node != a.cfg.Node:
-		if err := a.tailRemote(ctx, ev, c, p, tail && !info.Ended); err != nil {
-			_ = ev.send(AttachEvent{Notice: "log: " + err.Error()})
+	// Nothing ran (launch failure, canceled while pending): no log.
+	if p := pickProc(info, procID); p != nil && p.LogPath != "" {
+		var err error
+		if p.Node != a.cfg.Node {
+			err = a.tailRemote(ctx, ev, c, p, tail && !info.Ended)
+		} else {
+			err = a.tailFile(ctx, ev, c, id, p.LogPath, acc.UID, tail && !info.Ended)
 		}
-	default:
-		if err := a.tailFile(ctx, ev, c, id, p.LogPath, acc.UID, tail && !info.Ended); err != nil {
+		if wire.ErrorCode(err) == wire.CodeUsage {
+			// A refused log (a link, not the owner's file, not this
+			// caller's to read) ends the answer with the refusal.
+			_ = ev.send(AttachEvent{Error: &APIError{Error: err.Error(), Code: wire.CodeUsage}})
+			return
+		}
+		if err != nil {
 			_ = ev.send(AttachEvent{Notice: "log: " + err.Error()})
 		}
 	}

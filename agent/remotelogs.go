@@ -26,14 +26,14 @@ func (a *Agent) servableLog(procID, path string) error {
 		if st.LogPath == path {
 			return nil
 		}
-		return fmt.Errorf("%s is not the log of process %s", path, procID)
+		return wire.Errorf(wire.CodeUsage, "%s is not the log of process %s", path, procID)
 	}
 	// A process the agent already forgot: accept the log layout only.
 	m := logName.FindStringSubmatch(filepath.Base(path))
 	clean := filepath.Clean(path)
 	if m == nil || clean != path || !filepath.IsAbs(path) || m[3] != a.cfg.Node ||
 		filepath.Base(filepath.Dir(path)) != m[1] || m[1] != strconv.FormatUint(workIDOf(procID), 10) {
-		return fmt.Errorf("%s is not a process log of this node", path)
+		return wire.Errorf(wire.CodeUsage, "%s is not a process log of this node", path)
 	}
 	return nil
 }
@@ -50,7 +50,7 @@ func (a *Agent) serveLogStream(s network.Stream) {
 	_ = s.SetReadDeadline(time.Time{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	fail := func(err error) { _ = wire.WriteMsg(s, &wire.LogChunk{Err: err.Error()}) }
+	fail := func(err error) { _ = wire.WriteMsg(s, &wire.LogChunk{Err: err.Error(), Code: wire.ErrorCode(err)}) }
 	if err := a.servableLog(req.ProcID, req.Path); err != nil {
 		fail(err)
 		return
@@ -145,7 +145,7 @@ func (a *Agent) tailRemote(ctx context.Context, ev *eventWriter, c wire.Caller, 
 		}
 		switch {
 		case ch.Err != "":
-			return fmt.Errorf("node %s: %s", p.Node, ch.Err)
+			return wire.Errorf(max(ch.Code, wire.CodeError), "node %s: %s", p.Node, ch.Err)
 		case ch.EOF:
 			return nil
 		}

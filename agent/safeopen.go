@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ducc-project/ducc/wire"
 )
 
 // openLog opens the log file at path for reading on behalf of a user
@@ -31,17 +33,19 @@ import (
 //   - only then is that same inode opened for reading, through
 //     /proc/self/fd, so nothing swapped in after the check is read.
 //
-// An agent that does not run as root reads as its own user and the kernel
-// checks it; its processes run as the agent's user, which logOwner names.
+// A refusal is a CodeUsage error that names the path and why; it never
+// shows anything of the file. An agent that does not run as root reads as
+// its own user and the kernel checks it; its processes run as the agent's
+// user, which logOwner names.
 func openLog(path string, uid uint32) (*os.File, error) {
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
-		return nil, fmt.Errorf("log path %q is not a clean absolute path", path)
+		return nil, wire.Errorf(wire.CodeUsage, "log path %q is not a clean absolute path", path)
 	}
 	pfd, err := resolveNoUserLinks(path)
 	if err != nil {
 		var le *linkError
 		if errors.As(err, &le) {
-			return nil, fmt.Errorf("refusing log %s: %s is a symbolic link the user controls (logs are read only through links root made in directories only root may change)", path, le.link)
+			return nil, wire.Errorf(wire.CodeUsage, "refusing log %s: %s is a symbolic link the user controls (logs are read only through links root made in directories only root may change)", path, le.link)
 		}
 		return nil, fmt.Errorf("open log %s: %w", path, err)
 	}
@@ -52,9 +56,9 @@ func openLog(path string, uid uint32) (*os.File, error) {
 	}
 	switch {
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return nil, fmt.Errorf("refusing log %s: it is not a regular file", path)
+		return nil, wire.Errorf(wire.CodeUsage, "refusing log %s: it is not a regular file", path)
 	case st.Uid != uid:
-		return nil, fmt.Errorf("refusing log %s: it is owned by uid %d, not by the work's owner (uid %d)", path, st.Uid, uid)
+		return nil, wire.Errorf(wire.CodeUsage, "refusing log %s: it is owned by uid %d, not by the work's owner (uid %d)", path, st.Uid, uid)
 	}
 	// Reopen the checked inode itself: /proc/self/fd/N names the open
 	// O_PATH descriptor, not the path, so no lookup happens again.

@@ -170,6 +170,8 @@ type LogChunk struct {
 	Data []byte `cbor:"1,keyasint,omitempty" json:"data,omitempty"`
 	EOF  bool   `cbor:"2,keyasint,omitempty" json:"eof,omitempty"`
 	Err  string `cbor:"3,keyasint,omitempty" json:"err,omitempty"`
+	// Code is the error code of Err (CodeUsage: the log was refused).
+	Code int `cbor:"4,keyasint,omitempty" json:"code,omitempty"`
 }
 
 // MaxLogChunk bounds the data of one LogChunk.
