@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -36,7 +38,7 @@ func TestLogsAccessAndLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	logDir := filepath.Join(c.dir, "logs")
+	logDir := userLogDir(t, c.dir, alice)
 	out, errs, code := c.ducc("run", "--as", alice, "--log-dir", logDir, "--detach", "--", "sh", "-c", "echo hello-from-alice")
 	if code != 0 {
 		t.Fatalf("run: exit %d: %s", code, errs)
@@ -128,4 +130,23 @@ func TestLogsAccessAndLinks(t *testing.T) {
 			t.Errorf("%s changed: %q %v %v", f, b, fi.Mode(), err)
 		}
 	}
+}
+
+// userLogDir makes <dir>/logs-<user>, owned by the user, for --log-dir.
+func userLogDir(t *testing.T, dir, name string) string {
+	t.Helper()
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	d := filepath.Join(dir, "logs-"+name)
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(d, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
