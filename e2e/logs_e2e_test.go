@@ -70,7 +70,7 @@ func TestLogsAccessAndLinks(t *testing.T) {
 		{alice, 0, "hello-from-alice"},
 		{"", 0, "hello-from-alice"},
 		{admin, 0, "hello-from-alice"},
-		{bob, 2, "the logs of work " + id + " are private to " + alice + ": only " + alice + " and root and the administrators (" + admin + ") may read them"},
+		{bob, 2, "the logs of work " + id + " are private to " + alice + ": only " + alice + ", root and the administrators (" + admin + ") may read them"},
 	}
 	for _, tc := range tests {
 		args := []string{"logs", id}

@@ -22,12 +22,12 @@ func (h *Head) LogAccess(c wire.Caller, id uint64) (wire.LogAccess, error) {
 		return wire.LogAccess{}, wire.Errorf(wire.CodeUsage, "no work with id %d", id)
 	}
 	if c.User != w.User && !h.isAdmin(c) {
-		who := "root"
+		who := w.User + " and root"
 		if len(h.cfg.Administrators) > 0 {
-			who = "root and the administrators (" + strings.Join(h.cfg.Administrators, ", ") + ")"
+			who = w.User + ", root and the administrators (" + strings.Join(h.cfg.Administrators, ", ") + ")"
 		}
 		return wire.LogAccess{}, wire.Errorf(wire.CodeUsage,
-			"the logs of work %d are private to %s: only %s and %s may read them", id, w.User, w.User, who)
+			"the logs of work %d are private to %s: only %s may read them", id, w.User, who)
 	}
 	return wire.LogAccess{Work: h.info(w), UID: w.UID}, nil
 }

@@ -17,7 +17,7 @@ func TestLogAccess(t *testing.T) {
 		}
 	}
 	err := call(t, f.h, wire.MethodLogAccess, bob, wire.IDRequest{ID: id}, &wire.LogAccess{})
-	wantErr(t, err, wire.CodeUsage, "private to alice", "only alice and root and the administrators (carol) may read them")
+	wantErr(t, err, wire.CodeUsage, "private to alice", "only alice, root and the administrators (carol) may read them")
 	// A user of the same uid on another node with another name is not the owner.
 	err = call(t, f.h, wire.MethodLogAccess, wire.Caller{UID: alice.UID, User: "mallory"}, wire.IDRequest{ID: id}, &wire.LogAccess{})
 	wantErr(t, err, wire.CodeUsage, "private to alice")
