@@ -123,7 +123,7 @@ func (a *Agent) followProc(ctx context.Context, ev *eventWriter, c wire.Caller, 
 		if p.Node != a.cfg.Node {
 			err = a.tailRemote(ctx, ev, c, p, tail && !info.Ended)
 		} else {
-			err = a.tailFile(ctx, ev, c, id, p.LogPath, acc.UID, tail && !info.Ended)
+			err = a.tailFile(ctx, ev, c, id, p.LogPath, acc, tail && !info.Ended)
 		}
 		if wire.ErrorCode(err) == wire.CodeUsage {
 			// A refused log (a link, not the owner's file, not this
@@ -158,9 +158,13 @@ func pickProc(info wire.WorkInfo, procID string) *wire.ProcInfo {
 
 // tailFile sends the file's content; with follow it keeps reading until
 // the work ends, then drains what is left. The file must be the work's
-// log, owned by uid, the work's owner (openLog).
-func (a *Agent) tailFile(ctx context.Context, ev *eventWriter, c wire.Caller, id uint64, path string, uid uint32, follow bool) error {
-	f, err := openLog(path, logOwner(uid))
+// log, owned by the uid its processes run as (openLog, logOwner).
+func (a *Agent) tailFile(ctx context.Context, ev *eventWriter, c wire.Caller, id uint64, path string, acc wire.LogAccess, follow bool) error {
+	uid, err := logOwner(acc)
+	if err != nil {
+		return err
+	}
+	f, err := openLog(path, uid)
 	if err != nil {
 		return err
 	}

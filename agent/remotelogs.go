@@ -64,7 +64,12 @@ func (a *Agent) serveLogStream(s network.Stream) {
 		fail(err)
 		return
 	}
-	f, err := openLog(req.Path, logOwner(acc.UID))
+	uid, err := logOwner(acc)
+	if err != nil {
+		fail(err)
+		return
+	}
+	f, err := openLog(req.Path, uid)
 	if err != nil {
 		fail(fmt.Errorf("on %s: %w", a.cfg.Node, err))
 		return

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ducc-project/ducc/proc"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -195,12 +196,21 @@ func readlinkFd(fd int) (string, error) {
 	return string(buf[:n]), nil
 }
 
-// logOwner is the uid that must own the logs of work whose processes run
-// as uid: that uid when the agent runs as root (the shim switches to it),
-// else the agent's own (its processes run as the agent's user).
-func logOwner(uid uint32) uint32 {
+// logOwner is the uid that must own the logs of the work acc describes:
+// the uid its processes run as. As root the shim switches to the work's
+// uid, or, for a named user with uid and gid 0, to that user as this node
+// knows it (proc.LookupUser); an agent that is not root runs its
+// processes as itself.
+func logOwner(acc wire.LogAccess) (uint32, error) {
 	if e := os.Geteuid(); e != 0 {
-		return uint32(e)
+		return uint32(e), nil
 	}
-	return uid
+	if u := acc.Work.User; u != "" && u != "root" && acc.UID == 0 && acc.GID == 0 {
+		uid, _, _, err := proc.LookupUser(u)
+		if err != nil {
+			return 0, wire.Errorf(wire.CodeUsage, "the logs of work %d: %v", acc.Work.ID, err)
+		}
+		return uid, nil
+	}
+	return acc.UID, nil
 }

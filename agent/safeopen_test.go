@@ -3,11 +3,15 @@ package agent
 import (
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ducc-project/ducc/wire"
 )
 
 // TestOpenLog plays a user who owns a log directory against a root agent:
@@ -170,12 +174,47 @@ func TestOpenLogKeepsTheCheckedFile(t *testing.T) {
 }
 
 func TestLogOwner(t *testing.T) {
-	got := logOwner(1234)
-	if os.Geteuid() == 0 && got != 1234 {
-		t.Errorf("as root: logOwner(1234) = %d", got)
+	// A user every system has, other than root.
+	me, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("no user nobody here")
 	}
-	if os.Geteuid() != 0 && got != uint32(os.Geteuid()) {
-		t.Errorf("as uid %d: logOwner(1234) = %d; want the agent's uid", os.Geteuid(), got)
+	myUID, _ := strconv.ParseUint(me.Uid, 10, 32)
+	work := func(name string, uid, gid uint32) wire.LogAccess {
+		return wire.LogAccess{Work: wire.WorkInfo{ID: 17, User: name}, UID: uid, GID: gid}
+	}
+	tests := []struct {
+		name    string
+		acc     wire.LogAccess
+		want    uint32 // as root
+		errWant string
+	}{
+		{"the work's uid", work("alice", 1234, 1234), 1234, ""},
+		{"root's work", work("root", 0, 0), 0, ""},
+		{"a named user with uid 0 is looked up, as the shim does", work(me.Username, 0, 0), uint32(myUID), ""},
+		{"uid 0 with a gid is uid 0", work(me.Username, 0, 5), 0, ""},
+		{"an unknown user with uid 0", work("no-such-user-here", 0, 0), 0, "unknown user"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := logOwner(tc.acc)
+			if os.Geteuid() != 0 {
+				// Not root: the processes run as the agent's user.
+				if err != nil || got != uint32(os.Geteuid()) {
+					t.Errorf("as uid %d: %d, %v; want the agent's uid", os.Geteuid(), got, err)
+				}
+				return
+			}
+			if tc.errWant != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errWant) {
+					t.Errorf("got %d, %v; want an error with %q", got, err, tc.errWant)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("got %d, %v; want %d", got, err, tc.want)
+			}
+		})
 	}
 }
 

@@ -29,5 +29,5 @@ func (h *Head) LogAccess(c wire.Caller, id uint64) (wire.LogAccess, error) {
 		return wire.LogAccess{}, wire.Errorf(wire.CodeUsage,
 			"the logs of work %d are private to %s: only %s may read them", id, w.User, who)
 	}
-	return wire.LogAccess{Work: h.info(w), UID: w.UID}, nil
+	return wire.LogAccess{Work: h.info(w), UID: w.UID, GID: w.GID}, nil
 }

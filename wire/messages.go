@@ -158,11 +158,13 @@ type LogRequest struct {
 // administrators.
 const MethodLogAccess = "logs.access"
 
-// LogAccess is the head's answer to MethodLogAccess: the work, and the uid
-// its processes run as, which must own the log files an agent serves.
+// LogAccess is the head's answer to MethodLogAccess: the work, and the
+// identity its processes run as (ProcSpec's), whose uid must own the log
+// files an agent serves.
 type LogAccess struct {
 	Work WorkInfo `cbor:"1,keyasint" json:"work"`
 	UID  uint32   `cbor:"2,keyasint" json:"uid"`
+	GID  uint32   `cbor:"3,keyasint" json:"gid"`
 }
 
 // LogChunk is one piece of a log stream; the last one has EOF or Err set.
