@@ -23,7 +23,7 @@ import (
 func TestAgentServesLogsToWhomTheHeadAllows(t *testing.T) {
 	psk := wiretest.Key(t)
 	fh := newFakeHead(t, psk, "fake-head", 1)
-	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+	uid, gid, me := uint32(os.Getuid()), uint32(os.Getgid()), currentUser(t)
 	var mu sync.Mutex
 	var asked []string // the callers the head was asked about
 	fh.handle(wire.MethodLogAccess, func(_ context.Context, req *wire.Request) (any, error) {
@@ -37,12 +37,13 @@ func TestAgentServesLogsToWhomTheHeadAllows(t *testing.T) {
 		if req.Caller.User != "alice" {
 			return nil, wire.Errorf(wire.CodeUsage, "the logs of work %d are private to alice", r.ID)
 		}
-		return wire.LogAccess{Work: wire.WorkInfo{ID: r.ID, User: "alice"}, UID: uid}, nil
+		// The work runs as the test's user; the head lets alice read it.
+		return wire.LogAccess{Work: wire.WorkInfo{ID: r.ID, User: me}, UID: uid, GID: gid}, nil
 	})
 	a := startAgent(t, workerConfig(t, psk, fh))
 	self := a.peerID(t)
 	fh.push(t, self, wire.DesiredState{Node: "n1", Version: 1, Procs: []wire.ProcSpec{{
-		ID: "1.1", WorkID: 1, Kind: "POP", User: currentUser(t), UID: uid, GID: gid,
+		ID: "1.1", WorkID: 1, Kind: "POP", User: me, UID: uid, GID: gid,
 		Path: "/bin/sh", Args: []string{"-c", "echo hello-remote"}, LogDir: logDir(t), MemoryLimit: 256 << 20,
 	}}})
 	fh.waitFor("the exit of 1.1", func() bool {
