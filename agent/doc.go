@@ -12,6 +12,12 @@
 // caller's uid from the kernel (SO_PEERCRED) and forwards calls to the
 // head, in process when it is the head itself.
 //
+// It serves process logs (`ducc logs`, `ducc run`'s output), its own and,
+// over /ducc/logs/1, to other agents, to whom the head allows
+// (logs.access), and opens them as root only when no link the user
+// controls is on the path and the file is a regular file of the work's
+// owner (openLog).
+//
 // An agent never kills work because it stops or loses the head: processes
 // keep running, and the next agent on the same data dir re-adopts them.
 package agent

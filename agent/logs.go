@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"time"
 
@@ -82,8 +81,9 @@ func (a *Agent) apiLogs(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, wire.Errorf(wire.CodeUsage, "bad work id %q", r.URL.Query().Get("id")))
 		return
 	}
-	var info wire.WorkInfo
-	if err := a.callHead(r.Context(), wire.MethodShow, c, wire.IDRequest{ID: id}, &info); err != nil {
+	// Refuse before the stream starts, so the refusal is the answer.
+	var acc wire.LogAccess
+	if err := a.callHead(r.Context(), wire.MethodLogAccess, c, wire.IDRequest{ID: id}, &acc); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -99,12 +99,15 @@ func (a *Agent) follow(ctx context.Context, ev *eventWriter, c wire.Caller, id u
 
 // followProc waits for the process to have a log, streams it (following
 // while the work runs if tail is set) and ends with the work's state.
+// The head decides whether c may read the work's logs (MethodLogAccess)
+// and names the uid that must own them (openLog).
 func (a *Agent) followProc(ctx context.Context, ev *eventWriter, c wire.Caller, id uint64, procID string, tail bool) {
-	var info wire.WorkInfo
-	if err := a.callHead(ctx, wire.MethodShow, c, wire.IDRequest{ID: id}, &info); err != nil {
+	var acc wire.LogAccess
+	if err := a.callHead(ctx, wire.MethodLogAccess, c, wire.IDRequest{ID: id}, &acc); err != nil {
 		_ = ev.send(AttachEvent{Error: &APIError{Error: err.Error(), Code: max(wire.ErrorCode(err), 1)}})
 		return
 	}
+	info := acc.Work
 	for {
 		if p := pickProc(info, procID); (p != nil && p.LogPath != "") || info.Ended || !tail {
 			break
@@ -114,16 +117,21 @@ func (a *Agent) followProc(ctx context.Context, ev *eventWriter, c wire.Caller, 
 			return
 		}
 	}
-	p := pickProc(info, procID)
-	switch {
-	case p == nil || p.LogPath == "":
-		// Nothing ran (launch failure, canceled while pending): no log.
-	case p.Node != a.cfg.Node:
-		if err := a.tailRemote(ctx, ev, c, p, tail && !info.Ended); err != nil {
-			_ = ev.send(AttachEvent{Notice: "log: " + err.Error()})
+	// Nothing ran (launch failure, canceled while pending): no log.
+	if p := pickProc(info, procID); p != nil && p.LogPath != "" {
+		var err error
+		if p.Node != a.cfg.Node {
+			err = a.tailRemote(ctx, ev, c, p, tail && !info.Ended)
+		} else {
+			err = a.tailFile(ctx, ev, c, id, p.LogPath, acc, tail && !info.Ended)
 		}
-	default:
-		if err := a.tailFile(ctx, ev, c, id, p.LogPath, tail && !info.Ended); err != nil {
+		if wire.ErrorCode(err) == wire.CodeUsage {
+			// A refused log (a link, not the owner's file, not this
+			// caller's to read) ends the answer with the refusal.
+			_ = ev.send(AttachEvent{Error: &APIError{Error: err.Error(), Code: wire.CodeUsage}})
+			return
+		}
+		if err != nil {
 			_ = ev.send(AttachEvent{Notice: "log: " + err.Error()})
 		}
 	}
@@ -149,9 +157,14 @@ func pickProc(info wire.WorkInfo, procID string) *wire.ProcInfo {
 }
 
 // tailFile sends the file's content; with follow it keeps reading until
-// the work ends, then drains what is left.
-func (a *Agent) tailFile(ctx context.Context, ev *eventWriter, c wire.Caller, id uint64, path string, follow bool) error {
-	f, err := os.Open(path)
+// the work ends, then drains what is left. The file must be the work's
+// log, owned by the uid its processes run as (openLog, logOwner).
+func (a *Agent) tailFile(ctx context.Context, ev *eventWriter, c wire.Caller, id uint64, path string, acc wire.LogAccess, follow bool) error {
+	uid, err := logOwner(acc)
+	if err != nil {
+		return err
+	}
+	f, err := openLog(path, uid)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -27,14 +26,14 @@ func (a *Agent) servableLog(procID, path string) error {
 		if st.LogPath == path {
 			return nil
 		}
-		return fmt.Errorf("%s is not the log of process %s", path, procID)
+		return wire.Errorf(wire.CodeUsage, "%s is not the log of process %s", path, procID)
 	}
 	// A process the agent already forgot: accept the log layout only.
 	m := logName.FindStringSubmatch(filepath.Base(path))
 	clean := filepath.Clean(path)
 	if m == nil || clean != path || !filepath.IsAbs(path) || m[3] != a.cfg.Node ||
 		filepath.Base(filepath.Dir(path)) != m[1] || m[1] != strconv.FormatUint(workIDOf(procID), 10) {
-		return fmt.Errorf("%s is not a process log of this node", path)
+		return wire.Errorf(wire.CodeUsage, "%s is not a process log of this node", path)
 	}
 	return nil
 }
@@ -49,14 +48,30 @@ func (a *Agent) serveLogStream(s network.Stream) {
 		return
 	}
 	_ = s.SetReadDeadline(time.Time{})
-	fail := func(err error) { _ = wire.WriteMsg(s, &wire.LogChunk{Err: err.Error()}) }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fail := func(err error) { _ = wire.WriteMsg(s, &wire.LogChunk{Err: err.Error(), Code: wire.ErrorCode(err)}) }
 	if err := a.servableLog(req.ProcID, req.Path); err != nil {
 		fail(err)
 		return
 	}
-	f, err := os.Open(req.Path)
+	// The asking agent forwards its caller; this agent trusts that claim
+	// as the head trusts the callers agents forward (any member of the
+	// cluster network holds the cluster key), and asks the head whether
+	// the caller may read the work's logs, as for a local caller.
+	var acc wire.LogAccess
+	if err := a.callHead(ctx, wire.MethodLogAccess, req.Caller, wire.IDRequest{ID: workIDOf(req.ProcID)}, &acc); err != nil {
+		fail(err)
+		return
+	}
+	uid, err := logOwner(acc)
 	if err != nil {
-		fail(fmt.Errorf("open log on %s: %w", a.cfg.Node, err))
+		fail(err)
+		return
+	}
+	f, err := openLog(req.Path, uid)
+	if err != nil {
+		fail(fmt.Errorf("on %s: %w", a.cfg.Node, err))
 		return
 	}
 	defer f.Close()
@@ -67,8 +82,6 @@ func (a *Agent) serveLogStream(s network.Stream) {
 		}
 	}
 	// The requester closing the stream ends a followed log.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	go func() {
 		_, _ = io.Copy(io.Discard, s)
 		cancel()
@@ -122,7 +135,7 @@ func (a *Agent) tailRemote(ctx context.Context, ev *eventWriter, c wire.Caller, 
 	defer s.Close()
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
-	if err := wire.WriteMsg(s, &wire.LogRequest{ProcID: p.ID, Path: p.LogPath, Follow: follow}); err != nil {
+	if err := wire.WriteMsg(s, &wire.LogRequest{ProcID: p.ID, Path: p.LogPath, Follow: follow, Caller: c}); err != nil {
 		return fmt.Errorf("ask node %s for the log: %w", p.Node, err)
 	}
 	for {
@@ -137,7 +150,7 @@ func (a *Agent) tailRemote(ctx context.Context, ev *eventWriter, c wire.Caller, 
 		}
 		switch {
 		case ch.Err != "":
-			return fmt.Errorf("node %s: %s", p.Node, ch.Err)
+			return wire.Errorf(max(ch.Code, wire.CodeError), "node %s: %s", p.Node, ch.Err)
 		case ch.EOF:
 			return nil
 		}

@@ -220,6 +220,24 @@ func TestMultiNodeCluster(t *testing.T) {
 				t.Errorf("ducc run via %s on %s: exit %d: %q %q", tc.via, tc.on, code, out, errs)
 			}
 		}
+		// A user's log on another node reaches the user, and nobody else.
+		if isRoot() {
+			ensureUser(t, "ducc-e2e")
+			ensureUser(t, "ducc-e2e2")
+			logDir := userLogDir(t, scratchDir(t), "ducc-e2e")
+			out, errs, code := w1.ducc("run", "--as", "ducc-e2e", "--detach", "--log-dir", logDir, "--machine", "w2", "--memory", "1G", "--", "echo", "remote-log-line")
+			if code != 0 {
+				t.Fatalf("run as ducc-e2e on w2: exit %d: %s", code, errs)
+			}
+			id := strings.TrimSpace(out)
+			w1.ducc("wait", id)
+			if out, errs, code := w1.ducc("logs", id, "--as", "ducc-e2e"); code != 0 || out != "remote-log-line\n" {
+				t.Errorf("the owner's remote log: exit %d: %q %q", code, out, errs)
+			}
+			if out, errs, code := w1.ducc("logs", id, "--as", "ducc-e2e2"); code != 2 || strings.Contains(out, "remote-log-line") || !strings.Contains(errs, "private to ducc-e2e") {
+				t.Errorf("another user's remote log: exit %d: %q %q", code, out, errs)
+			}
+		}
 	})
 
 	t.Run("kill -9 of the head during a job", func(t *testing.T) {

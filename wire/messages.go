@@ -146,6 +146,25 @@ type LogRequest struct {
 	// Follow keeps streaming until the process has ended and its log is
 	// drained.
 	Follow bool `cbor:"3,keyasint,omitempty" json:"follow,omitempty"`
+	// Caller is who asked for the log, as the asking agent learned it;
+	// the serving agent asks the head whether the caller may read it
+	// (MethodLogAccess).
+	Caller Caller `cbor:"5,keyasint" json:"caller"`
+}
+
+// MethodLogAccess asks the head whether the caller may read the logs of a
+// piece of work: IDRequest → LogAccess (agent → head). The head refuses
+// with CodeUsage anyone but the work's owner, root and the cluster's
+// administrators.
+const MethodLogAccess = "logs.access"
+
+// LogAccess is the head's answer to MethodLogAccess: the work, and the
+// identity its processes run as (ProcSpec's), whose uid must own the log
+// files an agent serves.
+type LogAccess struct {
+	Work WorkInfo `cbor:"1,keyasint" json:"work"`
+	UID  uint32   `cbor:"2,keyasint" json:"uid"`
+	GID  uint32   `cbor:"3,keyasint" json:"gid"`
 }
 
 // LogChunk is one piece of a log stream; the last one has EOF or Err set.
@@ -153,6 +172,8 @@ type LogChunk struct {
 	Data []byte `cbor:"1,keyasint,omitempty" json:"data,omitempty"`
 	EOF  bool   `cbor:"2,keyasint,omitempty" json:"eof,omitempty"`
 	Err  string `cbor:"3,keyasint,omitempty" json:"err,omitempty"`
+	// Code is the error code of Err (CodeUsage: the log was refused).
+	Code int `cbor:"4,keyasint,omitempty" json:"code,omitempty"`
 }
 
 // MaxLogChunk bounds the data of one LogChunk.

@@ -90,6 +90,7 @@ func methodTable() []Method {
 		m(MethodReport, FromAgent, ro, newOf[Report](), newOf[Empty]()),
 		m(MethodExchange, FromAgent, rw, newOf[ExchangeRequest](), newOf[ExchangeReply]()),
 		m(MethodRaftJoin, FromAgent, rw, newOf[Empty](), newOf[Empty]()),
+		m(MethodLogAccess, FromAgent, ro, newOf[IDRequest](), newOf[LogAccess]()),
 		// Head → agent.
 		m(MethodDesired, FromHead, rw, newOf[DesiredState](), newOf[Empty]()),
 		m(MethodPingRun, FromHead, rw, newOf[PingRunRequest](), newOf[PingRunReply]()),

@@ -54,6 +54,8 @@ func Dispatch(ctx context.Context, h *head.Head, method string, c wire.Caller, r
 		return h.QueryServices(*req.(*wire.ServiceQueryRequest))
 	case wire.MethodReport:
 		return h.Report(ctx, *req.(*wire.Report))
+	case wire.MethodLogAccess:
+		return h.LogAccess(c, req.(*wire.IDRequest).ID)
 	}
 	return nil, wire.Errorf(wire.CodeUsage, "%q is not a method of the head", method)
 }

@@ -1,0 +1,33 @@
+package head
+
+import (
+	"strings"
+
+	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/wire"
+)
+
+// LogAccess decides whether c may read the logs of work id: its owner,
+// root and the cluster's administrators may; anyone else is refused with
+// an error naming who may. Agents ask before they serve a log, and give
+// the log files the owner's uid to check.
+func (h *Head) LogAccess(c wire.Caller, id uint64) (wire.LogAccess, error) {
+	var w *state.Work
+	h.cfg.FSM.View(func(v *state.View) {
+		if x := v.Work(id); x != nil {
+			w = x.Copy()
+		}
+	})
+	if w == nil {
+		return wire.LogAccess{}, wire.Errorf(wire.CodeUsage, "no work with id %d", id)
+	}
+	if c.User != w.User && !h.isAdmin(c) {
+		who := w.User + " and root"
+		if len(h.cfg.Administrators) > 0 {
+			who = w.User + ", root and the administrators (" + strings.Join(h.cfg.Administrators, ", ") + ")"
+		}
+		return wire.LogAccess{}, wire.Errorf(wire.CodeUsage,
+			"the logs of work %d are private to %s: only %s may read them", id, w.User, who)
+	}
+	return wire.LogAccess{Work: h.info(w), UID: w.UID, GID: w.GID}, nil
+}
