@@ -196,6 +196,10 @@ func printService(w io.Writer, s wire.ServiceInfo) error {
 		fmt.Fprintf(w, "  command:    %s\n", strings.Join(append([]string{s.Spec.Executable}, s.Spec.Args...), " "))
 		fmt.Fprintf(w, "  memory:     %s (class %s)\n", units.FormatSize(s.Memory), s.Class)
 	}
+	if len(s.Redacted) > 0 {
+		fmt.Fprintf(w, "  hidden:     %s (only %s, the service's administrators, root and cluster administrators see them)\n",
+			strings.Join(s.Redacted, ", "), s.User)
+	}
 	fmt.Fprintf(w, "  pinger:     alive %v, healthy %v", s.Alive, s.Healthy)
 	if s.PingInfo != "" {
 		fmt.Fprintf(w, " — %s", s.PingInfo)
