@@ -162,3 +162,24 @@ func TestServiceEnvironmentIsPrivate(t *testing.T) {
 		})
 	}
 }
+
+// The submitter's umask goes with the work to the node's desired state.
+func TestUmaskReachesTheNode(t *testing.T) {
+	f := newFixture(t, options{})
+	f.node("n1", 16*gib)
+	var rep wire.SubmitReply
+	f.mustCall(t, wire.MethodRun, alice, wire.RunRequest{Path: "/bin/true", Umask: "0077"}, &rep)
+	p := f.waitProc(t, rep.ID)
+	eventually(t, "the process is pushed to n1", func() bool {
+		ds, ok := f.push.last("n1")
+		return ok && slices.ContainsFunc(ds.Procs, func(ps wire.ProcSpec) bool { return ps.ID == p.ID })
+	})
+	ds, _ := f.push.last("n1")
+	for _, ps := range ds.Procs {
+		if ps.ID == p.ID && ps.Umask != "0077" {
+			t.Errorf("process %s pushed with umask %q, want 0077", ps.ID, ps.Umask)
+		}
+	}
+	err := call(t, f.h, wire.MethodRun, alice, wire.RunRequest{Path: "/bin/true", Umask: "77"}, &rep)
+	wantErr(t, err, wire.CodeUsage, "umask")
+}

@@ -52,7 +52,7 @@ func (h *Head) SubmitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobReq
 		Kind: wire.WorkJob, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: s.Memory, Path: s.Executable, Args: s.Args, Env: jobEnv(c, s),
 		Dir: dir, LogDir: s.LogDirectory, Description: s.Description, MachineList: s.MachineList,
-		Job: &state.Job{Spec: s}, Deps: s.ServiceDependency,
+		Job: &state.Job{Spec: s}, Deps: s.ServiceDependency, Umask: s.Umask,
 	}
 	if s.WorkerProtocol == wire.ProtocolExec {
 		w.Job.Spec.Pipelines = max(s.Pipelines, 1)

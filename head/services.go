@@ -35,7 +35,7 @@ func (h *Head) RegisterService(ctx context.Context, c wire.Caller, r wire.Servic
 		Kind: wire.WorkService, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: s.Memory, Path: s.Executable, Args: s.Args,
 		Env: state.ServiceEnv(c.User, c.Home, s.Environment), Dir: s.WorkingDirectory, LogDir: s.LogDirectory,
-		Description: s.Description, Service: &state.Service{Spec: s},
+		Description: s.Description, Service: &state.Service{Spec: s}, Umask: s.Umask,
 	}
 	res, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdSvcRegister, Time: h.cfg.Now().UnixMilli(), Work: w})
 	if err != nil {

@@ -234,12 +234,12 @@ func (c *preparedCmd) removeLog() {
 // launch failures and read as such.
 func (s *shim) prepare() (*preparedCmd, error) {
 	sp := &s.spec.Spec
-	c := &preparedCmd{dir: sp.Dir, umask: sp.Umask}
+	c := &preparedCmd{dir: sp.Dir, umask: 0o022}
 	if c.dir == "" {
 		c.dir = "/"
 	}
-	if c.umask == 0 {
-		c.umask = 0o022
+	if sp.Umask != nil {
+		c.umask = *sp.Umask & 0o777
 	}
 
 	// Identity.

@@ -34,8 +34,8 @@ type Spec struct {
 	// USER, LOGNAME).
 	Env []string `json:"env,omitempty"`
 	Dir string   `json:"dir,omitempty"` // working directory; "" = "/"
-	// Umask for the process; 0 means 0o022.
-	Umask int `json:"umask,omitempty"`
+	// Umask for the process (the submitter's); nil means 0o022.
+	Umask *int `json:"umask,omitempty"`
 
 	// LogDir receives <WorkID>-<Kind>-<Node>-<pid>.log (stdout and stderr).
 	// The shim creates missing directories, owned by the user. "" means the

@@ -51,7 +51,7 @@ type ServiceSpec struct {
 	LogDirectory      string   `cbor:"20,keyasint,omitempty" json:"log_directory,omitempty"`
 	Administrators    []string `cbor:"21,keyasint,omitempty" json:"administrators,omitempty"`
 	MaxInstances      int      `cbor:"22,keyasint,omitempty" json:"max_instances,omitempty"`
-	// Umask of the instances and the pinger, four octal digits ("0077");
+	// Umask of the instances, four octal digits ("0077");
 	// the CLI sends the caller's. "" means 0022.
 	Umask string `cbor:"23,keyasint,omitempty" json:"umask,omitempty"`
 }

@@ -81,6 +81,9 @@ func newSvcRegisterCmd(g *globals) *cobra.Command {
 			if sp.WorkingDirectory == "" {
 				sp.WorkingDirectory = cwd
 			}
+			if sp.Umask == "" {
+				sp.Umask = callerUmask()
+			}
 			var rep wire.SubmitReply
 			if err := newClient(g).call(cmd.Context(), wire.MethodServiceRegister, wire.ServiceRegisterRequest{Spec: sp}, &rep); err != nil {
 				return err
