@@ -34,7 +34,8 @@ func TestRunUmask(t *testing.T) {
 	c := startCluster(t)
 	out := filepath.Join(c.dir, "out")
 	// The CLI inherits its umask from the shell, as a user's would.
-	cmd := exec.Command("sh", "-c", `umask 077; exec "$0" "$@"`, duccBin, "run", "--", "sh", "-c", "umask; : > "+out)
+	logDir := filepath.Join(c.dir, "umask-logs")
+	cmd := exec.Command("sh", "-c", `umask 077; exec "$0" "$@"`, duccBin, "run", "--log-dir", logDir, "--", "sh", "-c", "umask; : > "+out)
 	cmd.Env = append(os.Environ(), "DUCC_SOCKET="+c.sock)
 	b, err := cmd.Output()
 	if err != nil {
@@ -45,6 +46,13 @@ func TestRunUmask(t *testing.T) {
 	}
 	if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("file made under umask 077: %v %v, want mode 0600", fi.Mode(), err)
+	}
+	logs, _ := filepath.Glob(filepath.Join(logDir, "*", "*.log"))
+	if len(logs) != 1 {
+		t.Fatalf("logs %v", logs)
+	}
+	if fi, err := os.Stat(logs[0]); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("log made under umask 077: %v %v, want mode 0600", fi.Mode(), err)
 	}
 	// The umask key wins over the caller's.
 	if o, errs, code := c.ducc("run", "--umask", "027", "--", "sh", "-c", "umask"); code != 0 || o != "0027\n" {

@@ -401,6 +401,16 @@ func TestUmask(t *testing.T) {
 			if fi.Mode().Perm() != tc.mode {
 				t.Errorf("file mode %v, want %v", fi.Mode().Perm(), tc.mode)
 			}
+			// The log and its directory follow the umask too (0644, 0755 at most).
+			u := os.FileMode(0o022)
+			if tc.umask != nil {
+				u = os.FileMode(*tc.umask)
+			}
+			for p, want := range map[string]os.FileMode{end.LogPath: 0o644 &^ u, sp.LogDir: 0o755 &^ u} {
+				if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+					t.Errorf("%s: mode %v (%v), want %v", p, fi.Mode().Perm(), err, want)
+				}
+			}
 		})
 	}
 }

@@ -241,6 +241,9 @@ func (s *shim) prepare() (*preparedCmd, error) {
 	if sp.Umask != nil {
 		c.umask = *sp.Umask & 0o777
 	}
+	// What the shim makes for the user (log directories, the log) follows
+	// the user's umask too, like the process's own files.
+	syscall.Umask(c.umask)
 
 	// Identity.
 	uid, gid, groups := sp.UID, sp.GID, sp.Groups
