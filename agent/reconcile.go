@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/ducc-project/ducc/proc"
@@ -91,8 +92,17 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 	ps := proc.Spec{
 		ID: spec.ID, WorkID: spec.WorkID, Kind: string(spec.Kind), Node: a.cfg.Node,
 		User: spec.User, UID: spec.UID, GID: spec.GID, Groups: spec.Groups,
-		Path: spec.Path, Args: spec.Args, Env: spec.Env, Dir: spec.Dir, Umask: 0o022,
+		Path: spec.Path, Args: spec.Args, Env: spec.Env, Dir: spec.Dir,
 		LogDir: spec.LogDir, MemoryLimit: spec.MemoryLimit,
+	}
+	if spec.Umask != "" {
+		// The submitter's umask; the head checked it (four octal digits).
+		if u, err := strconv.ParseUint(spec.Umask, 8, 32); err == nil && u <= 0o777 {
+			umask := int(u)
+			ps.Umask = &umask
+		} else {
+			a.log.Warn("bad umask from the head; using 0022", "proc", spec.ID, "umask", spec.Umask)
+		}
 	}
 	if spec.Kind == wire.ProcJob {
 		ps.Stdin = true // the agent feeds items over FIFOs

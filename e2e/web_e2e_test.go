@@ -176,7 +176,9 @@ func TestWebDashboardBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("browser: %v\nagent log:\n%s", err, c.agentLog())
 	}
-	if state != "Running" || !strings.Contains(rowText, "sleep 60") || !strings.Contains(rowText, "managed") {
+	// The dashboard cannot tell who is looking: the executable, not its
+	// arguments (docs/decisions.md, "Who sees what").
+	if state != "Running" || !strings.Contains(rowText, "sleep …") || strings.Contains(rowText, "sleep 60") || !strings.Contains(rowText, "managed") {
 		t.Errorf("job row: state %q text %q", state, rowText)
 	}
 	if liveBadge != "live" {

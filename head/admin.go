@@ -14,6 +14,14 @@ func (h *Head) isAdmin(c wire.Caller) bool {
 	return c.UID == 0 || slices.Contains(h.cfg.Administrators, c.User)
 }
 
+// mayRead: the owner, root or a cluster administrator may see what is
+// private to a piece of work (its arguments, a job's items and results, a
+// service's environment); a caller without a user name (an agent's own
+// call, the dashboard) never may.
+func (h *Head) mayRead(c wire.Caller, owner string) bool {
+	return c.User != "" && (c.User == owner || h.isAdmin(c))
+}
+
 // IsAdmin reports whether the caller is root or one of the cluster's
 // administrators, for the administrative methods the server answers
 // itself (removing a member of the head group).

@@ -44,7 +44,7 @@ func (h *Head) RunManaged(ctx context.Context, c wire.Caller, r wire.RunRequest)
 	w := &state.Work{
 		Kind: wire.WorkManaged, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: mem, Path: r.Path, Args: r.Args, Env: r.Env, Dir: r.Dir,
-		LogDir: r.LogDir, Description: r.Description, MachineList: r.MachineList,
+		LogDir: r.LogDir, Description: r.Description, MachineList: r.MachineList, Umask: r.Umask,
 		State: state.StateWaitingForResources,
 	}
 	res, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdSubmit, Time: h.cfg.Now().UnixMilli(), Work: w})
@@ -129,11 +129,12 @@ func (h *Head) Cancel(ctx context.Context, c wire.Caller, r wire.CancelRequest) 
 			return wire.WorkInfo{}, err
 		}
 	}
-	return h.Show(r.ID)
+	return h.Show(c, r.ID)
 }
 
-// Show describes one piece of work.
-func (h *Head) Show(id uint64) (wire.WorkInfo, error) {
+// Show describes one piece of work to c: its arguments only to its owner
+// and the administrators (docs/decisions.md).
+func (h *Head) Show(c wire.Caller, id uint64) (wire.WorkInfo, error) {
 	var w *state.Work
 	h.cfg.FSM.View(func(v *state.View) {
 		if x := v.Work(id); x != nil {
@@ -143,12 +144,12 @@ func (h *Head) Show(id uint64) (wire.WorkInfo, error) {
 	if w == nil {
 		return wire.WorkInfo{}, wire.Errorf(wire.CodeUsage, "no work with id %d", id)
 	}
-	return h.info(w), nil
+	return h.info(c, w), nil
 }
 
 // Wait blocks until the work ends (or leaves r.State), ctx ends, or the
 // timeout passes, and returns the work as it is then.
-func (h *Head) Wait(ctx context.Context, r wire.WaitRequest) (wire.WorkInfo, error) {
+func (h *Head) Wait(ctx context.Context, c wire.Caller, r wire.WaitRequest) (wire.WorkInfo, error) {
 	if r.TimeoutMS > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(r.TimeoutMS)*time.Millisecond)
@@ -156,7 +157,7 @@ func (h *Head) Wait(ctx context.Context, r wire.WaitRequest) (wire.WorkInfo, err
 	}
 	for {
 		ch := h.cfg.FSM.Changed()
-		info, err := h.Show(r.ID)
+		info, err := h.Show(c, r.ID)
 		if err != nil {
 			return info, err
 		}
@@ -171,8 +172,9 @@ func (h *Head) Wait(ctx context.Context, r wire.WaitRequest) (wire.WorkInfo, err
 	}
 }
 
-// List lists work (not services), active or all, of one user or all.
-func (h *Head) List(r wire.ListRequest) wire.WorkList {
+// List lists work (not services), active or all, of one user or all, as
+// c may see it (Show).
+func (h *Head) List(c wire.Caller, r wire.ListRequest) wire.WorkList {
 	var ws []*state.Work
 	h.cfg.FSM.View(func(v *state.View) {
 		all := v.Active()
@@ -190,14 +192,14 @@ func (h *Head) List(r wire.ListRequest) wire.WorkList {
 	})
 	out := wire.WorkList{Work: make([]wire.WorkInfo, 0, len(ws))}
 	for _, w := range ws {
-		out.Work = append(out.Work, h.info(w))
+		out.Work = append(out.Work, h.info(c, w))
 	}
 	return out
 }
 
-// info renders a piece of work for users; pending work says why. w must
-// be a copy (Work.Copy): info runs without the state's lock.
-func (h *Head) info(w *state.Work) wire.WorkInfo {
+// info renders a piece of work for c; pending work says why. w must be a
+// copy (Work.Copy): info runs without the state's lock.
+func (h *Head) info(c wire.Caller, w *state.Work) wire.WorkInfo {
 	info := wire.WorkInfo{
 		ID: w.ID, Kind: w.Kind, User: w.User, Class: w.Class, State: w.State, Reason: w.Reason,
 		Memory: w.Memory, SubmittedAt: w.SubmittedAt, StartedAt: w.StartedAt, EndedAt: w.EndedAt,
@@ -235,6 +237,9 @@ func (h *Head) info(w *state.Work) wire.WorkInfo {
 		info.Procs = append(info.Procs, pi)
 	}
 	h.jobInfo(w, &info)
+	if !h.mayRead(c, w.User) {
+		info.Redact()
+	}
 	return info
 }
 

@@ -52,7 +52,7 @@ func (h *Head) SubmitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobReq
 		Kind: wire.WorkJob, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: s.Memory, Path: s.Executable, Args: s.Args, Env: jobEnv(c, s),
 		Dir: dir, LogDir: s.LogDirectory, Description: s.Description, MachineList: s.MachineList,
-		Job: &state.Job{Spec: s}, Deps: s.ServiceDependency,
+		Job: &state.Job{Spec: s}, Deps: s.ServiceDependency, Umask: s.Umask,
 	}
 	if s.WorkerProtocol == wire.ProtocolExec {
 		w.Job.Spec.Pipelines = max(s.Pipelines, 1)
@@ -139,20 +139,25 @@ func (h *Head) AddItems(ctx context.Context, c wire.Caller, r wire.ItemsRequest)
 	return wire.Empty{}, nil
 }
 
-// Results pages through a job's item outcomes.
-func (h *Head) Results(r wire.ResultsRequest) (wire.ResultsReply, error) {
+// Results pages through a job's item outcomes, for its owner, root and
+// the administrators only: items and results are the owner's data.
+func (h *Head) Results(c wire.Caller, r wire.ResultsRequest) (wire.ResultsReply, error) {
 	limit := r.Limit
 	if limit <= 0 || limit > 10_000 {
 		limit = 10_000
 	}
 	out := wire.ResultsReply{Next: -1}
 	found := false
+	owner := ""
 	h.cfg.FSM.View(func(v *state.View) {
 		w := v.Work(r.ID)
 		if w == nil || w.Job == nil {
 			return
 		}
-		found = true
+		found, owner = true, w.User
+		if !h.mayRead(c, owner) {
+			return
+		}
 		items := w.Job.Items
 		out.Total = len(items)
 		for i := max(r.Offset, 0); i < len(items); i++ {
@@ -170,6 +175,10 @@ func (h *Head) Results(r wire.ResultsRequest) (wire.ResultsReply, error) {
 	})
 	if !found {
 		return out, wire.Errorf(wire.CodeUsage, "no job with id %d", r.ID)
+	}
+	if !h.mayRead(c, owner) {
+		return wire.ResultsReply{Next: -1}, wire.Errorf(wire.CodeUsage,
+			"job %d belongs to %s; only %s, root or an administrator may read its items and results", r.ID, owner, owner)
 	}
 	return out, nil
 }

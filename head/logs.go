@@ -21,7 +21,7 @@ func (h *Head) LogAccess(c wire.Caller, id uint64) (wire.LogAccess, error) {
 	if w == nil {
 		return wire.LogAccess{}, wire.Errorf(wire.CodeUsage, "no work with id %d", id)
 	}
-	if c.User != w.User && !h.isAdmin(c) {
+	if !h.mayRead(c, w.User) {
 		who := w.User + " and root"
 		if len(h.cfg.Administrators) > 0 {
 			who = w.User + ", root and the administrators (" + strings.Join(h.cfg.Administrators, ", ") + ")"
@@ -29,5 +29,5 @@ func (h *Head) LogAccess(c wire.Caller, id uint64) (wire.LogAccess, error) {
 		return wire.LogAccess{}, wire.Errorf(wire.CodeUsage,
 			"the logs of work %d are private to %s: only %s may read them", id, w.User, who)
 	}
-	return wire.LogAccess{Work: h.info(w), UID: w.UID, GID: w.GID}, nil
+	return wire.LogAccess{Work: h.info(c, w), UID: w.UID, GID: w.GID}, nil
 }

@@ -35,7 +35,7 @@ func (h *Head) RegisterService(ctx context.Context, c wire.Caller, r wire.Servic
 		Kind: wire.WorkService, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: s.Memory, Path: s.Executable, Args: s.Args,
 		Env: state.ServiceEnv(c.User, c.Home, s.Environment), Dir: s.WorkingDirectory, LogDir: s.LogDirectory,
-		Description: s.Description, Service: &state.Service{Spec: s},
+		Description: s.Description, Service: &state.Service{Spec: s}, Umask: s.Umask,
 	}
 	res, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdSvcRegister, Time: h.cfg.Now().UnixMilli(), Work: w})
 	if err != nil {
@@ -159,15 +159,17 @@ func (h *Head) ControlService(ctx context.Context, c wire.Caller, r wire.Service
 	return h.serviceInfo(after), nil
 }
 
-// QueryServices lists active services, or one.
-func (h *Head) QueryServices(r wire.ServiceQueryRequest) (wire.ServiceList, error) {
+// QueryServices lists active services, or one, as c may see them: a
+// service's environment and arguments only to its owner, its
+// administrators, the cluster's administrators and root.
+func (h *Head) QueryServices(c wire.Caller, r wire.ServiceQueryRequest) (wire.ServiceList, error) {
 	out := wire.ServiceList{Services: []wire.ServiceInfo{}}
 	if r.Service != "" {
 		w, err := h.findService(r.Service)
 		if err != nil {
 			return out, err
 		}
-		out.Services = append(out.Services, h.serviceInfo(w))
+		out.Services = append(out.Services, h.serviceInfoFor(c, w))
 		return out, nil
 	}
 	var ws []*state.Work
@@ -179,9 +181,20 @@ func (h *Head) QueryServices(r wire.ServiceQueryRequest) (wire.ServiceList, erro
 		}
 	})
 	for _, w := range ws {
-		out.Services = append(out.Services, h.serviceInfo(w))
+		out.Services = append(out.Services, h.serviceInfoFor(c, w))
 	}
 	return out, nil
+}
+
+// serviceInfoFor renders a service for c, without its environment and
+// arguments unless c may change the service (mayChange) and has a name.
+func (h *Head) serviceInfoFor(c wire.Caller, w *state.Work) wire.ServiceInfo {
+	info := h.serviceInfo(w)
+	if c.User != "" && h.mayChange(c, w) == nil {
+		return info
+	}
+	info.Redact()
+	return info
 }
 
 // serviceInfo renders a service; w must be a copy.

@@ -108,7 +108,8 @@ func userName(name string, cred *syscall.Credential) string {
 }
 
 // mkdirAsUser creates dir and its missing parents as cred's user (they are
-// then the user's, with the mode the umask leaves of 0777). A directory the
+// then the user's, with the mode the umask leaves of 0755: never writable
+// by others, whatever the umask). A directory the
 // user may not create fails with "cannot create log directory X as alice:
 // permission denied"; nothing is created where the user could not create it.
 func mkdirAsUser(dir string, cred *syscall.Credential, who string) error {
@@ -125,7 +126,7 @@ func mkdirAsUser(dir string, cred *syscall.Credential, who string) error {
 		}
 		for i := len(missing) - 1; i >= 0; i-- {
 			d := missing[i]
-			if err := os.Mkdir(d, 0o777); err != nil && !errors.Is(err, os.ErrExist) {
+			if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 				return fmt.Errorf("cannot create log directory %s as %s: %w", d, who, unwrapPath(err))
 			}
 		}

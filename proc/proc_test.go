@@ -341,7 +341,8 @@ func TestRunAsUser(t *testing.T) {
 	m := e.manager(t)
 	sp := shSpec("5.1", "id -u; id -g; pwd; umask; echo $HOME $USER")
 	sp.User = "ducctest" // resolved by the shim
-	sp.Umask = 0o027
+	umask := 0o027
+	sp.Umask = &umask
 	sp.LogDir = filepath.Join(userHome(t, uid, gid), "ducc", "logs", "5")
 	sp.Dir = "/tmp"
 	if _, err := m.Start(context.Background(), sp); err != nil {
@@ -386,6 +387,61 @@ func TestRunAsUser(t *testing.T) {
 	b, _ = os.ReadFile(end.LogPath)
 	if string(b) != fmt.Sprintf("%d\n%d\n", uid, gid) {
 		t.Fatalf("log %q", b)
+	}
+}
+
+// The process runs with the umask it is given (the submitter's), and its
+// files get the modes that umask gives them.
+func TestUmask(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(t)
+	umask := func(u int) *int { return &u }
+	tests := []struct {
+		id    string
+		umask *int
+		want  string      // umask printed by the process
+		mode  os.FileMode // of a file it creates with 0666
+	}{
+		{"6.1", nil, "0022", 0o644},
+		{"6.2", umask(0o077), "0077", 0o600},
+		{"6.3", umask(0o027), "0027", 0o640},
+		{"6.4", umask(0), "0000", 0o666},
+	}
+	for _, tc := range tests {
+		t.Run(tc.want, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			sp := shSpec(tc.id, "umask; : > "+out)
+			sp.Umask = tc.umask
+			sp.LogDir = filepath.Join(e.dataDir, "logs", tc.id)
+			if _, err := m.Start(context.Background(), sp); err != nil {
+				t.Fatal(err)
+			}
+			end := e.x.wait(t, tc.id, 10*time.Second)
+			b, err := os.ReadFile(end.LogPath)
+			if err != nil || end.ExitCode != 0 {
+				t.Fatalf("%+v: %v", end, err)
+			}
+			if got := strings.TrimSpace(string(b)); got != tc.want {
+				t.Errorf("umask %q, want %q", got, tc.want)
+			}
+			fi, err := os.Stat(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().Perm() != tc.mode {
+				t.Errorf("file mode %v, want %v", fi.Mode().Perm(), tc.mode)
+			}
+			// The log and its directory follow the umask too (0644, 0755 at most).
+			u := os.FileMode(0o022)
+			if tc.umask != nil {
+				u = os.FileMode(*tc.umask)
+			}
+			for p, want := range map[string]os.FileMode{end.LogPath: 0o644 &^ u, sp.LogDir: 0o755 &^ u} {
+				if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+					t.Errorf("%s: mode %v (%v), want %v", p, fi.Mode().Perm(), err, want)
+				}
+			}
+		})
 	}
 }
 

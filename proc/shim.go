@@ -248,13 +248,16 @@ func (c *preparedCmd) removeLog() {
 // path as it would for the user's own process.
 func (s *shim) prepare() (*preparedCmd, error) {
 	sp := &s.spec.Spec
-	c := &preparedCmd{dir: sp.Dir, umask: sp.Umask}
+	c := &preparedCmd{dir: sp.Dir, umask: 0o022}
 	if c.dir == "" {
 		c.dir = "/"
 	}
-	if c.umask == 0 {
-		c.umask = 0o022
+	if sp.Umask != nil {
+		c.umask = *sp.Umask & 0o777
 	}
+	// What the shim makes for the user (log directories, the log) follows
+	// the user's umask too, like the process's own files.
+	syscall.Umask(c.umask)
 
 	// Identity.
 	cred, err := credential(sp)
@@ -366,7 +369,8 @@ func (s *shim) createLog(c *preparedCmd) error {
 	}
 	c.logPath = filepath.Join(sp.LogDir, name)
 	return asUser(c.cred, func() error {
-		f, err := os.OpenFile(c.logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o666)
+		// 0644 at most, whatever the umask: a log is never writable by others.
+		f, err := os.OpenFile(c.logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o644)
 		if err != nil {
 			return fmt.Errorf("cannot create log file %s as %s: %w", c.logPath, c.who, unwrapPath(err))
 		}

@@ -37,8 +37,8 @@ type Spec struct {
 	// DirIfExists: when Dir is not a directory the user can reach, run in
 	// "/" instead of failing the launch (the shim looks, as the user).
 	DirIfExists bool `json:"dir_if_exists,omitempty"`
-	// Umask for the process; 0 means 0o022.
-	Umask int `json:"umask,omitempty"`
+	// Umask for the process (the submitter's); nil means 0o022.
+	Umask *int `json:"umask,omitempty"`
 
 	// LogDir receives <WorkID>-<Kind>-<Node>-<pid>.log (stdout and stderr).
 	// The shim creates missing directories and the file as the user, with

@@ -290,6 +290,11 @@ var keys = []Key{
 			Hidden: []string{"env"}, Field: func(j *Job) any { return &j.Spec.Environment }},
 		Service: &Use[wire.ServiceSpec]{Help: "environment of the instances and the pinger: \"A=1 B=2\"", Field: func(s *wire.ServiceSpec) any { return &s.Environment }},
 	},
+	{Name: "umask", Type: String, Check: CheckUmask,
+		Job:     &Use[Job]{Help: "umask of the job processes, e.g. 0077 (default: yours when you submit)", Field: func(j *Job) any { return &j.Spec.Umask }},
+		Service: &Use[wire.ServiceSpec]{Help: "umask of the instances, e.g. 0077 (default: yours when you register)", Field: func(s *wire.ServiceSpec) any { return &s.Umask }},
+		Run:     &Use[Run]{Help: "umask of the process, e.g. 0077 (default: yours)", Field: func(r *Run) any { return &r.Req.Umask }},
+	},
 	{Name: "machine_list", Type: List,
 		Job:     &Use[Job]{Help: "run only on these nodes, comma or space separated", Field: func(j *Job) any { return &j.Spec.MachineList }},
 		Run:     &Use[Run]{Flag: "machine", Help: "run only on these nodes", Field: func(r *Run) any { return &r.Req.MachineList }},
@@ -382,4 +387,24 @@ func checkProtocol(s string) (string, error) {
 		return p, nil
 	}
 	return "", fmt.Errorf("unknown worker protocol %q; use %q (one long-lived worker reading JSON lines) or %q (one run per item)", s, wire.ProtocolStream, wire.ProtocolExec)
+}
+
+// CheckUmask normalizes a umask to four octal digits: "077", "0o77" and
+// "0077" all become "0077"; at most 0777.
+func CheckUmask(s string) (string, error) {
+	t := strings.TrimSpace(s)
+	if len(t) > 2 && (t[:2] == "0o" || t[:2] == "0O") {
+		t = t[2:]
+	}
+	if t == "" || len(t) > 4 || strings.Trim(t, "01234567") != "" {
+		return "", fmt.Errorf("bad umask %q: write it in octal like the umask command, e.g. 0077 or 022", s)
+	}
+	var v int
+	for _, c := range t {
+		v = v*8 + int(c-'0')
+	}
+	if v > 0o777 {
+		return "", fmt.Errorf("bad umask %q: at most 0777", s)
+	}
+	return fmt.Sprintf("%04o", v), nil
 }

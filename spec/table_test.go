@@ -357,6 +357,7 @@ environment: [A=1]
 working_directory: /srv
 log_directory: logs
 administrators: bob, carol
+umask: 0o27
 `)
 	raw, err := ParseFile(p, KindService)
 	if err != nil {
@@ -372,7 +373,7 @@ administrators: bob, carol
 		Autostart: true, LingerMS: 30_000, Dependency: []string{"TCP:db:5432"}, FailuresWindowMS: 600_000, FailuresLimit: 3,
 		InitFailuresLimit: 2, PingExecutable: "ping.sh", PingArgs: []string{"-q"}, PingTimeoutMS: 250, PingIntervalMS: 2000,
 		Environment: []string{"A=1"}, WorkingDirectory: "/srv", LogDirectory: filepath.Join(dir, "logs"),
-		Administrators: []string{"bob", "carol"}}
+		Administrators: []string{"bob", "carol"}, Umask: "0027"}
 	if !reflect.DeepEqual(sp, want) {
 		t.Fatalf("spec\n got %+v\nwant %+v", sp, want)
 	}
@@ -387,5 +388,34 @@ administrators: bob, carol
 	}
 	if _, err := ParseYAML([]byte("- a\n"), "s.yaml", "", KindService); err == nil || !strings.Contains(err.Error(), "a service registration is a mapping") {
 		t.Errorf("not a mapping: %v", err)
+	}
+}
+
+func TestCheckUmask(t *testing.T) {
+	tests := []struct{ in, want, err string }{
+		{"077", "0077", ""},
+		{"0077", "0077", ""},
+		{"0o77", "0077", ""},
+		{" 22 ", "0022", ""},
+		{"0", "0000", ""},
+		{"0777", "0777", ""},
+		{"", "", "bad umask"},
+		{"1000", "", "at most 0777"},
+		{"0088", "", "in octal"},
+		{"u=rwx", "", "in octal"},
+		{"00077", "", "in octal"},
+	}
+	for _, tc := range tests {
+		got, err := CheckUmask(tc.in)
+		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("CheckUmask(%q) = %q, %v; want %q, %q", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+	// The head refuses what the CLI would not send.
+	if err := ValidateRun(wire.RunRequest{Path: "/bin/true", Umask: "77"}); err == nil || !strings.Contains(err.Error(), "umask") {
+		t.Errorf("ValidateRun with umask 77: %v", err)
+	}
+	if err := ValidateJob(wire.JobSpec{Executable: "/bin/true", Umask: "0077"}); err != nil {
+		t.Errorf("ValidateJob with umask 0077: %v", err)
 	}
 }

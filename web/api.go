@@ -106,8 +106,8 @@ func (s *server) apiClasses(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) apiServices(w http.ResponseWriter, r *http.Request) {
-	out := wire.ServiceList{Services: []wire.ServiceInfo{}}
-	if err := s.data.call(r.Context(), wire.MethodServiceQuery, wire.ServiceQueryRequest{Service: r.URL.Query().Get("service")}, &out); err != nil {
+	out, err := s.data.services(r.Context(), wire.ServiceQueryRequest{Service: r.URL.Query().Get("service")})
+	if err != nil {
 		s.apiFail(w, r, err)
 		return
 	}

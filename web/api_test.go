@@ -82,6 +82,38 @@ func TestAPI(t *testing.T) {
 	}
 }
 
+// The dashboard cannot tell who is looking: even when the head answers
+// with private parts, the API and the pages never show a service's
+// environment or arguments, nor the arguments of work.
+func TestAPIHidesPrivateParts(t *testing.T) {
+	srv, _ := newTestServer(t, newFake(), nil)
+	for _, path := range []string{"/api/v1/services", "/api/v1/services?service=7", "/api/v1/jobs?all=1", "/api/v1/jobs/2",
+		"/services", "/jobs?all=1", "/jobs/2", "/jobs/1"} {
+		code, body, _ := get(t, srv.URL+path)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s: status %d\n%s", path, code, body)
+		}
+		for _, secret := range []string{"s3cret", "DB_PASSWORD", "sleep 60", "exit 3"} {
+			if strings.Contains(body, secret) {
+				t.Errorf("GET %s shows %q:\n%s", path, secret, body)
+			}
+		}
+	}
+	_, body, _ := get(t, srv.URL+"/api/v1/services")
+	var l wire.ServiceList
+	mustJSON(t, []byte(body), &l)
+	if len(l.Services) != 1 || l.Services[0].Spec.Executable != "/srv/db" ||
+		strings.Join(l.Services[0].Redacted, ",") != wire.RedactedEnv+","+wire.RedactedArgs {
+		t.Errorf("services: %+v", l.Services)
+	}
+	_, body, _ = get(t, srv.URL+"/api/v1/jobs/2")
+	var w wire.WorkInfo
+	mustJSON(t, []byte(body), &w)
+	if strings.Join(w.Command, " ") != "sleep" || strings.Join(w.Redacted, ",") != wire.RedactedArgs {
+		t.Errorf("show 2: command %q, redacted %q", w.Command, w.Redacted)
+	}
+}
+
 func TestAPIReadOnly(t *testing.T) {
 	srv, _ := newTestServer(t, newFake(), nil)
 	for _, path := range []string{"/api/v1/jobs", "/api/v1/jobs/2", "/jobs"} {

@@ -26,6 +26,12 @@
 // add an entry to the pages table in pages.go with a handler that fills
 // the template data, and a row to navItems.
 //
+// The dashboard cannot tell who is looking, so it shows nothing private to
+// one user: no arguments of work and no environment or arguments of
+// services (the head leaves them out for callers without a user name, and
+// the fetcher removes them again; wire.WorkInfo.Redact,
+// wire.ServiceInfo.Redact). Items and results are not served at all.
+//
 // With Config.Private (web.private) the pages and the JSON API answer only
 // clients on loopback (use an SSH tunnel or a reverse proxy with its own
 // authentication on the node); /metrics and /healthz carry only counts and

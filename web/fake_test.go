@@ -57,6 +57,8 @@ func (f *fakeSource) Call(_ context.Context, method string, req, resp any) error
 		resp.(*wire.ServiceList).Services = []wire.ServiceInfo{{ID: 7, Endpoint: "HTTP:localhost:8080/", User: "alice",
 			State: "Available", Policy: "reference", Enabled: true, Instances: 1, Running: 1, Class: "fixed", Memory: 1 << 30,
 			Alive: true, Healthy: true, PingInfo: "HTTP 200 OK",
+			Spec: wire.ServiceSpec{Endpoint: "HTTP:localhost:8080/", Executable: "/srv/db", Args: []string{"--password=s3cret"},
+				Environment: []string{"DB_PASSWORD=s3cret"}, PingExecutable: "/srv/ping", PingArgs: []string{"--key=s3cret"}},
 			Procs: []wire.ServiceInstance{{Instance: 0, Ready: true, Proc: wire.ProcInfo{ID: "7.1", Node: "n1", State: "Running", PID: 99}}}}}
 	case wire.MethodClasses:
 		resp.(*wire.ClassList).Classes = []wire.ClassInfo{

@@ -253,8 +253,8 @@ func fillCluster(s *server, r *http.Request, d *pageData) error {
 // pinger state.
 func fillServices(s *server, r *http.Request, d *pageData) error {
 	d.Title, d.API = "Services", "/api/v1/services"
-	var list wire.ServiceList
-	if err := s.data.call(r.Context(), wire.MethodServiceQuery, wire.ServiceQueryRequest{}, &list); err != nil {
+	list, err := s.data.services(r.Context(), wire.ServiceQueryRequest{})
+	if err != nil {
 		return err
 	}
 	d.Body = list.Services

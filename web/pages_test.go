@@ -16,11 +16,11 @@ func TestPages(t *testing.T) {
 		want, not  []string
 	}{
 		{"jobs active", "/jobs", 200,
-			[]string{`id="work-2"`, `href="/jobs/2"`, "alice", "Running", "4 GiB", "1m30s", "sleep 60",
+			[]string{`id="work-2"`, `href="/jobs/2"`, "alice", "Running", "4 GiB", "1m30s", "<code>sleep</code> <small>…</small>",
 				"no node in pool default has 64 GiB", `data-api="/api/v1/jobs"`, `class="active" aria-current="page">Jobs`},
-			[]string{`id="work-1"`}},
+			[]string{`id="work-1"`, "sleep 60"}},
 		{"jobs with items", "/jobs?user=carol", 200, []string{`id="work-5"`, "Done / Total", `<progress max="100" value="40"></progress> 40 / 100`, "normal"}, nil},
-		{"jobs all", "/jobs?all=1", 200, []string{`id="work-1"`, "ProgramExit", "sh -c exit 3", `data-api="/api/v1/jobs?all=1"`}, nil},
+		{"jobs all", "/jobs?all=1", 200, []string{`id="work-1"`, "ProgramExit", "<code>sh</code>", `data-api="/api/v1/jobs?all=1"`}, []string{"exit 3"}},
 		{"jobs of a user", "/jobs?user=bob", 200, []string{`id="work-3"`, "user bob"}, []string{`id="work-2"`}},
 		{"job details", "/jobs/2", 200,
 			[]string{"Job 2", `id="proc-2.1"`, "4242", "12 MiB", "4 GiB", "1.5 s", "ducc logs 2 --process 2.1",
@@ -34,7 +34,7 @@ func TestPages(t *testing.T) {
 		{"machines", "/machines", 200,
 			[]string{`id="node-n1"`, `id="node-n2"`, "32 GiB", "16 GiB", "5 GiB", "4 / 16", "0.25", "1s ago", "5m00s ago", "Down"}, nil},
 		{"cluster", "/cluster", 200, []string{"Leader", `id="head">n1`, "12D3KooWHead", "(head)", "1 of 2", "2 / 57", "v1.2.3", "n1 · v-test"}, nil},
-		{"services", "/services", 200, []string{`id="svc-7"`, "HTTP:localhost:8080/", "Available", "reference", "7.1", `data-api="/api/v1/services"`}, nil},
+		{"services", "/services", 200, []string{`id="svc-7"`, "HTTP:localhost:8080/", "Available", "reference", "7.1", `data-api="/api/v1/services"`}, []string{"s3cret"}},
 		{"reservations", "/reservations", 200, []string{"No reservations", "ducc reserve --memory"}, nil},
 		{"classes", "/classes", 200, []string{`id="class-normal"`, "FAIR_SHARE", "(default)", "8 GiB", "6 GiB", `id="class-reserve"`, `data-api="/api/v1/classes"`}, nil},
 	}

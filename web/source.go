@@ -33,15 +33,33 @@ func (f fetcher) call(ctx context.Context, method string, req, resp any) error {
 	return nil
 }
 
+// The dashboard cannot tell who is looking, so it shows nothing private
+// even if the head sent it (the head sends nothing private to a caller
+// without a user name): no arguments of work, no environment or arguments
+// of services. jobs, show and services redact what they return.
+
 func (f fetcher) jobs(ctx context.Context, r wire.ListRequest) (wire.WorkList, error) {
 	var out wire.WorkList
 	err := f.call(ctx, wire.MethodJobs, r, &out)
+	for i := range out.Work {
+		out.Work[i].Redact()
+	}
 	return out, err
 }
 
 func (f fetcher) show(ctx context.Context, id uint64) (wire.WorkInfo, error) {
 	var out wire.WorkInfo
 	err := f.call(ctx, wire.MethodShow, wire.IDRequest{ID: id}, &out)
+	out.Redact()
+	return out, err
+}
+
+func (f fetcher) services(ctx context.Context, r wire.ServiceQueryRequest) (wire.ServiceList, error) {
+	var out wire.ServiceList
+	err := f.call(ctx, wire.MethodServiceQuery, r, &out)
+	for i := range out.Services {
+		out.Services[i].Redact()
+	}
 	return out, err
 }
 

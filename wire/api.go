@@ -1,6 +1,10 @@
 package wire
 
-import "github.com/fxamacker/cbor/v2"
+import (
+	"slices"
+
+	"github.com/fxamacker/cbor/v2"
+)
 
 // RPC method names. The same names are used on the local API socket
 // (POST /v1/<method>) and on ProtoRPC streams.
@@ -20,7 +24,10 @@ const (
 )
 
 // Caller identifies who asked, as the local agent learned it from the
-// kernel (SO_PEERCRED) and, for root, from --as.
+// kernel (SO_PEERCRED) and, for root, from --as. A Caller without a User
+// is not a person: an agent's own calls and the dashboard, which cannot
+// tell who is looking; the head shows it nothing private
+// (docs/decisions.md).
 type Caller struct {
 	UID    uint32   `cbor:"1,keyasint" json:"uid"`
 	GID    uint32   `cbor:"2,keyasint" json:"gid"`
@@ -59,6 +66,9 @@ type RunRequest struct {
 	LogDir      string   `cbor:"7,keyasint,omitempty" json:"log_dir,omitempty"`
 	Description string   `cbor:"8,keyasint,omitempty" json:"description,omitempty"`
 	MachineList []string `cbor:"9,keyasint,omitempty" json:"machine_list,omitempty"`
+	// Umask is the process's umask, four octal digits ("0077"); the CLI
+	// sends the caller's. "" means 0022.
+	Umask string `cbor:"10,keyasint,omitempty" json:"umask,omitempty"`
 }
 
 // SubmitReply answers a submission.
@@ -131,6 +141,33 @@ type WorkInfo struct {
 	Completion  string     `cbor:"16,keyasint,omitempty" json:"completion,omitempty"`
 	Ended       bool       `cbor:"17,keyasint,omitempty" json:"ended"`
 	Job         *JobStats  `cbor:"18,keyasint,omitempty" json:"job,omitempty"`
+	// Redacted names what the head left out because the caller is neither
+	// the owner nor an administrator (RedactedArgs).
+	Redacted []string `cbor:"19,keyasint,omitempty" json:"redacted,omitempty"`
+}
+
+// What a reply may leave out for callers other than the owner and the
+// administrators (WorkInfo.Redacted, ServiceInfo.Redacted).
+const (
+	RedactedArgs = "arguments"   // the command's arguments (the executable stays)
+	RedactedEnv  = "environment" // a service's environment
+)
+
+// Redact removes what only the work's owner and the administrators may
+// see: the command's arguments (the executable stays). Redacted says what
+// was removed.
+func (w *WorkInfo) Redact() {
+	if len(w.Command) > 1 {
+		w.Command = w.Command[:1:1]
+		w.Redacted = appendOnce(w.Redacted, RedactedArgs)
+	}
+}
+
+func appendOnce(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
 }
 
 // WorkList is a list of work.

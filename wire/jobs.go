@@ -39,6 +39,9 @@ type JobSpec struct {
 	LogDirectory      string   `cbor:"17,keyasint,omitempty" json:"log_directory,omitempty"`
 	Environment       []string `cbor:"18,keyasint,omitempty" json:"environment,omitempty"`
 	MachineList       []string `cbor:"19,keyasint,omitempty" json:"machine_list,omitempty"`
+	// Umask of the job processes, four octal digits ("0077"); the CLI
+	// sends the caller's. "" means 0022.
+	Umask string `cbor:"20,keyasint,omitempty" json:"umask,omitempty"`
 }
 
 // SubmitJobRequest submits a job with its first chunk of items. With More

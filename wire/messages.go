@@ -109,6 +109,8 @@ type ProcSpec struct {
 	// feeds items with.
 	Protocol  string `cbor:"17,keyasint,omitempty" json:"protocol,omitempty"`
 	Pipelines int    `cbor:"18,keyasint,omitempty" json:"pipelines,omitempty"`
+	// Umask of the process, four octal digits ("0077"); "" means 0022.
+	Umask string `cbor:"19,keyasint,omitempty" json:"umask,omitempty"`
 }
 
 // DesiredState is the full set of processes the head wants on one node.

@@ -51,6 +51,9 @@ type ServiceSpec struct {
 	LogDirectory      string   `cbor:"20,keyasint,omitempty" json:"log_directory,omitempty"`
 	Administrators    []string `cbor:"21,keyasint,omitempty" json:"administrators,omitempty"`
 	MaxInstances      int      `cbor:"22,keyasint,omitempty" json:"max_instances,omitempty"`
+	// Umask of the instances, four octal digits ("0077");
+	// the CLI sends the caller's. "" means 0022.
+	Umask string `cbor:"23,keyasint,omitempty" json:"umask,omitempty"`
 }
 
 // ServiceRegisterRequest registers a service.
@@ -120,6 +123,25 @@ type ServiceInfo struct {
 	RegisteredAt int64             `cbor:"22,keyasint" json:"registered_at"`
 	Started      bool              `cbor:"23,keyasint,omitempty" json:"started,omitempty"` // started manually or by references
 	ByReferences bool              `cbor:"24,keyasint,omitempty" json:"by_references,omitempty"`
+	// Redacted names the parts of Spec left out because the caller is not
+	// the owner, an administrator of the service or of the cluster
+	// (RedactedEnv, RedactedArgs).
+	Redacted []string `cbor:"25,keyasint,omitempty" json:"redacted,omitempty"`
+}
+
+// Redact removes what only the service's owner and administrators may
+// see: the environment and the arguments of the instances and of the
+// pinger. Redacted says what was removed.
+func (s *ServiceInfo) Redact() {
+	sp := &s.Spec
+	if len(sp.Environment) > 0 {
+		sp.Environment = nil
+		s.Redacted = appendOnce(s.Redacted, RedactedEnv)
+	}
+	if len(sp.Args) > 0 || len(sp.PingArgs) > 0 {
+		sp.Args, sp.PingArgs = nil, nil
+		s.Redacted = appendOnce(s.Redacted, RedactedArgs)
+	}
 }
 
 // ServiceList lists services by id.

@@ -38,6 +38,9 @@ the id and return at once; 'ducc wait ID' gives the exit code later.`,
 			}
 			req := run.Req
 			req.Path, req.Args, req.Env, req.Dir = args[0], args[1:], os.Environ(), wd
+			if req.Umask == "" {
+				req.Umask = callerUmask()
+			}
 			if err := spec.ValidateRun(req); err != nil {
 				return usageErr("%v", err)
 			}

@@ -81,6 +81,9 @@ func newSvcRegisterCmd(g *globals) *cobra.Command {
 			if sp.WorkingDirectory == "" {
 				sp.WorkingDirectory = cwd
 			}
+			if sp.Umask == "" {
+				sp.Umask = callerUmask()
+			}
 			var rep wire.SubmitReply
 			if err := newClient(g).call(cmd.Context(), wire.MethodServiceRegister, wire.ServiceRegisterRequest{Spec: sp}, &rep); err != nil {
 				return err
@@ -195,6 +198,10 @@ func printService(w io.Writer, s wire.ServiceInfo) error {
 	if s.Spec.Executable != "" {
 		fmt.Fprintf(w, "  command:    %s\n", strings.Join(append([]string{s.Spec.Executable}, s.Spec.Args...), " "))
 		fmt.Fprintf(w, "  memory:     %s (class %s)\n", units.FormatSize(s.Memory), s.Class)
+	}
+	if len(s.Redacted) > 0 {
+		fmt.Fprintf(w, "  hidden:     %s (only %s, the service's administrators, root and cluster administrators see them)\n",
+			strings.Join(s.Redacted, ", "), s.User)
 	}
 	fmt.Fprintf(w, "  pinger:     alive %v, healthy %v", s.Alive, s.Healthy)
 	if s.PingInfo != "" {

@@ -134,6 +134,9 @@ func loadSubmission(cmd *cobra.Command, file string, command []string) (*spec.Jo
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
+	if jr.Spec.Umask == "" {
+		jr.Spec.Umask = callerUmask()
+	}
 	return jr, nil
 }
 

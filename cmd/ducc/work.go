@@ -219,7 +219,11 @@ func printWork(w io.Writer, x wire.WorkInfo) {
 		fmt.Fprintf(tw, "Reason:\t%s\n", x.Reason)
 	}
 	fmt.Fprintf(tw, "Memory:\t%s\n", units.FormatSize(x.Memory))
-	fmt.Fprintf(tw, "Command:\t%s\n", strings.Join(x.Command, " "))
+	if len(x.Redacted) > 0 {
+		fmt.Fprintf(tw, "Command:\t%s (%s hidden: only %s, root and administrators see them)\n", strings.Join(x.Command, " "), strings.Join(x.Redacted, ", "), x.User)
+	} else {
+		fmt.Fprintf(tw, "Command:\t%s\n", strings.Join(x.Command, " "))
+	}
 	if x.Description != "" {
 		fmt.Fprintf(tw, "Description:\t%s\n", x.Description)
 	}

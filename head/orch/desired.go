@@ -91,7 +91,7 @@ func procSpec(w *state.Work, p *state.Proc, grace time.Duration) wire.ProcSpec {
 	ps := wire.ProcSpec{
 		ID: p.ID, WorkID: w.ID, Kind: w.Kind.Proc(),
 		User: w.User, UID: w.UID, GID: w.GID, Groups: w.Groups,
-		Path: w.Path, Args: w.Args, Env: w.Env, Dir: w.Dir,
+		Path: w.Path, Args: w.Args, Env: w.Env, Dir: w.Dir, Umask: w.Umask,
 		LogDir:      filepath.Join(logDir, strconv.FormatUint(w.ID, 10)),
 		MemoryLimit: p.MemoryLimit,
 		Stop:        p.Stop, StopReason: p.StopReason,

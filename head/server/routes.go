@@ -21,11 +21,11 @@ func Dispatch(ctx context.Context, h *head.Head, method string, c wire.Caller, r
 	case wire.MethodCancel:
 		return h.Cancel(ctx, c, *req.(*wire.CancelRequest))
 	case wire.MethodShow:
-		return h.Show(req.(*wire.IDRequest).ID)
+		return h.Show(c, req.(*wire.IDRequest).ID)
 	case wire.MethodWait:
-		return h.Wait(ctx, *req.(*wire.WaitRequest))
+		return h.Wait(ctx, c, *req.(*wire.WaitRequest))
 	case wire.MethodJobs:
-		return h.List(*req.(*wire.ListRequest)), nil
+		return h.List(c, *req.(*wire.ListRequest)), nil
 	case wire.MethodNodes:
 		return h.Nodes(), nil
 	case wire.MethodStatus:
@@ -35,7 +35,7 @@ func Dispatch(ctx context.Context, h *head.Head, method string, c wire.Caller, r
 	case wire.MethodItems:
 		return h.AddItems(ctx, c, *req.(*wire.ItemsRequest))
 	case wire.MethodResults:
-		return h.Results(*req.(*wire.ResultsRequest))
+		return h.Results(c, *req.(*wire.ResultsRequest))
 	case wire.MethodExchange:
 		return h.Exchange(ctx, *req.(*wire.ExchangeRequest))
 	case wire.MethodClasses:
@@ -51,7 +51,7 @@ func Dispatch(ctx context.Context, h *head.Head, method string, c wire.Caller, r
 	case wire.MethodServiceControl:
 		return h.ControlService(ctx, c, *req.(*wire.ServiceControlRequest))
 	case wire.MethodServiceQuery:
-		return h.QueryServices(*req.(*wire.ServiceQueryRequest))
+		return h.QueryServices(c, *req.(*wire.ServiceQueryRequest))
 	case wire.MethodReport:
 		return h.Report(ctx, *req.(*wire.Report))
 	case wire.MethodLogAccess:

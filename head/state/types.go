@@ -72,6 +72,9 @@ type Work struct {
 	Service *Service `cbor:"29,keyasint,omitempty"`
 	// Deps are the service endpoints the work needs (service_dependency).
 	Deps []string `cbor:"30,keyasint,omitempty"`
+	// Umask of the work's processes, four octal digits ("0077"), as the
+	// submitter's CLI sent it; "" means 0022.
+	Umask string `cbor:"31,keyasint,omitempty"`
 }
 
 // Ended reports whether the work has completed.
