@@ -65,6 +65,7 @@ func TestPingCustom(t *testing.T) {
 			}
 			m := New(cfg)
 			st := wire.PingState{Service: 7, Endpoint: "CUSTOM:db", Instances: []int{0}, Active: []int{0}}
+			before := time.Now()
 			got, err := m.ping(context.Background(), customPinger(), st, "n2")
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
@@ -82,7 +83,9 @@ func TestPingCustom(t *testing.T) {
 			if c.node != "n2" || c.req.State.Service != 7 || !slices.Equal(c.req.State.Active, []int{0}) {
 				t.Errorf("asked node %q with %+v", c.node, c.req)
 			}
-			if d, ok := c.ctx.Deadline(); !ok || time.Until(d) < 3*time.Second {
+			// The deadline is set after before: at least the timeout plus
+			// pingSlack past it (an order of instants, not a measured time).
+			if d, ok := c.ctx.Deadline(); !ok || d.Before(before.Add(customPinger().Timeout+pingSlack)) {
 				t.Errorf("the agent's call has no deadline beyond the pinger's timeout: %v %v", d, ok)
 			}
 		})
