@@ -381,6 +381,7 @@ func readWorker(ctx context.Context, log *slog.Logger, out *os.File, openLog fun
 				o := wire.ItemOutcome{Index: idx, OK: wl.OK && wl.Error == nil}
 				if o.OK {
 					o.Result = string(wl.Result)
+					o.LimitResult()
 				} else if wl.Error != nil {
 					o.Error = *wl.Error
 				} else {
