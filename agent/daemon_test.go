@@ -370,3 +370,65 @@ func TestDevAgent(t *testing.T) {
 		t.Errorf("web url %q %v", b, err)
 	}
 }
+
+// TestAgentStopsAWorkerThatPrintsAnOverlongLine: a stream worker that
+// prints a line over 4 MiB has the item it holds failed with a reason the
+// user sees, and its process stopped; the items the agent had buffered
+// are not handed to it. A result over 64 KiB is an item error.
+func TestAgentStopsAWorkerThatPrintsAnOverlongLine(t *testing.T) {
+	psk := wiretest.Key(t)
+	fh := newFakeHead(t, psk, "fake-head", 1)
+	items := []wire.WorkItem{{Index: 0, Item: "big"}, {Index: 1, Item: "small"}, {Index: 2, Item: "huge"}, {Index: 3, Item: "never"}}
+	var outcomes []wire.ItemOutcome
+	handed := false
+	fh.handle(wire.MethodExchange, func(_ context.Context, req *wire.Request) (any, error) {
+		var r wire.ExchangeRequest
+		if err := req.DecodeBody(&r); err != nil {
+			return nil, err
+		}
+		fh.record(func() { outcomes = append(outcomes, r.Outcomes...) })
+		if !handed && r.Want > 0 {
+			handed = true
+			return wire.ExchangeReply{Items: items}, nil
+		}
+		return wire.ExchangeReply{}, nil
+	})
+	a := startAgent(t, workerConfig(t, psk, fh))
+	self := a.peerID(t)
+	const worker = `echo '{"ready": true}'
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed 's/.*"id":"\([^"]*\)".*/\1/')
+  case "$line" in
+  *'"item":"big"'*) printf '{"id": "%s", "ok": true, "result": "' "$id"; head -c 70000 /dev/zero | tr '\0' x; printf '"}\n' ;;
+  *'"item":"huge"'*) head -c 5000000 /dev/zero | tr '\0' x; echo ;;
+  *) printf '{"id": "%s", "ok": true, "result": 1}\n' "$id" ;;
+  esac
+done`
+	fh.push(t, self, wire.DesiredState{Node: "n1", Version: 1, Procs: []wire.ProcSpec{{
+		ID: "2.1", WorkID: 2, Kind: "JP", User: currentUser(t), UID: uint32(os.Getuid()), GID: uint32(os.Getgid()),
+		Path: "/bin/sh", Args: []string{"-c", worker}, LogDir: logDir(t), MemoryLimit: 256 << 20,
+		Protocol: wire.ProtocolStream, Pipelines: 1, GraceMS: 100,
+	}}})
+	fh.waitFor("the end of the worker", func() bool {
+		r, ok := fh.lastReport("2.1")
+		return ok && r.Ended()
+	})
+	fh.mu.Lock()
+	defer fh.mu.Unlock()
+	got := map[int]wire.ItemOutcome{}
+	for _, o := range outcomes {
+		got[o.Index] = o
+	}
+	if o := got[0]; o.OK || o.Error != "result of 70002 bytes exceeds 64 KiB" {
+		t.Errorf("item 0 (a 70 KB result): ok %v, error %q, result of %d bytes", o.OK, o.Error, len(o.Result))
+	}
+	if o := got[1]; !o.OK || o.Result != "1" {
+		t.Errorf("item 1: %+v", o)
+	}
+	if o := got[2]; o.OK || !strings.Contains(o.Error, "a line of more than 4 MiB") {
+		t.Errorf("item 2 (a 5 MB line): %+v", o)
+	}
+	if o, ok := got[3]; ok {
+		t.Errorf("item 3 was handed to the stopped worker: %+v", o)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -29,6 +30,10 @@ const (
 	maxLine      = 4 << 20 // one protocol line
 	maxPrefetch  = 1024
 	longPollWait = time.Second
+
+	// overlongError fails the items of a worker that printed a line longer
+	// than maxLine; its process is stopped.
+	overlongError = "the worker printed a line of more than 4 MiB (results are limited to 64 KiB); its process was stopped"
 )
 
 // workerLine is one line a worker prints.
@@ -41,8 +46,9 @@ type workerLine struct {
 }
 
 type feedEvent struct {
-	ready   bool
-	outcome *wire.ItemOutcome
+	ready    bool
+	outcome  *wire.ItemOutcome
+	overlong bool // the worker printed a line longer than maxLine; no more events follow
 }
 
 type exchangeResult struct {
@@ -113,6 +119,7 @@ type feeder struct {
 	release   bool // the driver needs this process no more
 	starved   bool // the driver had nothing in its last reply
 	calling   bool // an exchange is under way
+	broken    bool // the worker printed an over-long line: fail what it holds, then stop it
 	initMS    int64
 
 	buffer      []wire.WorkItem
@@ -144,9 +151,15 @@ func newFeeder(ctx context.Context, a *Agent, log *slog.Logger, spec wire.ProcSp
 	return f
 }
 
-// run feeds until the context ends or the worker's stdout closes.
+// run feeds until the context ends or the worker's stdout closes. After an
+// over-long line it delivers the failures of the items the worker held and
+// then stops the process.
 func (f *feeder) run(events <-chan feedEvent) {
 	for {
+		if f.broken && !f.calling && len(f.outcomes) == 0 {
+			f.a.stop(f.ctx, f.spec.ID, time.Duration(f.spec.GraceMS)*time.Millisecond, "the worker printed a line of more than 4 MiB")
+			return
+		}
 		if req, ok := f.nextExchange(); ok {
 			f.call(req)
 		}
@@ -157,6 +170,10 @@ func (f *feeder) run(events <-chan feedEvent) {
 			f.retry = nil
 		case ev, ok := <-events:
 			if !ok {
+				if f.broken {
+					events = nil // deliver the failures first
+					continue
+				}
 				return // the worker's stdout is gone: the process is ending
 			}
 			f.take(ev, events)
@@ -177,7 +194,7 @@ func (f *feeder) nextExchange() (wire.ExchangeRequest, bool) {
 		return wire.ExchangeRequest{}, false
 	}
 	held := len(f.buffer) + len(f.outstanding)
-	need := !f.release && held < f.target
+	need := !f.release && !f.broken && held < f.target
 	if f.readySent && len(f.outcomes) == 0 && (!need || (f.starved && len(f.outstanding) > 0)) {
 		return wire.ExchangeRequest{}, false
 	}
@@ -229,6 +246,16 @@ func (f *feeder) take(ev feedEvent, events <-chan feedEvent) {
 			}
 			f.outcomes = append(f.outcomes, o)
 			f.jr.answer(o)
+		case ev.overlong && !f.broken:
+			f.broken = true
+			f.log.Error("the worker printed a line of more than 4 MiB: failing the items it holds and stopping it",
+				"items", len(f.outstanding), "limit", maxLine)
+			for i, t := range f.outstanding {
+				o := wire.ItemOutcome{Index: i, Error: overlongError, Millis: time.Since(t).Milliseconds()}
+				f.outcomes = append(f.outcomes, o)
+				f.jr.answer(o)
+			}
+			clear(f.outstanding)
 		}
 		select {
 		case ev, more = <-events:
@@ -282,6 +309,9 @@ func (f *feeder) answered(r exchangeResult) bool {
 // write hands buffered items to the worker up to its pipeline count and
 // reports whether it wrote any (journaled first).
 func (f *feeder) write() bool {
+	if f.broken {
+		return false // the buffered items go back to the queue when the process is gone
+	}
 	var b bytes.Buffer
 	f.given = f.given[:0]
 	for len(f.buffer) > 0 && len(f.outstanding) < f.pipelines {
@@ -327,7 +357,8 @@ func (f *feeder) snapshot() feedState {
 // the process's log, opened (by openLog, on the first such line) as the
 // process's user and never through a symlink: the user owns the log and
 // may have replaced it (proc.Manager.AppendLog). A log that cannot be
-// opened is said once in the agent's log, and those lines are dropped.
+// opened is said once in the agent's log, and those lines are dropped. A
+// line longer than maxLine ends the reading with an overlong event.
 func readWorker(ctx context.Context, log *slog.Logger, out *os.File, openLog func() (*os.File, error), events chan<- feedEvent) {
 	defer close(events)
 	var logf *os.File
@@ -350,6 +381,7 @@ func readWorker(ctx context.Context, log *slog.Logger, out *os.File, openLog fun
 				o := wire.ItemOutcome{Index: idx, OK: wl.OK && wl.Error == nil}
 				if o.OK {
 					o.Result = string(wl.Result)
+					o.LimitResult()
 				} else if wl.Error != nil {
 					o.Error = *wl.Error
 				} else {
@@ -377,6 +409,12 @@ func readWorker(ctx context.Context, log *slog.Logger, out *os.File, openLog fun
 				logf.Close()
 				logf = nil
 			}
+		}
+	}
+	if errors.Is(sc.Err(), bufio.ErrTooLong) {
+		select {
+		case events <- feedEvent{overlong: true}:
+		case <-ctx.Done():
 		}
 	}
 }

@@ -74,3 +74,34 @@ func TestReadWorkerLog(t *testing.T) {
 		})
 	}
 }
+
+// TestReadWorkerOverlong: a line longer than maxLine ends the reading with
+// an overlong event after the events before it.
+func TestReadWorkerOverlong(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer w.Close()
+		w.WriteString("{\"ready\": true}\n{\"id\": \"0\", \"ok\": true, \"result\": 1}\n")
+		w.WriteString(strings.Repeat("x", maxLine+1) + "\n{\"id\": \"1\", \"ok\": true}\n")
+	}()
+	events := make(chan feedEvent, 16)
+	readWorker(context.Background(), slog.New(slog.DiscardHandler), r, func() (*os.File, error) { return nil, errors.New("no log") }, events)
+	r.Close()
+	var got []string
+	for ev := range events {
+		switch {
+		case ev.ready:
+			got = append(got, "ready")
+		case ev.outcome != nil:
+			got = append(got, "outcome")
+		case ev.overlong:
+			got = append(got, "overlong")
+		}
+	}
+	if strings.Join(got, " ") != "ready outcome overlong" {
+		t.Errorf("events %v, want ready, one outcome, overlong", got)
+	}
+}

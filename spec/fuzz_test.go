@@ -88,7 +88,10 @@ func FuzzParseJobYAML(f *testing.F) {
 // FuzzParseServiceYAML: the same for service registrations, and a merge
 // of everything given is the registration itself.
 func FuzzParseServiceYAML(f *testing.F) {
-	seedFiles(f, "../examples/services/*.yaml", "service_request_endpoint: CUSTOM:x\nservice_ping_executable: p\n")
+	seedFiles(f, "../examples/services/*.yaml", "service_request_endpoint: CUSTOM:x\nservice_ping_executable: p\n",
+		"service_request_endpoint: TCP:127.0.0.1:99999\n", "service_request_endpoint: TCP:127.0.0.1:-1\n",
+		"service_request_endpoint: \"HTTP:http://[::1\"\n", "service_request_endpoint: HTTP:https://[::1]:8443/h\n",
+		"service_request_endpoint: CUSTOM:"+strings.Repeat("x", 100<<10)+"\nservice_ping_executable: p\n")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		raw, err := ParseYAML(data, "s.yaml", "/base", KindService)
 		if err != nil {
@@ -132,6 +135,32 @@ func FuzzShellWords(f *testing.F) {
 		back, err := SplitShell(quote(words))
 		if err != nil || !slices.Equal(back, words) {
 			t.Fatalf("SplitShell(%q) = %q; quoted %q reads back as %q, %v", s, words, quote(words), back, err)
+		}
+	})
+}
+
+// FuzzParseEndpoint: any endpoint is accepted or refused without a panic,
+// and an accepted one is short and parses again to the same kind and target.
+func FuzzParseEndpoint(f *testing.F) {
+	for _, s := range []string{"TCP:db:5432", "TCP:127.0.0.1:99999", "TCP:127.0.0.1:-1", "TCP:[::1]:1", "HTTP:http://[::1",
+		"HTTP:localhost:8080/", "HTTP:https://h:0/", "CUSTOM:x", "x", strings.Repeat("TCP:", 300)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, ep string) {
+		kind, target, err := ParseEndpoint(ep)
+		if err != nil {
+			return
+		}
+		if len(ep) > MaxEndpointSize {
+			t.Fatalf("accepted an endpoint of %d bytes", len(ep))
+		}
+		again := kind + ":" + target
+		if len(again) > MaxEndpointSize { // http:// added to a long one
+			return
+		}
+		k2, t2, err := ParseEndpoint(again)
+		if err != nil || k2 != kind || t2 != target {
+			t.Fatalf("%q parsed to %s:%s, which parses to %s:%s, %v", ep, kind, target, k2, t2, err)
 		}
 	})
 }

@@ -1,5 +1,7 @@
 package wire
 
+import "strconv"
+
 // Job methods (docs/jobs.md).
 const (
 	MethodSubmit   = "submit"      // SubmitJobRequest → SubmitReply
@@ -119,6 +121,18 @@ type ItemOutcome struct {
 	Result string `cbor:"3,keyasint,omitempty" json:"result,omitempty"`
 	Error  string `cbor:"4,keyasint,omitempty" json:"error,omitempty"`
 	Millis int64  `cbor:"5,keyasint,omitempty" json:"millis,omitempty"`
+}
+
+// LimitResult makes an ok outcome whose result is longer than
+// MaxResultSize an item error that says so, and reports whether it did. A
+// result is a JSON value: cutting it would make it invalid.
+func (o *ItemOutcome) LimitResult() bool {
+	if !o.OK || len(o.Result) <= MaxResultSize {
+		return false
+	}
+	o.OK, o.Error = false, "result of "+strconv.Itoa(len(o.Result))+" bytes exceeds 64 KiB"
+	o.Result = ""
+	return true
 }
 
 // ExchangeRequest is an agent's call to a job driver for one job process:

@@ -151,6 +151,9 @@ func (d *Driver) exchangeOnce(ctx context.Context, j *job, req *wire.ExchangeReq
 	}
 
 	if first {
+		for i := range req.Outcomes {
+			req.Outcomes[i].LimitResult() // from an agent that did not
+		}
 		var cmds []state.Command
 		if req.Ready && p.ReadyAt == 0 && !p.Ended() {
 			cmds = append(cmds, state.Command{Type: state.CmdReady, Time: now.UnixMilli(), WorkID: w.ID, ProcID: p.ID, Count: req.InitMS})

@@ -3,6 +3,7 @@ package jd
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,6 +102,25 @@ func TestRetryGoesFirstAndDeadProcessRequeues(t *testing.T) {
 	f.View(func(v *state.View) {
 		if j := v.Work(1).Job; j.Preempted != 2 || j.Retried != 1 {
 			t.Errorf("stats %+v", j.Stats())
+		}
+	})
+}
+
+// TestOversizedResultIsAnItemError: a result over 64 KiB from an agent
+// that did not check it is recorded as an item error, not cut.
+func TestOversizedResultIsAnItemError(t *testing.T) {
+	f, app, c := setup(t, 2, wire.JobSpec{})
+	d := New(f, app, c.now, slog.Default())
+	ex(t, d, "1.1", 2, nil)
+	ex(t, d, "1.1", 0, nil, wire.ItemOutcome{Index: 0, OK: true, Result: `"` + strings.Repeat("x", wire.MaxResultSize-1) + `"`},
+		wire.ItemOutcome{Index: 1, OK: true, Result: `"` + strings.Repeat("x", wire.MaxResultSize-2) + `"`})
+	f.View(func(v *state.View) {
+		items := v.Work(1).Job.Items
+		if it := items[0]; it.State != state.ItemFailed || it.Result != "" || it.Error != "result of 65537 bytes exceeds 64 KiB" {
+			t.Errorf("item 0 (65537 bytes): state %d, error %q, result of %d bytes", it.State, it.Error, len(it.Result))
+		}
+		if it := items[1]; it.State != state.ItemDone || len(it.Result) != wire.MaxResultSize {
+			t.Errorf("item 1 (64 KiB): state %d, error %q, result of %d bytes", it.State, it.Error, len(it.Result))
 		}
 	})
 }
