@@ -154,7 +154,7 @@ func (j *joiner) dial(ctx context.Context, t *joinTarget) error {
 	}
 	err := j.a.host.Connect(ctx, peer.AddrInfo{ID: t.id, Addrs: []multiaddr.Multiaddr{t.addr}})
 	if err != nil {
-		return fmt.Errorf("join %s: %w", t.addr, wire.ExplainDialError(err))
+		return fmt.Errorf("join %s: %w", t.addr, wire.ExplainJoinError(ctx, t.addr, err))
 	}
 	j.a.host.Peerstore().AddAddr(t.id, t.addr, peerstore.PermanentAddrTTL)
 	return nil
@@ -175,5 +175,5 @@ func (j *joiner) learnID(ctx context.Context, addr multiaddr.Multiaddr) (peer.ID
 	if err == nil {
 		return "", fmt.Errorf("join %s: the probe dial unexpectedly succeeded", addr)
 	}
-	return "", fmt.Errorf("join %s: %w", addr, wire.ExplainDialError(err))
+	return "", fmt.Errorf("join %s: %w", addr, wire.ExplainJoinError(ctx, addr, err))
 }

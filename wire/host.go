@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -20,7 +22,9 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	"github.com/libp2p/go-libp2p/x/rate"
 	"github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 )
 
 // Connection-manager watermarks: a head keeps a connection to every agent of
@@ -156,10 +160,36 @@ func newResourceManager() (network.ResourceManager, error) {
 	}
 	limits := partial.Build(base)
 	return rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits),
+		rcmgr.WithConnRateLimiters(newConnRateLimiter()),
 		rcmgr.WithLimitPerSubnet(
 			[]rcmgr.ConnLimitPerSubnet{{PrefixLength: 32, ConnCount: 256}},
 			[]rcmgr.ConnLimitPerSubnet{{PrefixLength: 56, ConnCount: 256}, {PrefixLength: 48, ConnCount: 4096}},
 		))
+}
+
+// newConnRateLimiter bounds how fast one address may open connections
+// (before the private network's handshake, so an outsider cannot make a
+// host spend CPU on handshakes at will). libp2p's default, made for public
+// networks, lets an address open 0.2 connections a second after a burst of
+// 16: an agent that lost its connections and redials its join peers (each
+// join probe is a connection of its own), Raft's dials and the RPC dials
+// to a new head used it up, and the node then stayed cut off for minutes
+// (seen in the namespace harness after the head was killed). Members of
+// a cluster reconnect in bursts by design, so the bound is far above that.
+func newConnRateLimiter() *rate.Limiter {
+	perAddr := rate.Limit{RPS: 20, Burst: 400}
+	return &rate.Limiter{
+		// Loopback is never limited (dev clusters, ducc sim).
+		NetworkPrefixLimits: []rate.PrefixLimit{
+			{Prefix: netip.MustParsePrefix("127.0.0.0/8")},
+			{Prefix: netip.MustParsePrefix("::1/128")},
+		},
+		SubnetRateLimiter: rate.SubnetLimiter{
+			IPv4SubnetLimits: []rate.SubnetLimit{{PrefixLength: 32, Limit: perAddr}},
+			IPv6SubnetLimits: []rate.SubnetLimit{{PrefixLength: 56, Limit: perAddr}},
+			GracePeriod:      time.Minute,
+		},
+	}
 }
 
 // ErrClusterKeyMismatch is wrapped by ExplainDialError when a failure
@@ -185,6 +215,33 @@ func ExplainDialError(err error) error {
 		return &keyMismatchError{cause: err}
 	}
 	return err
+}
+
+// ExplainJoinError is ExplainDialError for a dial to a known address. A
+// wrong cluster key often makes the dial hang until its deadline rather
+// than fail: the private network's cipher turns the first bytes into
+// garbage that the other side waits on. When the dial timed out but a
+// plain TCP connection to addr succeeds at once, the host is there and
+// the handshake is what fails, so the error says the key may be wrong.
+func ExplainJoinError(ctx context.Context, addr multiaddr.Multiaddr, err error) error {
+	err = ExplainDialError(err)
+	if err == nil || errors.Is(err, ErrClusterKeyMismatch) ||
+		!(errors.Is(err, context.DeadlineExceeded) || strings.Contains(strings.ToLower(err.Error()), "deadline exceeded")) {
+		return err
+	}
+	na, nerr := manet.ToNetAddr(addr)
+	if nerr != nil || na.Network() != "tcp" && na.Network() != "tcp4" && na.Network() != "tcp6" {
+		return err
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	var d net.Dialer
+	c, derr := d.DialContext(pctx, na.Network(), na.String())
+	if derr != nil {
+		return err
+	}
+	c.Close()
+	return &keyMismatchError{cause: fmt.Errorf("%s accepts TCP connections but the secure handshake did not finish: %w", addr, err)}
 }
 
 func looksLikeKeyMismatch(err error) bool {
