@@ -29,7 +29,7 @@ type fsJob struct {
 type fsUser struct {
 	name  string
 	alloc int
-	jobs  jobHeap
+	jobs  minHeap[fsJob]
 }
 
 type fsUserEntry struct {
@@ -44,7 +44,7 @@ type fsClass struct {
 	guaranteed int // shares
 	max        int // shares; 0 = none
 	alloc      int
-	users      userHeap
+	users      minHeap[fsUserEntry]
 	nusers     int
 }
 
@@ -88,7 +88,7 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 	for _, c := range ch {
 		us := byClass[c]
 		slices.SortFunc(us, func(a, b *fsUser) int { return strings.Compare(a.name, b.name) })
-		c.users = make(userHeap, len(us))
+		c.users = make(minHeap[fsUserEntry], len(us))
 		for i, u := range us {
 			c.users[i] = fsUserEntry{rank: i, u: u}
 			u.jobs.init()
@@ -140,30 +140,26 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 	return capacity - left
 }
 
-// jobHeap orders a user's jobs by shares handed out, then age. Only the
-// root's key grows, so down(0) restores the order after a hand-out.
-type jobHeap []fsJob
+// minHeap is a binary min-heap of small values ordered by their before
+// method: the fair-share passes keep one of jobs per user and one of users
+// per class. Only the root's key grows, so down(0) restores the order
+// after a hand-out. A type parameter instead of container/heap's interface keeps
+// the comparisons direct calls on the cycle's hottest loop.
+type minHeap[T interface{ before(T) bool }] []T
 
-func (h jobHeap) less(i, j int) bool {
-	if h[i].alloc != h[j].alloc {
-		return h[i].alloc < h[j].alloc
-	}
-	return h[i].w.rank < h[j].w.rank
-}
-
-func (h jobHeap) init() {
+func (h minHeap[T]) init() {
 	for i := len(h)/2 - 1; i >= 0; i-- {
 		h.down(i)
 	}
 }
 
-func (h jobHeap) down(i int) {
+func (h minHeap[T]) down(i int) {
 	for {
 		l, m := 2*i+1, i
-		if l < len(h) && h.less(l, m) {
+		if l < len(h) && h[l].before(h[m]) {
 			m = l
 		}
-		if r := l + 1; r < len(h) && h.less(r, m) {
+		if r := l + 1; r < len(h) && h[r].before(h[m]) {
 			m = r
 		}
 		if m == i {
@@ -174,7 +170,7 @@ func (h jobHeap) down(i int) {
 	}
 }
 
-func (h *jobHeap) pop() {
+func (h *minHeap[T]) pop() {
 	a := *h
 	last := len(a) - 1
 	a[0] = a[last]
@@ -182,45 +178,24 @@ func (h *jobHeap) pop() {
 	h.down(0)
 }
 
-// userHeap orders a class's users by shares handed out, then name.
-type userHeap []fsUserEntry
-
-func (h userHeap) less(i, j int) bool {
-	if h[i].alloc != h[j].alloc {
-		return h[i].alloc < h[j].alloc
+// before orders a user's jobs by shares handed out, then age.
+//
+//lint:ignore U1000 called through minHeap's type constraint (staticcheck does not follow it)
+func (a fsJob) before(b fsJob) bool {
+	if a.alloc != b.alloc {
+		return a.alloc < b.alloc
 	}
-	return h[i].rank < h[j].rank
+	return a.w.rank < b.w.rank
 }
 
-func (h userHeap) init() {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i)
+// before orders a class's users by shares handed out, then name.
+//
+//lint:ignore U1000 called through minHeap's type constraint (staticcheck does not follow it)
+func (a fsUserEntry) before(b fsUserEntry) bool {
+	if a.alloc != b.alloc {
+		return a.alloc < b.alloc
 	}
-}
-
-func (h userHeap) down(i int) {
-	for {
-		l, m := 2*i+1, i
-		if l < len(h) && h.less(l, m) {
-			m = l
-		}
-		if r := l + 1; r < len(h) && h.less(r, m) {
-			m = r
-		}
-		if m == i {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-}
-
-func (h *userHeap) pop() {
-	a := *h
-	last := len(a) - 1
-	a[0] = a[last]
-	*h = a[:last]
-	h.down(0)
+	return a.rank < b.rank
 }
 
 type classHeap []*fsClass
