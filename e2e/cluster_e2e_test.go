@@ -249,7 +249,7 @@ func TestMultiNodeCluster(t *testing.T) {
 		t0 := time.Now()
 		head.kill9()
 		var newHead string
-		for time.Since(t0) < 15*time.Second {
+		for time.Since(t0) < hangGuard {
 			if st, ok := w2.status(); ok && st.Head != "" && st.Head != head.name {
 				newHead = st.Head
 				break
@@ -257,7 +257,7 @@ func TestMultiNodeCluster(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		if newHead == "" {
-			t.Fatalf("no new head within 15s of killing %s", head.name)
+			t.Fatalf("no new head within %v of killing %s (it usually takes about a second)", hangGuard, head.name)
 		}
 		t.Logf("killed head %s; %s took over after %v", head.name, newHead, time.Since(t0).Round(time.Millisecond))
 		head.start() // the restarted agent re-adopts its processes
@@ -482,6 +482,10 @@ func BenchmarkFailover(b *testing.B) {
 	b.ReportMetric(float64(time.Since(t0).Milliseconds()), "ms-node-death-detection")
 }
 
+// hangGuard bounds the waits for an election: they take about a second;
+// the bound only turns a hang into a failure on a busy machine.
+const hangGuard = 45 * time.Second
+
 // partitionHead cuts the head off the network: it must step down, place
 // nothing, and keep its processes until it returns.
 func partitionHead(t *testing.T, c *netCluster, w1 *nsNode) {
@@ -508,8 +512,8 @@ func partitionHead(t *testing.T, c *netCluster, w1 *nsNode) {
 			t.Logf("%s cut off; %s became head after %v", head.name, st.Head, time.Since(t0).Round(time.Millisecond))
 			break
 		}
-		if time.Since(t0) > 15*time.Second {
-			t.Fatalf("the majority elected no new head within 15s")
+		if time.Since(t0) > hangGuard {
+			t.Fatalf("the majority elected no new head within %v", hangGuard)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -520,8 +524,8 @@ func partitionHead(t *testing.T, c *netCluster, w1 *nsNode) {
 		if code == exitUnreachable {
 			break
 		}
-		if time.Since(t0) > 15*time.Second {
-			t.Fatalf("the cut-off node still answers as head")
+		if time.Since(t0) > hangGuard {
+			t.Fatalf("the cut-off node still answers as head after %v", hangGuard)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
