@@ -118,20 +118,25 @@ func attach(ctx context.Context, c *client, req wire.RunRequest, stdout, stderr 
 }
 
 // workExit turns how a managed reservation ended into an exit code and a
-// message: the process's own code when it ran.
+// message: the process's own code when it ran; wire.CodeMemoryCap when it
+// exited 0 but the OOM killer killed processes of its tree at the cap.
 func workExit(w *wire.WorkInfo, stderr io.Writer) error {
 	if !w.Ended {
 		return &exitError{code: exitFailed, msg: fmt.Sprintf("%d is still %s", w.ID, w.State)}
 	}
 	switch w.Completion {
 	case "ProgramExit", "EndOfJob":
-		if w.Reason != "" && w.ExitCode != 0 {
+		kills := oomKills(w)
+		if w.Reason != "" && (w.ExitCode != 0 || kills > 0) {
 			fmt.Fprintf(stderr, "ducc: %d %s\n", w.ID, w.Reason)
 		}
-		if w.ExitCode == 0 {
-			return nil
+		switch {
+		case w.ExitCode != 0:
+			return &exitError{code: exitCode(w.ExitCode)}
+		case kills > 0:
+			return &exitError{code: wire.CodeMemoryCap}
 		}
-		return &exitError{code: exitCode(w.ExitCode)}
+		return nil
 	default:
 		msg := fmt.Sprintf("%d ended %s", w.ID, w.Completion)
 		if w.Reason != "" {
@@ -143,6 +148,15 @@ func workExit(w *wire.WorkInfo, stderr io.Writer) error {
 		}
 		return &exitError{code: code, msg: msg}
 	}
+}
+
+// oomKills counts the OOM kills in the trees of w's processes.
+func oomKills(w *wire.WorkInfo) uint64 {
+	var n uint64
+	for _, p := range w.Procs {
+		n += p.OOMKills
+	}
+	return n
 }
 
 // exitCode maps a process exit code to ours: negative (signal) codes
