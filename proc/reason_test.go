@@ -42,6 +42,8 @@ func TestOOMVerdict(t *testing.T) {
 		{"failcnt: shell reports SIGKILL", Status{ExitCode: 137}, 1, false, true, 1},
 		{"failcnt: limit reached, exit 0", Status{}, 1, false, false, 0},
 		{"failcnt: limit reached, failed", Status{ExitCode: 2}, 1, false, false, 0},
+		{"exact: child killed, then stopped", Status{ExitCode: 143, Stopped: true}, 2, true, false, 2},
+		{"failcnt: killed after the grace", Status{ExitCode: -1, Signal: "SIGKILL", Stopped: true}, 1, false, false, 0},
 	}
 	for _, c := range cases {
 		killed, kills := oomVerdict(&c.st, c.rise, c.exact)

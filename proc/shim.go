@@ -213,15 +213,17 @@ func (s *shim) run() error {
 // every kill counts, also those of children the process survived (it may
 // exit 0); without one (v1 kernels before 4.13: the counter is only
 // "memory.failcnt > 0", which reaching the limit sets without any kill)
-// only a SIGKILL death of the process counts, as one kill.
+// only a SIGKILL death of the process counts, as one kill. A process that
+// was asked to stop ended because of that, not of the cap: its kills are
+// still counted.
 func oomVerdict(st *Status, rise uint64, exact bool) (killed bool, kills uint64) {
 	if !exact {
-		if st.Signal == "SIGKILL" || st.ExitCode == 128+int(unix.SIGKILL) {
+		if !st.Stopped && (st.Signal == "SIGKILL" || st.ExitCode == 128+int(unix.SIGKILL)) {
 			return true, 1
 		}
 		return false, 0
 	}
-	return st.ExitCode != 0, rise
+	return st.ExitCode != 0 && !st.Stopped, rise
 }
 
 type preparedCmd struct {
