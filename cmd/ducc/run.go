@@ -22,8 +22,10 @@ func newRunCmd(g *globals) *cobra.Command {
 		Short: "run one process on the cluster (a managed reservation), output attached",
 		Long: `Run any command as you on a node of the cluster, inside a memory cgroup capped at
 the requested memory rounded up to whole shares. Output is streamed back and the
-exit code of 'ducc run' is the process's. Ctrl-C cancels it. With --detach, print
-the id and return at once; 'ducc wait ID' gives the exit code later.`,
+exit code of 'ducc run' is the process's; 137 when the memory cap was hit, also
+when the OOM killer killed only a child of the process and it exited 0 (the
+reason is printed). Ctrl-C cancels it. With --detach, print the id and return at
+once; 'ducc wait ID' gives the exit code later.`,
 		Example: "  ducc run -- hostname\n  ducc run --memory 512M -- python3 train.py\n  id=$(ducc run --detach -- sleep 600)",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
