@@ -169,13 +169,19 @@ func formatReason(st *Status) string {
 	default:
 		how = fmt.Sprintf("exited with code %d", st.ExitCode)
 	}
+	return how + survivedKills(st)
+}
+
+// survivedKills is what formatReason adds for OOM kills in the tree of a
+// process that did not end because of them: "" when there were none.
+func survivedKills(st *Status) string {
 	switch {
 	case st.OOMKills > 0 && st.MemoryLimit > 0:
-		how += "; memory cap hit: " + oomKillsText(st.OOMKills) + " (cap " + units.FormatSize(st.MemoryLimit) + ")"
+		return "; memory cap hit: " + oomKillsText(st.OOMKills) + " (cap " + units.FormatSize(st.MemoryLimit) + ")"
 	case st.OOMKills > 0:
-		how += "; " + oomKillsText(st.OOMKills)
+		return "; " + oomKillsText(st.OOMKills)
 	}
-	return how
+	return ""
 }
 
 func oomKillsText(n uint64) string {
