@@ -208,7 +208,7 @@ func (a *Agent) startProcs(ctx context.Context) error {
 
 // onExit records an ended process and reports it to the head at once.
 func (a *Agent) onExit(st proc.Status) {
-	a.obs.agent.ProcEnded(st.OOMKilled)
+	a.obs.agent.ProcEnded(st.OOMKills)
 	ps := toWire(st, a.cfg.Node)
 	a.ledger.ended(ps)
 	a.feeders.stop(st.ID)

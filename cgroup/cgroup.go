@@ -79,7 +79,8 @@ type Group interface {
 	// Procs lists the processes in the group and its descendants.
 	Procs() ([]int, error)
 	// OOMKills is the number of processes the kernel OOM killer killed in the
-	// group because of its memory limit (see OOMExact).
+	// group because of its memory limit (see OOMExact): any process in it,
+	// not only the one started there first.
 	OOMKills() (uint64, error)
 	// OOMExact reports whether OOMKills is an exact kernel counter (true on
 	// v2 and on v1 kernels with the oom_kill line in memory.oom_control), or

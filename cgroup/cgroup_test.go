@@ -160,6 +160,31 @@ func TestOOMKill(t *testing.T) {
 	}
 }
 
+// TestOOMKillChildren: kills of processes below the one the caller started
+// count, also when that process survives them and exits 0.
+func TestOOMKillChildren(t *testing.T) {
+	m := newManager(t)
+	g := create(t, m, "oomtree", Resources{MemoryLimit: 64 * mib, SwapLimit: NoSwap})
+	const eat = "head -c 300M /dev/zero | tail"
+	cmd := startIn(t, g, "("+eat+"); sh -c '"+eat+"'; exit 0")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the parent should survive its children and exit 0: %v", err)
+	}
+	n, err := g.OOMKills()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !g.OOMExact() {
+		if n == 0 {
+			t.Fatal("OOMKills = 0 after two OOM kills (failcnt fallback)")
+		}
+		t.Skipf("no exact OOM kill counter on this host (OOMKills = %d)", n)
+	}
+	if n != 2 {
+		t.Fatalf("OOMKills = %d, want 2", n)
+	}
+}
+
 func TestSwapCapped(t *testing.T) {
 	m := newManager(t)
 	g := create(t, m, "swap", Resources{MemoryLimit: 32 * mib, SwapLimit: NoSwap})

@@ -239,6 +239,7 @@ func (h *Head) serviceInfo(w *state.Work) wire.ServiceInfo {
 		pi := wire.ProcInfo{
 			ID: p.ID, Node: p.Node, State: p.State, PID: p.PID, MemoryLimit: p.MemoryLimit,
 			StartedAt: p.StartedAt, ExitCode: p.ExitCode, Reason: p.Reason, LogPath: p.LogPath, InitMS: p.InitMS,
+			OOMKills: p.OOMKills,
 		}
 		if live, ok := h.orch.Live(p.ID); ok {
 			pi.RSS, pi.CPUSeconds = live.RSS, live.CPUSeconds

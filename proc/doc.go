@@ -37,9 +37,12 @@
 // and everything in the cgroup" (used by [Manager.Stop] after the grace
 // period, so that the shim itself survives to record the status). When the
 // child ends the shim kills whatever is left in the cgroup (like systemd's
-// KillMode=control-group), decides whether it was an OOM kill (cgroup
-// oom_kill counter delta; on old v1 kernels without that counter,
-// memory.failcnt plus a SIGKILL death), writes status.json and exits.
+// KillMode=control-group), counts the OOM kills in its tree and decides
+// whether the process ended because of them (cgroup oom_kill counter delta:
+// every process of the cgroup counts, so a child killed at the cap while the
+// process went on and exited 0 is reported too, in [Status.OOMKills] and the
+// reason; on old v1 kernels without that counter, memory.failcnt plus a
+// SIGKILL death of the process itself), writes status.json and exits.
 //
 // # Files of the user's
 //

@@ -148,18 +148,45 @@ func LookupUser(name string) (uid, gid uint32, groups []uint32, err error) {
 	return uint32(u64), uint32(g64), groups, nil
 }
 
-// formatReason is the human reason of an ended process.
+// formatReason is the human reason of an ended process. OOM kills in its
+// tree that it survived are added to how it ended: "exited normally; memory
+// cap hit: 1 process killed by the OOM killer (cap 64 MiB)".
 func formatReason(st *Status) string {
 	switch {
+	case st.OOMKilled && st.MemoryLimit > 0 && st.OOMKills > 1:
+		return "exceeded its memory limit of " + units.FormatSize(st.MemoryLimit) + ": " + oomKillsText(st.OOMKills)
 	case st.OOMKilled && st.MemoryLimit > 0:
 		return "exceeded its memory limit of " + units.FormatSize(st.MemoryLimit)
 	case st.OOMKilled:
 		return "killed by the kernel OOM killer"
-	case st.Signal != "":
-		return "killed by " + st.Signal
-	case st.ExitCode == 0:
-		return "exited normally"
-	default:
-		return fmt.Sprintf("exited with code %d", st.ExitCode)
 	}
+	var how string
+	switch {
+	case st.Signal != "":
+		how = "killed by " + st.Signal
+	case st.ExitCode == 0:
+		how = "exited normally"
+	default:
+		how = fmt.Sprintf("exited with code %d", st.ExitCode)
+	}
+	return how + survivedKills(st)
+}
+
+// survivedKills is what formatReason adds for OOM kills in the tree of a
+// process that did not end because of them: "" when there were none.
+func survivedKills(st *Status) string {
+	switch {
+	case st.OOMKills > 0 && st.MemoryLimit > 0:
+		return "; memory cap hit: " + oomKillsText(st.OOMKills) + " (cap " + units.FormatSize(st.MemoryLimit) + ")"
+	case st.OOMKills > 0:
+		return "; " + oomKillsText(st.OOMKills)
+	}
+	return ""
+}
+
+func oomKillsText(n uint64) string {
+	if n == 1 {
+		return "1 process killed by the OOM killer"
+	}
+	return fmt.Sprintf("%d processes killed by the OOM killer", n)
 }

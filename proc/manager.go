@@ -290,7 +290,7 @@ func (m *Manager) finish(id string, e *entry) {
 		st.Stopped = true
 	}
 	if e.escalated && st.Signal == "SIGKILL" && !st.OOMKilled {
-		st.Reason = "killed by SIGKILL: did not stop within the grace period after SIGTERM"
+		st.Reason = "killed by SIGKILL: did not stop within the grace period after SIGTERM" + survivedKills(&st)
 	}
 	e.st = st
 	close(e.done)

@@ -217,18 +217,39 @@ func TestLaunchFailed(t *testing.T) {
 	}
 }
 
+// TestOOMKilled runs programs whose tree goes over the cap in a real cgroup:
+// every OOM kill in the tree is counted and named, also when the process
+// itself survives it and exits 0.
 func TestOOMKilled(t *testing.T) {
 	e := newEnv(t)
 	m := e.manager(t)
-	sp := shSpec("3.1", "head -c 300M /dev/zero | tail")
-	sp.MemoryLimit = 48 * mib
-	if _, err := m.Start(context.Background(), sp); err != nil {
-		t.Fatal(err)
+	const eat = "head -c 300M /dev/zero | tail" // tail holds the one "line" in memory
+	cases := []struct {
+		id, script string
+		killed     bool
+		kills      uint64
+		exit       int
+		reason     string
+	}{
+		{"3.1", eat, true, 1, 137, "exceeded its memory limit of 48 MiB"},
+		{"3.2", eat + "; exit 0", false, 1, 0, "exited normally; memory cap hit: 1 process killed by the OOM killer (cap 48 MiB)"},
+		{"3.3", "(" + eat + "); (" + eat + "); exit 0", false, 2, 0, "exited normally; memory cap hit: 2 processes killed by the OOM killer (cap 48 MiB)"},
+		{"3.4", "(" + eat + "); (" + eat + "); exit 3", true, 2, 3, "exceeded its memory limit of 48 MiB: 2 processes killed by the OOM killer"},
+		{"3.5", "setsid sh -c '" + eat + "'; echo survived", false, 1, 0, "exited normally; memory cap hit: 1 process killed by the OOM killer (cap 48 MiB)"},
+		{"3.6", "exit 0", false, 0, 0, "exited normally"},
 	}
-	end := e.x.wait(t, "3.1", 60*time.Second)
-	t.Logf("%+v", end)
-	if !end.OOMKilled || end.Reason != "exceeded its memory limit of 48 MiB" || end.MemoryLimit != 48*mib {
-		t.Fatalf("not reported as OOM: %+v", end)
+	for _, c := range cases {
+		sp := shSpec(c.id, c.script)
+		sp.MemoryLimit = 48 * mib
+		if _, err := m.Start(context.Background(), sp); err != nil {
+			t.Fatal(err)
+		}
+		end := e.x.wait(t, c.id, 60*time.Second)
+		t.Logf("%s: %+v", c.id, end)
+		if end.OOMKilled != c.killed || end.OOMKills != c.kills || end.ExitCode != c.exit || end.Reason != c.reason || end.MemoryLimit != 48*mib {
+			t.Errorf("%s (%s): got killed %v, %d kills, exit %d, reason %q; want %v, %d, %d, %q",
+				c.id, c.script, end.OOMKilled, end.OOMKills, end.ExitCode, end.Reason, c.killed, c.kills, c.exit, c.reason)
+		}
 	}
 }
 

@@ -75,6 +75,9 @@ type RunResult struct {
 	ExitCode  int
 	Signal    string
 	OOMKilled bool
+	// OOMKills: processes of the program's tree the OOM killer killed
+	// (Status.OOMKills).
+	OOMKills uint64
 	// Reason is for humans: "exited with code 3", "killed by SIGKILL",
 	// "exceeded its memory limit of 64 MiB".
 	Reason   string
@@ -224,7 +227,7 @@ func (m *Manager) Run(ctx context.Context, rs RunSpec) (RunResult, error) {
 		res.ExitCode, res.Reason = -1, "the shim ended without recording the exit"+shimLogTail(dir)
 		return res, nil
 	}
-	res.ExitCode, res.Signal, res.OOMKilled, res.Reason = st.ExitCode, st.Signal, st.OOMKilled, st.Reason
+	res.ExitCode, res.Signal, res.OOMKilled, res.OOMKills, res.Reason = st.ExitCode, st.Signal, st.OOMKilled, st.OOMKills, st.Reason
 	return res, nil
 }
 

@@ -196,13 +196,7 @@ func (s *shim) run() error {
 		s.st.ExitCode = ps.ExitCode()
 	}
 	if oomAfter, err := group.OOMKills(); err == nil && oomAfter > oomBefore {
-		failed := s.st.ExitCode != 0
-		if !group.OOMExact() {
-			// v1 without an oom_kill counter: failcnt > 0 only says the limit
-			// was reached; require a SIGKILL death to call it an OOM kill.
-			failed = s.st.Signal == "SIGKILL" || s.st.ExitCode == 128+int(unix.SIGKILL)
-		}
-		s.st.OOMKilled = failed
+		s.st.OOMKilled, s.st.OOMKills = oomVerdict(&s.st, oomAfter-oomBefore, group.OOMExact())
 	}
 	s.st.Reason = formatReason(&s.st)
 	if err := writeJSON(s.dir, statusFile, s.st, true); err != nil {
@@ -210,6 +204,26 @@ func (s *shim) run() error {
 	}
 	s.log.Info("process ended", "pid", pid, "reason", s.st.Reason)
 	return nil
+}
+
+// oomVerdict decides, from the rise of the group's OOM kill counter while
+// the process lived, whether the process itself ended because of the memory
+// cap (killed, or failed because a child it waited for was killed) and how
+// many processes of its tree the OOM killer killed. With an exact counter
+// every kill counts, also those of children the process survived (it may
+// exit 0); without one (v1 kernels before 4.13: the counter is only
+// "memory.failcnt > 0", which reaching the limit sets without any kill)
+// only a SIGKILL death of the process counts, as one kill. A process that
+// was asked to stop ended because of that, not of the cap: its kills are
+// still counted.
+func oomVerdict(st *Status, rise uint64, exact bool) (killed bool, kills uint64) {
+	if !exact {
+		if !st.Stopped && (st.Signal == "SIGKILL" || st.ExitCode == 128+int(unix.SIGKILL)) {
+			return true, 1
+		}
+		return false, 0
+	}
+	return st.ExitCode != 0 && !st.Stopped, rise
 }
 
 type preparedCmd struct {

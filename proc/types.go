@@ -85,6 +85,14 @@ type Status struct {
 	ExitCode  int    `json:"exit_code"`
 	Signal    string `json:"signal,omitempty"` // "SIGKILL" when killed by a signal
 	OOMKilled bool   `json:"oom_killed,omitempty"`
+
+	// OOMKilled says the process ended because of its memory cap (the OOM
+	// killer killed it, or a process of its tree it then failed with).
+	// OOMKills is how many processes of its tree (everything in its
+	// cgroup) the kernel OOM killer killed while it ran, the process itself
+	// included. It can be above 0 with OOMKilled false: a child was killed
+	// and the process went on, maybe to exit 0.
+	OOMKills uint64 `json:"oom_kills,omitempty"`
 	// Stopped: the shim received a stop request (SIGTERM/SIGINT/... or the
 	// post-grace kill) before the process ended.
 	Stopped     bool  `json:"stopped,omitempty"`

@@ -150,15 +150,14 @@ func (m *AgentMetrics) ProcStarted() {
 	}
 }
 
-// ProcEnded counts an ended process; oom when the cgroup killed it.
-func (m *AgentMetrics) ProcEnded(oom bool) {
+// ProcEnded counts an ended process and the OOM kills in its tree (the
+// process itself, its children).
+func (m *AgentMetrics) ProcEnded(oomKills uint64) {
 	if m == nil {
 		return
 	}
 	m.ended.Inc()
-	if oom {
-		m.oom.Inc()
-	}
+	m.oom.Add(float64(oomKills))
 }
 
 // HeartbeatSent records a heartbeat sent lag behind its schedule.

@@ -16,7 +16,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	am := NewAgentMetrics(reg)
 	hm := NewHeadMetrics(reg)
 	am.ProcStarted()
-	am.ProcEnded(true)
+	am.ProcEnded(1)
 	am.HeartbeatSent(3 * time.Millisecond)
 	am.SetProcs(2)
 	am.SetNode(32<<30, 16<<30, 5<<30)
@@ -94,7 +94,7 @@ func TestMetricsNilSafe(t *testing.T) {
 	var am *AgentMetrics
 	var hm *HeadMetrics
 	am.ProcStarted()
-	am.ProcEnded(false)
+	am.ProcEnded(0)
 	am.HeartbeatSent(time.Second)
 	am.SetProcs(1)
 	am.SetNode(1, 1, 1)

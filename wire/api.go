@@ -119,6 +119,9 @@ type ProcInfo struct {
 	InitMS      int64   `cbor:"13,keyasint,omitempty" json:"init_ms,omitempty"`
 	Done        int     `cbor:"14,keyasint,omitempty" json:"done,omitempty"`
 	Errors      int     `cbor:"15,keyasint,omitempty" json:"errors,omitempty"`
+	// OOMKills counts the processes of its tree the OOM killer killed at
+	// its memory cap (ProcStatus.OOMKills); the reason says so too.
+	OOMKills uint64 `cbor:"16,keyasint,omitempty" json:"oom_kills,omitempty"`
 }
 
 // WorkInfo describes one piece of work (job, managed reservation, ...).

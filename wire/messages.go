@@ -45,6 +45,10 @@ type ProcStatus struct {
 	Reason      string  `cbor:"13,keyasint,omitempty" json:"reason,omitempty"`
 	LogPath     string  `cbor:"14,keyasint,omitempty" json:"log_path,omitempty"`
 	Node        string  `cbor:"15,keyasint,omitempty" json:"node,omitempty"`
+	// OOMKills counts the processes of its tree (its cgroup) the kernel OOM
+	// killer killed, itself included; a child's kill the process survived
+	// counts too, with OOMKilled false.
+	OOMKills uint64 `cbor:"16,keyasint,omitempty" json:"oom_kills,omitempty"`
 }
 
 // Ended reports whether the process has finished for good.

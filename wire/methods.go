@@ -120,6 +120,12 @@ const (
 	CodeError       = 1 // the work or the command failed; anything else
 	CodeUsage       = 2 // bad input: unknown class, malformed request, ...
 	CodeUnreachable = 3 // the head (or the peer) cannot be reached
+	// CodeMemoryCap: 'ducc run' and 'ducc wait' of a managed reservation
+	// whose process exited 0 while the OOM killer killed processes of its
+	// tree at the memory cap. It is what a shell reports for a process
+	// killed by SIGKILL (128 + 9), the code of a process that was itself
+	// killed at the cap.
+	CodeMemoryCap = 137
 )
 
 // notHeadText is in the answer of a peer asked to act as head that is

@@ -22,8 +22,10 @@ func newRunCmd(g *globals) *cobra.Command {
 		Short: "run one process on the cluster (a managed reservation), output attached",
 		Long: `Run any command as you on a node of the cluster, inside a memory cgroup capped at
 the requested memory rounded up to whole shares. Output is streamed back and the
-exit code of 'ducc run' is the process's. Ctrl-C cancels it. With --detach, print
-the id and return at once; 'ducc wait ID' gives the exit code later.`,
+exit code of 'ducc run' is the process's; 137 when the memory cap was hit, also
+when the OOM killer killed only a child of the process and it exited 0 (the
+reason is printed). Ctrl-C cancels it. With --detach, print the id and return at
+once; 'ducc wait ID' gives the exit code later.`,
 		Example: "  ducc run -- hostname\n  ducc run --memory 512M -- python3 train.py\n  id=$(ducc run --detach -- sleep 600)",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -118,20 +120,25 @@ func attach(ctx context.Context, c *client, req wire.RunRequest, stdout, stderr 
 }
 
 // workExit turns how a managed reservation ended into an exit code and a
-// message: the process's own code when it ran.
+// message: the process's own code when it ran; wire.CodeMemoryCap when it
+// exited 0 but the OOM killer killed processes of its tree at the cap.
 func workExit(w *wire.WorkInfo, stderr io.Writer) error {
 	if !w.Ended {
 		return &exitError{code: exitFailed, msg: fmt.Sprintf("%d is still %s", w.ID, w.State)}
 	}
 	switch w.Completion {
 	case "ProgramExit", "EndOfJob":
-		if w.Reason != "" && w.ExitCode != 0 {
+		kills := oomKills(w)
+		if w.Reason != "" && (w.ExitCode != 0 || kills > 0) {
 			fmt.Fprintf(stderr, "ducc: %d %s\n", w.ID, w.Reason)
 		}
-		if w.ExitCode == 0 {
-			return nil
+		switch {
+		case w.ExitCode != 0:
+			return &exitError{code: exitCode(w.ExitCode)}
+		case kills > 0:
+			return &exitError{code: wire.CodeMemoryCap}
 		}
-		return &exitError{code: exitCode(w.ExitCode)}
+		return nil
 	default:
 		msg := fmt.Sprintf("%d ended %s", w.ID, w.Completion)
 		if w.Reason != "" {
@@ -143,6 +150,15 @@ func workExit(w *wire.WorkInfo, stderr io.Writer) error {
 		}
 		return &exitError{code: code, msg: msg}
 	}
+}
+
+// oomKills counts the OOM kills in the trees of w's processes.
+func oomKills(w *wire.WorkInfo) uint64 {
+	var n uint64
+	for _, p := range w.Procs {
+		n += p.OOMKills
+	}
+	return n
 }
 
 // exitCode maps a process exit code to ours: negative (signal) codes

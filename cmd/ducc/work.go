@@ -218,6 +218,9 @@ func printWork(w io.Writer, x wire.WorkInfo) {
 	if x.Reason != "" {
 		fmt.Fprintf(tw, "Reason:\t%s\n", x.Reason)
 	}
+	if n := oomKills(&x); n > 0 {
+		fmt.Fprintf(tw, "OOM kills:\t%d (processes killed by the OOM killer at their memory cap; see the processes below)\n", n)
+	}
 	fmt.Fprintf(tw, "Memory:\t%s\n", units.FormatSize(x.Memory))
 	if len(x.Redacted) > 0 {
 		fmt.Fprintf(tw, "Command:\t%s (%s hidden: only %s, root and administrators see them)\n", strings.Join(x.Command, " "), strings.Join(x.Redacted, ", "), x.User)

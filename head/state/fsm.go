@@ -333,6 +333,7 @@ func (f *FSM) procUpdate(c *Command) Result {
 			p.EndedAt = c.Time
 		}
 		p.ExitCode, p.Signal, p.OOMKilled, p.Reason = st.ExitCode, st.Signal, st.OOMKilled, st.Reason
+		p.OOMKills = st.OOMKills
 		if p.StopCounts && p.StopReason != "" {
 			// Killed by the head for a reason that counts: say that reason.
 			p.Reason = p.StopReason + " (" + st.Reason + ")"

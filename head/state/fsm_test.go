@@ -33,6 +33,8 @@ func TestManagedLifecycle(t *testing.T) {
 		wantState      string
 		wantCompletion string
 		wantExit       int
+		wantOOMKills   uint64
+		wantReason     string
 	}{
 		{name: "exit 0", events: []wire.ProcStatus{{State: wire.ProcRunning, PID: 10}, {State: wire.ProcExited, ExitCode: 0}},
 			wantState: StateCompleted, wantCompletion: CompletionProgramExit},
@@ -45,6 +47,10 @@ func TestManagedLifecycle(t *testing.T) {
 		{name: "running", events: []wire.ProcStatus{{State: wire.ProcRunning, PID: 10}}, wantState: StateRunning},
 		{name: "canceled", events: []wire.ProcStatus{{State: wire.ProcRunning, PID: 10}, {State: wire.ProcExited, ExitCode: 143}}, cancel: true,
 			wantState: StateCompleted, wantCompletion: CompletionCanceledByUser, wantExit: 143},
+		{name: "child killed at the cap", events: []wire.ProcStatus{{State: wire.ProcRunning, PID: 10},
+			{State: wire.ProcExited, OOMKills: 2, Reason: "exited normally; memory cap hit: 2 processes killed by the OOM killer (cap 1 GiB)"}},
+			wantState: StateCompleted, wantCompletion: CompletionProgramExit, wantOOMKills: 2,
+			wantReason: "exited normally; memory cap hit: 2 processes killed by the OOM killer (cap 1 GiB)"},
 		{name: "lost", events: []wire.ProcStatus{{State: wire.ProcLost, ExitCode: -1}},
 			wantState: StateCompleted, wantCompletion: CompletionProcessFailure, wantExit: -1},
 	}
@@ -73,6 +79,12 @@ func TestManagedLifecycle(t *testing.T) {
 				w := v.Work(1)
 				if w.State != tc.wantState || w.Completion != tc.wantCompletion || w.ExitCode != tc.wantExit {
 					t.Errorf("state %s/%s/%d, want %s/%s/%d", w.State, w.Completion, w.ExitCode, tc.wantState, tc.wantCompletion, tc.wantExit)
+				}
+				if p := w.Procs[0]; p.OOMKills != tc.wantOOMKills {
+					t.Errorf("process records %d OOM kills, want %d", p.OOMKills, tc.wantOOMKills)
+				}
+				if tc.wantReason != "" && w.Reason != tc.wantReason {
+					t.Errorf("reason %q, want %q", w.Reason, tc.wantReason)
 				}
 			})
 		})

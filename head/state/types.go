@@ -140,6 +140,9 @@ type Proc struct {
 	StopCounts bool `cbor:"21,keyasint,omitempty"`
 	// Instance is the stable instance id of a service process (docs/services.md).
 	Instance int `cbor:"22,keyasint,omitempty"`
+	// OOMKills: processes of its tree the OOM killer killed at its memory
+	// cap (wire.ProcStatus.OOMKills), recorded when it ends.
+	OOMKills uint64 `cbor:"23,keyasint,omitempty"`
 }
 
 // Ended reports whether the process has finished for good.
