@@ -245,7 +245,7 @@ var keys = []Key{
 		Job: &Use[Job]{Help: "minutes per item before it times out", Default: "1440", Field: func(j *Job) any { return &j.Spec.PerItemTimeMaxMS }},
 	},
 	{Name: "max_job_errors", Type: Int, Min: 1,
-		Job: &Use[Job]{Help: "item errors that fail the job", Default: "15", Field: func(j *Job) any { return &j.Spec.MaxJobErrors }},
+		Job: &Use[Job]{Help: "the job is ended when more items than this have failed (as DUCC)", Default: "15", Field: func(j *Job) any { return &j.Spec.MaxJobErrors }},
 	},
 	{Name: "max_item_retries", Type: Int, Min: 0,
 		Job: &Use[Job]{Help: "retries of an item that failed or timed out (default 0)", Field: func(j *Job) any { return &j.Spec.MaxItemRetries }},
