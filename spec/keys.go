@@ -380,6 +380,8 @@ var ignored = map[string]string{
 	"debug":                              "ducc's CLI has no debug mode",
 	"quiet":                              "ducc's CLI prints one line per submission already",
 	"role_administrator":                 "ducc recognizes administrators by their user; no role needs to be claimed",
+	"suppress_console_log":               "ducc writes no console log to suppress; the process's output is its log",
+	"timestamp":                          "ducc's own messages carry no timestamps; 'ducc logs' shows the log as written",
 }
 
 // Keys returns the keys a kind of spec takes, in table order.
