@@ -38,8 +38,8 @@ var duccServiceVerbs = map[string]string{
 	"--query":              "query",
 	"--enable":             "enable",
 	"--disable":            "disable",
-	"--observe_references": "observe",
-	"--ignore_references":  "ignore",
+	"--observe_references": "observe-references",
+	"--ignore_references":  "ignore-references",
 }
 
 // duccArgs rewrites the command line of a DUCC program name (the base

@@ -29,7 +29,7 @@ func TestDUCCArgs(t *testing.T) {
 		{"ducc_process_cancel", []string{"--id", "4"}, "cancel --id 4"},
 		{"ducc_services", []string{"--register", "svc.props", "--instances", "2"}, "services register svc.props --instances 2"},
 		{"ducc_services", []string{"--instances", "2", "--start=12"}, "services start 12 --instances 2"},
-		{"ducc_services", []string{"--observe_references", "12"}, "services observe 12"},
+		{"ducc_services", []string{"--observe_references", "12"}, "services observe-references 12"},
 		{"ducc_services", []string{"--query"}, "services query"},
 	}
 	for _, tc := range tests {
@@ -127,5 +127,20 @@ func TestDUCCDpidSaysNotBuilt(t *testing.T) {
 	err := root.Execute()
 	if err == nil || !strings.Contains(err.Error(), "not built in ducc yet") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// Every DUCC program name and ducc_services verb leads to a ducc command.
+func TestDUCCNamesExist(t *testing.T) {
+	root := newRoot()
+	for name, sub := range duccPrograms {
+		if c, _, err := root.Find(sub); err != nil || c.Name() != sub[len(sub)-1] {
+			t.Errorf("%s → %q: no such command (%v)", name, sub, err)
+		}
+	}
+	for verb, sub := range duccServiceVerbs {
+		if c, _, err := root.Find([]string{"services", sub}); err != nil || c.Name() != sub {
+			t.Errorf("ducc_services %s → services %s: no such command (%v)", verb, sub, err)
+		}
 	}
 }
