@@ -68,6 +68,15 @@ func TestPackageDeb(t *testing.T) {
 			t.Errorf("the package did not install %s: %v", f, err)
 		}
 	}
+	// DUCC's command names are links to ducc that run its commands.
+	for _, name := range []string{"ducc_submit", "ducc_cancel", "ducc_reserve", "ducc_unreserve", "ducc_process_submit", "ducc_process_cancel", "ducc_services"} {
+		if dst, err := os.Readlink("/usr/bin/" + name); err != nil || dst != "ducc" {
+			t.Errorf("/usr/bin/%s is not a link to ducc: %q, %v", name, dst, err)
+		}
+	}
+	if help := run("/usr/bin/ducc_cancel", "--help"); !strings.Contains(help, "cancel work") {
+		t.Errorf("ducc_cancel --help does not run ducc cancel:\n%s", help)
+	}
 	if conf := run("dpkg-query", "-W", "-f=${Conffiles}", "ducc"); !strings.Contains(conf, "/etc/ducc/ducc.yaml") {
 		t.Errorf("/etc/ducc/ducc.yaml is not a conffile: %q", conf)
 	}

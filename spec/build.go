@@ -32,10 +32,14 @@ func build(kind Kind, raw Raw, target any) ([]string, error) {
 			return nil, fmt.Errorf("%s%s: %w", where, k.Name, err)
 		}
 	}
+	bad := &unknownKeys{kind: kind}
 	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		if _, ok := lookup(kind, name); !ok {
-			return nil, unknown(kind, name)
+			bad.keys = append(bad.keys, badKey{at: raw[name].At, name: name})
 		}
+	}
+	if len(bad.keys) > 0 {
+		return nil, bad
 	}
 	return given, nil
 }

@@ -37,7 +37,7 @@ func FuzzParseProperties(f *testing.F) {
 		"description = caf\\u00e9 $${x} ${description}\n", "a\\", "\\u12", "key:value\n!c\n#c\n", "=\n:\n")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, kind := range []Kind{KindJob, KindService} {
-			raw, err := ParseProperties(data, "f", "/base", env, kind)
+			raw, _, err := ParseProperties(data, "f", "/base", env, kind)
 			if err != nil {
 				continue
 			}
@@ -64,7 +64,7 @@ func FuzzParseJobYAML(f *testing.F) {
 		"process_executable: x\ninput_items: [a, b]\nenvironment: {A: 1, B: }\n",
 		"- a\n", "process_executable: [x\n", "&a x: *a\n", "process_memory_size: 1e400\n")
 	f.Fuzz(func(t *testing.T, data []byte) {
-		raw, err := ParseYAML(data, "f.yaml", "/base", KindJob)
+		raw, _, err := ParseYAML(data, "f.yaml", "/base", KindJob)
 		if err != nil {
 			return
 		}
@@ -93,7 +93,7 @@ func FuzzParseServiceYAML(f *testing.F) {
 		"service_request_endpoint: \"HTTP:http://[::1\"\n", "service_request_endpoint: HTTP:https://[::1]:8443/h\n",
 		"service_request_endpoint: CUSTOM:"+strings.Repeat("x", 100<<10)+"\nservice_ping_executable: p\n")
 	f.Fuzz(func(t *testing.T, data []byte) {
-		raw, err := ParseYAML(data, "s.yaml", "/base", KindService)
+		raw, _, err := ParseYAML(data, "s.yaml", "/base", KindService)
 		if err != nil {
 			return
 		}

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -161,10 +162,16 @@ type Job struct {
 	Wait, CancelOnInterrupt, AttachConsole bool
 }
 
-// Run is a managed reservation as asked for on the command line.
+// Run is a managed reservation as asked for on the command line or in a
+// spec file. The command and environment of a spec file are in
+// Executable, Args and Environment (the CLI lays them over its own).
 type Run struct {
-	Req    wire.RunRequest
-	Detach bool
+	Req         wire.RunRequest
+	Detach      bool
+	Executable  string
+	Args        []string
+	Environment []string
+	duccWait    bool // DUCC's wait_for_completion and the like: ducc run always waits
 }
 
 // Reserve is a reservation as asked for on the command line.
@@ -195,10 +202,12 @@ var keys = []Key{
 	{Name: "process_executable", Type: Executable, Modify: true,
 		Job:     &Use[Job]{Help: "the worker command (required)", Field: func(j *Job) any { return &j.Spec.Executable }},
 		Service: &Use[wire.ServiceSpec]{Help: "the service command (none: a ping-only service)", Field: func(s *wire.ServiceSpec) any { return &s.Executable }},
+		Run:     &Use[Run]{Flag: "-", Help: "the command (spec files; on the command line it follows '--')", Field: func(r *Run) any { return &r.Executable }},
 	},
 	{Name: "process_executable_args", Type: Args, Modify: true,
 		Job:     &Use[Job]{Help: "arguments of the worker command, split like a shell would", Field: func(j *Job) any { return &j.Spec.Args }},
 		Service: &Use[wire.ServiceSpec]{Help: "its arguments; ${DUCC_SERVICE_INSTANCE} is replaced by the instance id", Field: func(s *wire.ServiceSpec) any { return &s.Args }},
+		Run:     &Use[Run]{Flag: "-", Help: "arguments of the command (spec files)", Field: func(r *Run) any { return &r.Args }},
 	},
 	{Name: "worker_protocol", Type: String, Check: checkProtocol,
 		Job: &Use[Job]{Help: "stream (one long-lived worker, JSON lines) or exec (one run per item)", Default: wire.ProtocolStream, Field: func(j *Job) any { return &j.Spec.WorkerProtocol }},
@@ -212,8 +221,10 @@ var keys = []Key{
 	{Name: "process_memory_size", Type: Size, Modify: true,
 		Job:     &Use[Job]{Help: "memory per job process, e.g. 4G or 512M (default: the class default, 4G)", Field: func(j *Job) any { return &j.Spec.Memory }},
 		Service: &Use[wire.ServiceSpec]{Help: "memory per instance, e.g. 1G (default: the class default, 4G)", Field: func(s *wire.ServiceSpec) any { return &s.Memory }},
-		Run:     &Use[Run]{Flag: "memory", Help: "memory for the process, e.g. 512M or 4G (default: the class default, 4G)", Field: func(r *Run) any { return &r.Req.Memory }},
-		Reserve: &Use[Reserve]{Flag: "memory", Help: "memory size of the machine, e.g. 64G (required)", Field: func(r *Reserve) any { return &r.Req.Memory }},
+		Run: &Use[Run]{Flag: "memory", Help: "memory for the process, e.g. 512M or 4G (default: the class default, 4G)",
+			Hidden: []string{"process-memory-size"}, Field: func(r *Run) any { return &r.Req.Memory }},
+		Reserve: &Use[Reserve]{Flag: "memory", Help: "memory size of the machine, e.g. 64G (required)",
+			Hidden: []string{"memory-size", "process-memory-size"}, Field: func(r *Reserve) any { return &r.Req.Memory }},
 	},
 	{Name: "process_pipeline_count", Type: Int, Min: 1,
 		Job: &Use[Job]{Help: "items a job process works on at once", Default: "4", Field: func(j *Job) any { return &j.Spec.Pipelines }},
@@ -234,7 +245,7 @@ var keys = []Key{
 		Job: &Use[Job]{Help: "minutes per item before it times out", Default: "1440", Field: func(j *Job) any { return &j.Spec.PerItemTimeMaxMS }},
 	},
 	{Name: "max_job_errors", Type: Int, Min: 1,
-		Job: &Use[Job]{Help: "item errors that fail the job", Default: "15", Field: func(j *Job) any { return &j.Spec.MaxJobErrors }},
+		Job: &Use[Job]{Help: "the job is ended when more items than this have failed (as DUCC)", Default: "15", Field: func(j *Job) any { return &j.Spec.MaxJobErrors }},
 	},
 	{Name: "max_item_retries", Type: Int, Min: 0,
 		Job: &Use[Job]{Help: "retries of an item that failed or timed out (default 0)", Field: func(j *Job) any { return &j.Spec.MaxItemRetries }},
@@ -279,6 +290,7 @@ var keys = []Key{
 	{Name: "working_directory", Type: Path, Modify: true,
 		Job:     &Use[Job]{Help: "working directory of the job processes (default: the current directory)", Field: func(j *Job) any { return &j.Spec.WorkingDirectory }},
 		Service: &Use[wire.ServiceSpec]{Help: "working directory of the instances (default: the current directory)", Field: func(s *wire.ServiceSpec) any { return &s.WorkingDirectory }},
+		Run:     &Use[Run]{Flag: "-", Help: "working directory of the process (default: the current directory)", Field: func(r *Run) any { return &r.Req.Dir }},
 	},
 	{Name: "log_directory", Type: Path, Modify: true,
 		Job:     &Use[Job]{Help: "log directory; logs go to <dir>/<id>/ (default ~/ducc/logs)", Field: func(j *Job) any { return &j.Spec.LogDirectory }},
@@ -289,6 +301,7 @@ var keys = []Key{
 		Job: &Use[Job]{Help: "environment of the job processes: \"A=1 B='two words'\" (default: none beyond PATH, HOME, USER)",
 			Hidden: []string{"env"}, Field: func(j *Job) any { return &j.Spec.Environment }},
 		Service: &Use[wire.ServiceSpec]{Help: "environment of the instances and the pinger: \"A=1 B=2\"", Field: func(s *wire.ServiceSpec) any { return &s.Environment }},
+		Run:     &Use[Run]{Flag: "-", Help: "environment added to yours (spec files): \"A=1 B=2\"", Field: func(r *Run) any { return &r.Environment }},
 	},
 	{Name: "umask", Type: String, Check: CheckUmask,
 		Job:     &Use[Job]{Help: "umask of the job processes, e.g. 0077 (default: yours when you submit)", Field: func(j *Job) any { return &j.Spec.Umask }},
@@ -306,13 +319,16 @@ var keys = []Key{
 	{Name: "wait_for_completion", Type: Bool,
 		Job: &Use[Job]{Help: "wait for the job to end, showing progress; exit 0 only if it completed (EndOfJob)",
 			Also: []string{"wait"}, Field: func(j *Job) any { return &j.Wait }},
-		Reserve: &Use[Reserve]{Flag: "wait", Help: "wait until a machine is reserved", Field: func(r *Reserve) any { return &r.Wait }},
+		Run:     &Use[Run]{Flag: "-", Help: "accepted in spec files for DUCC compatibility: ducc run waits unless --detach", Field: func(r *Run) any { return &r.duccWait }},
+		Reserve: &Use[Reserve]{Flag: "wait", Help: "wait until a machine is reserved", Hidden: []string{"wait-for-completion"}, Field: func(r *Reserve) any { return &r.Wait }},
 	},
 	{Name: "cancel_on_interrupt", Type: Bool,
 		Job: &Use[Job]{Help: "while waiting, Ctrl-C cancels the job (implies waiting)", Field: func(j *Job) any { return &j.CancelOnInterrupt }},
+		Run: &Use[Run]{Flag: "-", Help: "accepted in spec files for DUCC compatibility: Ctrl-C always cancels a waiting ducc run", Field: func(r *Run) any { return &r.duccWait }},
 	},
 	{Name: "attach_console", Type: Bool,
 		Job: &Use[Job]{Help: "accepted for DUCC compatibility; use 'ducc logs ID -f' to follow a job process's output", Field: func(j *Job) any { return &j.AttachConsole }},
+		Run: &Use[Run]{Flag: "-", Help: "accepted in spec files for DUCC compatibility: ducc run's output is always attached", Field: func(r *Run) any { return &r.duccWait }},
 	},
 	{Name: "detach", Type: Bool,
 		Run: &Use[Run]{Help: "print the id and return without waiting", Field: func(r *Run) any { return &r.Detach }},
@@ -322,19 +338,50 @@ var keys = []Key{
 // notTaken are DUCC/UIMA job keys that ducc does not take, with what to
 // do instead, so that people porting a spec get a useful answer.
 var notTaken = map[string]string{
-	"driver_descriptor_cr":           "ducc has no collection reader: give the items with input_file, input_items or standard input",
-	"driver_descriptor_cr_overrides": "ducc has no collection reader: give the items with input_file, input_items or standard input",
-	"process_descriptor_ae":          "ducc runs any command: give the worker with process_executable and process_executable_args",
-	"process_descriptor_cm":          "ducc runs any command: give the worker with process_executable and process_executable_args",
-	"process_descriptor_cc":          "ducc runs any command: give the worker with process_executable and process_executable_args",
-	"process_descriptor_dd":          "ducc runs any command: give the worker with process_executable and process_executable_args",
-	"process_jvm_args":               "ducc runs any command: put JVM options in process_executable_args",
-	"classpath":                      "ducc runs any command: put the class path in process_executable_args or environment (CLASSPATH=...)",
-	"process_thread_count":           "the ducc name is process_pipeline_count",
-	"driver_jvm_args":                "ducc has no job driver process to configure",
-	"driver_exception_handler":       "the error handler's limits are max_job_errors and max_item_retries",
-	"process_error_window_threshold": "the error handler's limits are max_job_errors and max_item_retries",
-	"process_error_window_size":      "the error handler's limits are max_job_errors and max_item_retries",
+	"driver_descriptor_cr":            "ducc runs no collection reader yet: give the items with input_file, input_items or standard input",
+	"driver_descriptor_cr_overrides":  "ducc runs no collection reader yet: give the items with input_file, input_items or standard input",
+	"process_descriptor_ae":           "ducc runs no UIMA pipeline itself yet: give the worker with process_executable and process_executable_args",
+	"process_descriptor_ae_overrides": "ducc runs no UIMA pipeline itself yet: give the worker with process_executable and process_executable_args",
+	"process_descriptor_cm":           "ducc runs no UIMA pipeline itself yet: give the worker with process_executable and process_executable_args",
+	"process_descriptor_cm_overrides": "ducc runs no UIMA pipeline itself yet: give the worker with process_executable and process_executable_args",
+	"process_descriptor_cc":           "ducc runs no UIMA pipeline itself yet: give the worker with process_executable and process_executable_args",
+	"process_descriptor_cc_overrides": "ducc runs no UIMA pipeline itself yet: give the worker with process_executable and process_executable_args",
+	"process_descriptor_dd":           "ducc runs no UIMA pipeline itself yet: give the worker with process_executable and process_executable_args",
+	"process_jvm_args":                "ducc starts no JVM itself yet: put JVM options in process_executable_args",
+	"classpath":                       "ducc starts no JVM itself yet: put the class path in process_executable_args or environment (CLASSPATH=...)",
+	"jvm":                             "ducc starts no JVM itself yet: name the java command in process_executable",
+	"driver_jvm_args":                 "ducc has no job driver process to configure yet",
+	"driver_exception_handler":        "the error handler's limits are max_job_errors and max_item_retries",
+	"process_error_window_threshold":  "the error handler's limits are max_job_errors and max_item_retries",
+	"process_error_window_size":       "the error handler's limits are max_job_errors and max_item_retries",
+	"all_in_one":                      "run the worker by hand for a local test; ducc has no all-in-one mode",
+	"service_ping_class":              "write the pinger as a command: service_ping_executable and service_ping_arguments",
+	"service_ping_classpath":          "write the pinger as a command: service_ping_executable and service_ping_arguments",
+	"service_ping_jvm_args":           "write the pinger as a command: service_ping_executable and service_ping_arguments",
+}
+
+// aliases are DUCC's other names for keys, accepted silently as DUCC
+// does (lower case).
+var aliases = map[string]string{
+	"process_thread_count": "process_pipeline_count",
+	"process_dd":           "process_descriptor_DD",
+	"memory_size":          "process_memory_size",
+}
+
+// ignored are DUCC keys that ducc accepts and ignores, with why (lower
+// case); reading one gives a warning, not an error, as DUCC accepts them.
+var ignored = map[string]string{
+	"classpath_order":                    "ducc builds no class path, so there is no order to choose",
+	"process_get_meta_time_max":          "process_initialization_time_max bounds a job process's start",
+	"driver_exception_handler_arguments": "the error handler's limits are max_job_errors and max_item_retries",
+	"process_debug":                      "ducc does not attach debuggers; add the JVM's debug options to the command yourself",
+	"driver_debug":                       "ducc does not attach debuggers; add the JVM's debug options to the command yourself",
+	"service_ping_dolog":                 "a pinger's output always goes to the service's log",
+	"debug":                              "ducc's CLI has no debug mode",
+	"quiet":                              "ducc's CLI prints one line per submission already",
+	"role_administrator":                 "ducc recognizes administrators by their user; no role needs to be claimed",
+	"suppress_console_log":               "ducc writes no console log to suppress; the process's output is its log",
+	"timestamp":                          "ducc's own messages carry no timestamps; 'ducc logs' shows the log as written",
 }
 
 // Keys returns the keys a kind of spec takes, in table order.
@@ -348,12 +395,16 @@ func Keys(kind Kind) []*Key {
 	return out
 }
 
-// lookup finds the key called name in a kind of spec.
+// lookup finds the key called name in a kind of spec: its own name or a
+// DUCC alias.
 func lookup(kind Kind, name string) (*Key, bool) {
 	for i := range keys {
 		if keys[i].Name == name && keys[i].use(kind) != nil {
 			return &keys[i], true
 		}
+	}
+	if canon, ok := aliases[strings.ToLower(name)]; ok && canon != name {
+		return lookup(kind, canon)
 	}
 	return nil, false
 }
@@ -367,18 +418,83 @@ func names(kind Kind) string {
 	return strings.Join(n, ", ")
 }
 
+// ignoredKey returns why a DUCC key that ducc accepts and ignores is
+// ignored; ok is false for keys that are not such.
+func ignoredKey(name string) (why string, ok bool) {
+	why, ok = ignored[strings.ToLower(name)]
+	return why, ok
+}
+
+// badKey is one key of a spec that ducc does not take.
+type badKey struct {
+	at, name string
+}
+
+// unknownKeys is the error for a spec with keys ducc does not take: all
+// of them at once, each with what to do, so that porting a spec takes
+// one run, not one per key.
+type unknownKeys struct {
+	kind Kind
+	keys []badKey
+}
+
+func (e *unknownKeys) Error() string {
+	if len(e.keys) == 1 {
+		k := e.keys[0]
+		return prefix(k.at) + unknown(e.kind, k.name).Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d keys are not taken by ducc:", len(e.keys))
+	listValid := false
+	for _, k := range e.keys {
+		msg, valid := explain(e.kind, k.name)
+		listValid = listValid || valid
+		fmt.Fprintf(&b, "\n  %s%s", prefix(k.at), msg)
+	}
+	if listValid {
+		fmt.Fprintf(&b, "\nvalid keys are: %s", names(e.kind))
+	}
+	return b.String()
+}
+
+func prefix(at string) string {
+	if at == "" {
+		return ""
+	}
+	return at + ": "
+}
+
 // unknown explains an unknown key: a DUCC key ducc does not take, a near
 // miss, or the list of valid keys.
 func unknown(kind Kind, name string) error {
-	if hint, ok := notTaken[strings.ToLower(name)]; ok && kind == KindJob {
-		return fmt.Errorf("key %q is not used by ducc: %s", name, hint)
+	msg, valid := explain(kind, name)
+	if valid {
+		return fmt.Errorf("%s; valid keys are: %s", msg, names(kind))
+	}
+	return errors.New(msg)
+}
+
+// explain says what to do about a key ducc does not take; valid is true
+// when the list of valid keys would help.
+func explain(kind Kind, name string) (msg string, valid bool) {
+	lower := strings.ToLower(name)
+	if canon, ok := aliases[lower]; ok {
+		lower = strings.ToLower(canon)
+	}
+	if hint, ok := notTaken[lower]; ok {
+		return fmt.Sprintf("key %q is not used by ducc: %s", name, hint), false
 	}
 	for _, k := range Keys(kind) {
 		if strings.EqualFold(k.Name, strings.ReplaceAll(name, "-", "_")) {
-			return fmt.Errorf("unknown key %q; did you mean %q? valid keys are: %s", name, k.Name, names(kind))
+			return fmt.Sprintf("unknown key %q; did you mean %q?", name, k.Name), true
 		}
 	}
-	return fmt.Errorf("unknown key %q; valid keys are: %s", name, names(kind))
+	for _, other := range []Kind{KindJob, KindService, KindRun, KindReserve} {
+		if _, ok := lookup(other, name); ok && other != kind {
+			return fmt.Sprintf("key %q belongs in a %s, not a %s", name, other, kind), false
+		}
+	}
+	return fmt.Sprintf("unknown key %q", name), true
 }
 
 func checkProtocol(s string) (string, error) {

@@ -16,11 +16,13 @@ import (
 
 // ParseFile reads a spec file of a kind. .yaml and .yml are YAML; anything
 // else is read as a properties file and, if that fails, as YAML. ${VAR} in
-// a properties file may name an environment variable.
-func ParseFile(path string, kind Kind) (Raw, error) {
+// a properties file may name an environment variable. The warnings are
+// what the file says that ducc reads but does not act on (DUCC keys ducc
+// ignores, undefined variables left in place), one line each.
+func ParseFile(path string, kind Kind) (Raw, []string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", kind, err)
+		return nil, nil, fmt.Errorf("cannot read %s: %w", kind, err)
 	}
 	base := filepath.Dir(path)
 	if abs, err := filepath.Abs(base); err == nil {
@@ -28,51 +30,81 @@ func ParseFile(path string, kind Kind) (Raw, error) {
 	}
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".yaml", ".yml":
-		raw, err := ParseYAML(data, path, base, kind)
+		raw, warn, err := ParseYAML(data, path, base, kind)
 		if err != nil {
-			return nil, fmt.Errorf("%s %s (YAML): %w", kind, path, err)
+			return nil, nil, fmt.Errorf("%s %s (YAML): %w", kind, path, err)
 		}
-		return raw, nil
+		return raw, warn, nil
 	}
-	raw, perr := ParseProperties(data, path, base, os.LookupEnv, kind)
+	raw, warn, perr := ParseProperties(data, path, base, os.LookupEnv, kind)
 	if perr == nil {
-		return raw, nil
+		return raw, warn, nil
 	}
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".properties", ".job", ".txt", ".svc":
-		return nil, fmt.Errorf("%s %s (properties): %w", kind, path, perr)
+		return nil, nil, fmt.Errorf("%s %s (properties): %w", kind, path, perr)
 	}
-	raw, yerr := ParseYAML(data, path, base, kind)
+	raw, warn, yerr := ParseYAML(data, path, base, kind)
 	if yerr == nil {
-		return raw, nil
+		return raw, warn, nil
 	}
-	return nil, fmt.Errorf("%s %s is neither a properties file (%v) nor YAML (%v); name it .yaml or .properties to pick one", kind, path, perr, yerr)
+	if onlyKeysWrong(perr) {
+		return nil, nil, fmt.Errorf("%s %s (properties): %w", kind, path, perr)
+	}
+	return nil, nil, fmt.Errorf("%s %s is neither a properties file (%v) nor YAML (%v); name it .yaml or .properties to pick one", kind, path, perr, yerr)
 }
 
-// ParseYAML reads a YAML spec strictly: one mapping, known keys only, no
-// duplicates. name is the file's name for messages; base is the folder
-// relative paths are resolved against.
-func ParseYAML(data []byte, name, base string, kind Kind) (Raw, error) {
+// onlyKeysWrong reports whether err says that a file read as properties
+// has keys ducc does not take, all of them spelled like keys: the file is
+// a properties file with the wrong keys, not YAML.
+func onlyKeysWrong(err error) bool {
+	var uk *unknownKeys
+	if !errors.As(err, &uk) {
+		return false
+	}
+	for _, k := range uk.keys {
+		for i, c := range k.name {
+			letter := c == '_' || (c|0x20 >= 'a' && c|0x20 <= 'z')
+			if !letter && (i == 0 || !(c == '.' || (c >= '0' && c <= '9'))) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ParseYAML reads a YAML spec strictly: one mapping, known keys only (all
+// unknown ones are named in one error), no duplicates. name is the file's
+// name for messages; base is the folder relative paths are resolved
+// against. The warnings are as ParseFile's.
+func ParseYAML(data []byte, name, base string, kind Kind) (Raw, []string, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	raw := Raw{}
 	if doc.Kind == 0 { // empty file
-		return raw, nil
+		return raw, nil, nil
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("a %s is a mapping of keys to values, like 'description: nightly run'", kind)
+		return nil, nil, fmt.Errorf("a %s is a mapping of keys to values, like 'description: nightly run'", kind)
 	}
+	var warn []string
+	bad := &unknownKeys{kind: kind}
 	m := doc.Content[0]
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		kn, vn := m.Content[i], m.Content[i+1]
 		key, ok := lookup(kind, kn.Value)
 		if !ok {
-			return nil, fmt.Errorf("line %d: %w", kn.Line, unknown(kind, kn.Value))
+			if why, ign := ignoredKey(kn.Value); ign {
+				warn = append(warn, fmt.Sprintf("%s:%d: %s is ignored: %s", name, kn.Line, kn.Value, why))
+				continue
+			}
+			bad.keys = append(bad.keys, badKey{at: fmt.Sprintf("line %d", kn.Line), name: kn.Value})
+			continue
 		}
 		if _, dup := raw[key.Name]; dup {
-			return nil, fmt.Errorf("line %d: key %q given twice", kn.Line, key.Name)
+			return nil, nil, fmt.Errorf("line %d: key %q given twice", kn.Line, key.Name)
 		}
 		v := Value{At: fmt.Sprintf("%s:%d", name, kn.Line), Base: base}
 		switch vn.Kind {
@@ -81,29 +113,29 @@ func ParseYAML(data []byte, name, base string, kind Kind) (Raw, error) {
 				v.S = vn.Value
 			}
 			if key.Type == Items {
-				return nil, fmt.Errorf("line %d: %s is a list: write each item on its own line as '- item'", kn.Line, key.Name)
+				return nil, nil, fmt.Errorf("line %d: %s is a list: write each item on its own line as '- item'", kn.Line, key.Name)
 			}
 		case yaml.SequenceNode:
 			if !key.Type.takesList() {
-				return nil, fmt.Errorf("line %d: %s takes one value, not a list", kn.Line, key.Name)
+				return nil, nil, fmt.Errorf("line %d: %s takes one value, not a list", kn.Line, key.Name)
 			}
 			v.IsList = true
 			v.List = make([]string, 0, len(vn.Content))
 			for _, e := range vn.Content {
 				if e.Kind != yaml.ScalarNode {
-					return nil, fmt.Errorf("line %d: the entries of %s must be plain values", e.Line, key.Name)
+					return nil, nil, fmt.Errorf("line %d: the entries of %s must be plain values", e.Line, key.Name)
 				}
 				v.List = append(v.List, e.Value)
 			}
 		case yaml.MappingNode:
 			if key.Type != Env {
-				return nil, fmt.Errorf("line %d: %s takes a value, not a mapping", kn.Line, key.Name)
+				return nil, nil, fmt.Errorf("line %d: %s takes a value, not a mapping", kn.Line, key.Name)
 			}
 			v.IsList = true
 			for j := 0; j+1 < len(vn.Content); j += 2 {
 				k, e := vn.Content[j], vn.Content[j+1]
 				if e.Kind != yaml.ScalarNode {
-					return nil, fmt.Errorf("line %d: environment variable %s must have a plain value", e.Line, k.Value)
+					return nil, nil, fmt.Errorf("line %d: environment variable %s must have a plain value", e.Line, k.Value)
 				}
 				val := e.Value
 				if e.Tag == "!!null" {
@@ -112,24 +144,31 @@ func ParseYAML(data []byte, name, base string, kind Kind) (Raw, error) {
 				v.List = append(v.List, k.Value+"="+val)
 			}
 		default:
-			return nil, fmt.Errorf("line %d: unexpected value for %s", kn.Line, key.Name)
+			return nil, nil, fmt.Errorf("line %d: unexpected value for %s", kn.Line, key.Name)
 		}
 		raw[key.Name] = v
 	}
-	return raw, nil
+	if len(bad.keys) > 0 {
+		return nil, nil, bad
+	}
+	return raw, warn, nil
 }
 
 // ParseProperties reads a DUCC (Java) properties file: `key = value`,
 // `key: value` or `key value`; # and ! start comments; a line ending in a
 // backslash continues on the next; backslash escapes as in Java; ${VAR} is
 // replaced by an earlier key of the file or else env(VAR) ($${ writes a
-// literal ${). A key given twice keeps its last value.
-func ParseProperties(data []byte, name, base string, env func(string) (string, bool), kind Kind) (Raw, error) {
+// literal ${); an undefined variable is left as written, with a warning,
+// as DUCC does. A key given twice keeps its last value. All unknown keys
+// are named in one error; the warnings are as ParseFile's.
+func ParseProperties(data []byte, name, base string, env func(string) (string, bool), kind Kind) (Raw, []string, error) {
 	if !utf8.Valid(data) {
-		return nil, errors.New("not UTF-8 text")
+		return nil, nil, errors.New("not UTF-8 text")
 	}
 	raw := Raw{}
 	vars := map[string]string{}
+	var warn []string
+	bad := &unknownKeys{kind: kind}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	lineNo := 0
@@ -151,30 +190,41 @@ func ParseProperties(data []byte, name, base string, env func(string) (string, b
 		k, v := splitProperty(line)
 		name2, err := unescapeProperty(k)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", start, err)
+			return nil, nil, fmt.Errorf("line %d: %w", start, err)
 		}
 		val, err := unescapeProperty(v)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", start, err)
+			return nil, nil, fmt.Errorf("line %d: %w", start, err)
 		}
 		key, ok := lookup(kind, name2)
 		if !ok {
-			return nil, fmt.Errorf("line %d: %w", start, unknown(kind, name2))
+			if why, ign := ignoredKey(name2); ign {
+				warn = append(warn, fmt.Sprintf("%s:%d: %s is ignored: %s", name, start, name2, why))
+			} else {
+				bad.keys = append(bad.keys, badKey{at: fmt.Sprintf("line %d", start), name: name2})
+			}
+			continue
 		}
 		if key.Type == Items {
-			return nil, fmt.Errorf("line %d: %s is only accepted in YAML specs; in a properties file use input_file, or pipe the items on standard input", start, key.Name)
+			return nil, nil, fmt.Errorf("line %d: %s is only accepted in YAML specs; in a properties file use input_file, or pipe the items on standard input", start, key.Name)
 		}
-		val, err = substitute(val, vars, env)
+		val, undefined, err := substitute(val, vars, env)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", start, err)
+			return nil, nil, fmt.Errorf("line %d: %w", start, err)
+		}
+		for _, u := range undefined {
+			warn = append(warn, fmt.Sprintf("%s:%d: ${%s} is not defined in the file or the environment; it is left as written", name, start, u))
 		}
 		vars[key.Name] = val
 		raw[key.Name] = Value{S: val, At: fmt.Sprintf("%s:%d", name, start), Base: base}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return raw, nil
+	if len(bad.keys) > 0 {
+		return nil, nil, bad
+	}
+	return raw, warn, nil
 }
 
 // continues reports whether a properties line ends in an odd number of
@@ -251,17 +301,18 @@ func unescapeProperty(s string) (string, error) {
 	return b.String(), nil
 }
 
-// substitute replaces ${VAR} by vars[VAR] or else env(VAR).
-func substitute(s string, vars map[string]string, env func(string) (string, bool)) (string, error) {
+// substitute replaces ${VAR} by vars[VAR] or else env(VAR); an undefined
+// ${VAR} stays as written and its name is returned in undefined.
+func substitute(s string, vars map[string]string, env func(string) (string, bool)) (out string, undefined []string, err error) {
 	if !strings.Contains(s, "${") {
-		return s, nil
+		return s, nil, nil
 	}
 	var b strings.Builder
 	for {
 		i := strings.Index(s, "${")
 		if i < 0 {
 			b.WriteString(s)
-			return b.String(), nil
+			return b.String(), undefined, nil
 		}
 		if i > 0 && s[i-1] == '$' { // $${ is a literal ${
 			b.WriteString(s[:i-1])
@@ -272,18 +323,19 @@ func substitute(s string, vars map[string]string, env func(string) (string, bool
 		b.WriteString(s[:i])
 		j := strings.IndexByte(s[i+2:], '}')
 		if j < 0 {
-			return "", fmt.Errorf("unclosed ${ in %q: write ${NAME}", s)
+			return "", nil, fmt.Errorf("unclosed ${ in %q: write ${NAME}", s)
 		}
 		name := s[i+2 : i+2+j]
 		if name == "" {
-			return "", errors.New("empty ${}: write ${NAME}")
+			return "", nil, errors.New("empty ${}: write ${NAME}")
 		}
 		v, ok := vars[name]
 		if !ok && env != nil {
 			v, ok = env(name)
 		}
 		if !ok {
-			return "", fmt.Errorf("undefined variable ${%s}: define it earlier in the file or in the environment (write $${ for a literal ${)", name)
+			undefined = append(undefined, name)
+			v = "${" + name + "}"
 		}
 		b.WriteString(v)
 		s = s[i+3+j:]

@@ -46,7 +46,7 @@ wait_for_completion: true
 cancel_on_interrupt: no
 attach_console: false
 `)
-	raw, err := ParseFile(p, KindJob)
+	raw, _, err := ParseFile(p, KindJob)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ service_dependency = CUSTOM:a, CUSTOM:b CUSTOM:c
 wait_for_completion
 input_file = items.txt
 `)
-	raw, err := ParseFile(p, KindJob)
+	raw, _, err := ParseFile(p, KindJob)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,8 +175,6 @@ func TestSpecErrors(t *testing.T) {
 			[]string{"more than zero"}},
 		{"bad protocol", "j.yaml", "process_executable: x\nworker_protocol: uima\n",
 			[]string{`unknown worker protocol "uima"`, `"stream"`, `"exec"`}},
-		{"undefined variable", "j.properties", "process_executable = ${NO_SUCH_DUCC_VAR}/bin/x\n",
-			[]string{"line 1", "undefined variable ${NO_SUCH_DUCC_VAR}"}},
 		{"input_items in properties", "j.properties", "process_executable = x\ninput_items = a\n",
 			[]string{"input_items is only accepted in YAML"}},
 		{"input_items not a list", "j.yaml", "process_executable: x\ninput_items: a\n",
@@ -185,8 +183,8 @@ func TestSpecErrors(t *testing.T) {
 			[]string{"both input_file and input_items"}},
 		{"list for a scalar key", "j.yaml", "process_executable: [a, b]\n",
 			[]string{"takes one value, not a list"}},
-		{"bad environment", "j.yaml", "process_executable: x\nenvironment: [A=1, B]\n",
-			[]string{`"B" is not NAME=VALUE`}},
+		{"bad environment", "j.yaml", "process_executable: x\nenvironment: [A=1, \"B C\"]\n",
+			[]string{`"B C" is not NAME=VALUE`}},
 		{"unterminated quote", "j.properties", "process_executable = x\nprocess_executable_args = -c 'echo\n",
 			[]string{"unterminated '"}},
 		{"bad bool", "j.yaml", "process_executable: x\nwait_for_completion: maybe\n",
@@ -199,7 +197,7 @@ func TestSpecErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeSpec(t, tc.file, tc.text)
-			raw, err := ParseFile(p, KindJob)
+			raw, _, err := ParseFile(p, KindJob)
 			if err == nil {
 				_, err = BuildJob(raw, "/")
 			}
@@ -217,7 +215,7 @@ func TestSpecErrors(t *testing.T) {
 
 func TestSpecUnknownExtensionFallsBackToYAML(t *testing.T) {
 	p := writeSpec(t, "job.spec", "process_executable: x\nprocess_executable_args:\n  - a b\n  - c\n")
-	raw, err := ParseFile(p, KindJob)
+	raw, _, err := ParseFile(p, KindJob)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +262,7 @@ func TestSpecPropertiesSyntax(t *testing.T) {
 		{"description=", "description", ""},
 	}
 	for _, tc := range tests {
-		raw, err := ParseProperties([]byte(tc.text), "t", "", func(string) (string, bool) { return "", false }, KindJob)
+		raw, _, err := ParseProperties([]byte(tc.text), "t", "", func(string) (string, bool) { return "", false }, KindJob)
 		if err != nil {
 			t.Errorf("%q: %v", tc.text, err)
 			continue
@@ -287,7 +285,7 @@ func TestSpecExamples(t *testing.T) {
 		if filepath.Base(filepath.Dir(f)) == "services" {
 			continue // service registrations: TestServiceExamples
 		}
-		raw, err := ParseFile(f, KindJob)
+		raw, _, err := ParseFile(f, KindJob)
 		if err != nil {
 			t.Errorf("%v", err)
 			continue
@@ -317,7 +315,7 @@ func TestServiceExamples(t *testing.T) {
 		t.Fatalf("found only %d example registrations", len(files))
 	}
 	for _, f := range files {
-		raw, err := ParseFile(f, KindService)
+		raw, _, err := ParseFile(f, KindService)
 		if err != nil {
 			t.Errorf("%v", err)
 			continue

@@ -371,7 +371,7 @@ log_directory: logs
 administrators: bob, carol
 umask: 0o27
 `)
-	raw, err := ParseFile(p, KindService)
+	raw, _, err := ParseFile(p, KindService)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,10 +395,10 @@ umask: 0o27
 	if err := ValidateService(sp); err != nil {
 		t.Error(err)
 	}
-	if _, err := ParseYAML([]byte("input_items: [a]\n"), "s.yaml", "", KindService); err == nil || !strings.Contains(err.Error(), `unknown key "input_items"`) {
+	if _, _, err := ParseYAML([]byte("input_items: [a]\n"), "s.yaml", "", KindService); err == nil || !strings.Contains(err.Error(), `key "input_items" belongs in a job spec, not a service registration`) {
 		t.Errorf("a job key in a service: %v", err)
 	}
-	if _, err := ParseYAML([]byte("- a\n"), "s.yaml", "", KindService); err == nil || !strings.Contains(err.Error(), "a service registration is a mapping") {
+	if _, _, err := ParseYAML([]byte("- a\n"), "s.yaml", "", KindService); err == nil || !strings.Contains(err.Error(), "a service registration is a mapping") {
 		t.Errorf("not a mapping: %v", err)
 	}
 }

@@ -81,8 +81,13 @@ func set(k *Key, u *use, target any, v Value) error {
 		}
 		for _, e := range env {
 			name, _, ok := strings.Cut(e, "=")
+			if !ok {
+				// DUCC's forms: NAME copies the submitter's NAME, PREFIX*
+				// every variable starting with PREFIX (see ExpandEnv).
+				ok = envName(strings.TrimSuffix(name, "*"))
+			}
 			if !ok || name == "" || strings.ContainsAny(name, " \t") {
-				return fmt.Errorf("%q is not NAME=VALUE: write environment entries like \"LANG=C.UTF-8 MODEL=/data/m1\"", e)
+				return fmt.Errorf("%q is not NAME=VALUE, NAME or PREFIX*: write environment entries like \"LANG=C.UTF-8 MODEL=/data/m1 HOME UIMA*\"", e)
 			}
 		}
 		p := ptr.(*[]string)
@@ -247,4 +252,46 @@ func dedupEnv(env []string) []string {
 		out = append(out, e)
 	}
 	return out
+}
+
+// envName reports whether s is a plain environment variable name.
+func envName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if c != '_' && !(c >= 'A' && c <= 'Z') && !(c >= 'a' && c <= 'z') && (i == 0 || !(c >= '0' && c <= '9')) {
+			return false
+		}
+	}
+	return true
+}
+
+// ExpandEnv resolves DUCC's short environment forms against the
+// submitter's environment (os.Environ()): NAME alone copies the
+// submitter's NAME (left out if unset), PREFIX* copies every variable
+// whose name starts with PREFIX. NAME=VALUE entries stay; for a name given
+// twice the last entry wins.
+func ExpandEnv(env, environ []string) []string {
+	var out []string
+	for _, e := range env {
+		if strings.Contains(e, "=") {
+			out = append(out, e)
+			continue
+		}
+		if prefix, ok := strings.CutSuffix(e, "*"); ok {
+			for _, kv := range environ {
+				if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, prefix) {
+					out = append(out, kv)
+				}
+			}
+			continue
+		}
+		for _, kv := range environ {
+			if name, _, _ := strings.Cut(kv, "="); name == e {
+				out = append(out, kv)
+			}
+		}
+	}
+	return dedupEnv(out)
 }

@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ducc-project/ducc/agent"
+	"github.com/ducc-project/ducc/classfile"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -34,20 +36,30 @@ func newAdminCmd(g *globals) *cobra.Command {
 		Short: "reload the scheduler's classes and pools from a config file, through Raft",
 		Long: `Read the scheduler section of FILE (default /etc/ducc/ducc.yaml), validate it, and
 apply it to the cluster through Raft: running work stays, the next scheduling cycle
-uses the new classes and pools, and later heads keep using it.`,
+uses the new classes and pools, and later heads keep using it. FILE may also be a
+DUCC class file (ducc.classes), read as 'ducc admin import-classes' does.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := "/etc/ducc/ducc.yaml"
 			if len(args) == 1 {
 				path = args[0]
 			}
-			cfg, err := agent.LoadConfig(path)
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			raw, err := yaml.Marshal(cfg.Scheduler)
-			if err != nil {
-				return usageErr("encode scheduler config: %v", err)
+			var raw []byte
+			if data, err := os.ReadFile(path); err == nil && classfile.LooksLikeClassFile(data) {
+				text, _, warn, err := classfile.Translate(path, os.ReadFile)
+				printWarnings(cmd, warn)
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				raw = text
+			} else {
+				cfg, err := agent.LoadConfig(path)
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				if raw, err = yaml.Marshal(cfg.Scheduler); err != nil {
+					return usageErr("encode scheduler config: %v", err)
+				}
 			}
 			var list wire.ClassList
 			if err := newClient(g).call(cmd.Context(), wire.MethodReconfigure, wire.ReconfigureRequest{Scheduler: raw}, &list); err != nil {
@@ -66,8 +78,33 @@ uses the new classes and pools, and later heads keep using it.`,
 		node("vary-on", "undo vary-off and quiesce", ""),
 		reconf,
 		newRemoveServerCmd(g),
+		newImportClassesCmd(),
 	)
 	return admin
+}
+
+func newImportClassesCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "import-classes DUCC_CLASS_FILE",
+		Short: "print the scheduler section equivalent to a DUCC class file (ducc.classes)",
+		Long: `Read a DUCC class file (Nodepool, Class and User stanzas, with its node files and
+their imports) and print the equivalent scheduler section of ducc.yaml. Attributes
+ducc does not honour are named on stderr; ones that would change where work runs are
+errors. Paste the output into /etc/ducc/ducc.yaml, or give the class file to
+'ducc admin reconfigure' directly. See docs/ducc-compatibility.md.`,
+		Example: "  ducc admin import-classes /opt/ducc/resources/ducc.classes >> /etc/ducc/ducc.yaml",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			text, cfg, warn, err := classfile.Translate(args[0], os.ReadFile)
+			printWarnings(cmd, warn)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "# from the DUCC class file %s: %d classes\n", args[0], len(cfg.Classes))
+			_, err = cmd.OutOrStdout().Write(text)
+			return err
+		},
+	}
 }
 
 func newRemoveServerCmd(g *globals) *cobra.Command {

@@ -44,7 +44,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "exec-worker" {
 		os.Exit(proc.RunExecWorker(os.Args[2:]))
 	}
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(duccArgs(os.Args[0], os.Args[1:])))
 }
 
 func run(args []string) int {
@@ -87,6 +87,8 @@ Start a one-node dev cluster with 'ducc agent --dev', then try 'ducc run -- echo
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v (see '%s --help')", err, c.CommandPath())
 	})
+	root.SetGlobalNormalizationFunc(underscoreFlags)
+	addDUCCGlobals(root.PersistentFlags())
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON instead of tables")
 	root.PersistentFlags().StringVar(&g.as, "as", "", "act for another user (root only)")
 	root.PersistentFlags().StringVar(&g.socket, "socket", "", "agent socket (default: $DUCC_SOCKET, /run/ducc/ducc.sock, ~/.local/share/ducc/ducc.sock)")

@@ -61,6 +61,7 @@ func sizeOrDash(n int64) string {
 }
 
 func newReserveCmd(g *globals) *cobra.Command {
+	var specFlag string
 	cmd := &cobra.Command{
 		Use:   "reserve --memory SIZE",
 		Short: "reserve a whole machine of exactly that memory size",
@@ -70,6 +71,14 @@ Prints the id, and the node once it has one (--wait waits for it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			raw := spec.Raw{}
+			if specFlag != "" {
+				var warn []string
+				var err error
+				if raw, warn, err = spec.ParseFile(specFlag, spec.KindReserve); err != nil {
+					return usageErr("%v", err)
+				}
+				printWarnings(cmd, warn)
+			}
 			if err := spec.FlagValues(cmd.Flags(), spec.KindReserve, raw, ""); err != nil {
 				return usageErr("%v", err)
 			}
@@ -101,6 +110,7 @@ Prints the id, and the node once it has one (--wait waits for it).`,
 		},
 	}
 	spec.AddFlags(cmd.Flags(), spec.KindReserve, nil)
+	addSpecificationFlag(cmd, &specFlag, "reservation spec")
 	return cmd
 }
 
@@ -123,13 +133,17 @@ func reservationState(ctx context.Context, c *client, id uint64, wait bool) (wir
 }
 
 func newUnreserveCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var flagIDs []string
+	cmd := &cobra.Command{
 		Use:   "unreserve ID...",
 		Short: "release reservations",
-		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := withIDs(args, flagIDs)
+			if err != nil {
+				return err
+			}
 			c := newClient(g)
-			for _, a := range args {
+			for _, a := range ids {
 				id, err := parseID(a)
 				if err != nil {
 					return err
@@ -149,4 +163,6 @@ func newUnreserveCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringArrayVar(&flagIDs, "id", nil, "id of the reservation (the same as giving it as an argument; may be repeated)")
+	return cmd
 }

@@ -17,6 +17,7 @@ import (
 )
 
 func newRunCmd(g *globals) *cobra.Command {
+	var specFlag string
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARGS...]",
 		Short: "run one process on the cluster (a managed reservation), output attached",
@@ -27,10 +28,17 @@ when the OOM killer killed only a child of the process and it exited 0 (the
 reason is printed). Ctrl-C cancels it. With --detach, print the id and return at
 once; 'ducc wait ID' gives the exit code later.`,
 		Example: "  ducc run -- hostname\n  ducc run --memory 512M -- python3 train.py\n  id=$(ducc run --detach -- sleep 600)",
-		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			wd, _ := os.Getwd()
 			raw := spec.Raw{}
+			if specFlag != "" {
+				var warn []string
+				var err error
+				if raw, warn, err = spec.ParseFile(specFlag, spec.KindRun); err != nil {
+					return usageErr("%v", err)
+				}
+				printWarnings(cmd, warn)
+			}
 			if err := spec.FlagValues(cmd.Flags(), spec.KindRun, raw, wd); err != nil {
 				return usageErr("%v", err)
 			}
@@ -39,7 +47,20 @@ once; 'ducc wait ID' gives the exit code later.`,
 				return usageErr("%v", err)
 			}
 			req := run.Req
-			req.Path, req.Args, req.Env, req.Dir = args[0], args[1:], os.Environ(), wd
+			switch {
+			case len(args) > 0 && run.Executable != "":
+				return usageErr("%s names the command (process_executable); give no command after '--' as well", specFlag)
+			case len(args) > 0:
+				req.Path, req.Args = args[0], args[1:]
+			case run.Executable != "":
+				req.Path, req.Args = run.Executable, run.Args
+			default:
+				return usageErr("give the command to run after '--', e.g. 'ducc run -- hostname', or a spec file with process_executable (--specification FILE)")
+			}
+			req.Env = append(os.Environ(), spec.ExpandEnv(run.Environment, os.Environ())...)
+			if req.Dir == "" {
+				req.Dir = wd
+			}
 			if req.Umask == "" {
 				req.Umask = callerUmask()
 			}
@@ -65,6 +86,11 @@ once; 'ducc wait ID' gives the exit code later.`,
 	f := cmd.Flags()
 	f.SetInterspersed(false)
 	spec.AddFlags(f, spec.KindRun, nil)
+	f.StringVarP(&specFlag, "specification", "f", "", "managed reservation spec file (DUCC's process_executable, process_memory_size, ...)")
+	for _, name := range []string{"wait-for-completion", "cancel-on-interrupt", "attach-console"} {
+		f.Bool(name, false, "accepted for DUCC compatibility: ducc run waits, cancels on Ctrl-C and shows the output unless --detach")
+		_ = f.MarkHidden(name)
+	}
 	return cmd
 }
 

@@ -36,6 +36,7 @@ Wherever an ID is taken, the service's endpoint works too. See docs/services.md.
 }
 
 func newSvcRegisterCmd(g *globals) *cobra.Command {
+	var specFlag string
 	cmd := &cobra.Command{
 		Use:   "register [FILE] [flags] [-- CMD [ARGS...]]",
 		Short: "register a service from a YAML or properties file, or flags",
@@ -47,15 +48,16 @@ func newSvcRegisterCmd(g *globals) *cobra.Command {
 				command, args = args[dash:], args[:dash]
 			}
 			raw := spec.Raw{}
-			switch len(args) {
-			case 0:
-			case 1:
-				var err error
-				if raw, err = spec.ParseFile(args[0], spec.KindService); err != nil {
+			file, err := specFile(specFlag, args)
+			if err != nil {
+				return err
+			}
+			if file != "" {
+				var warn []string
+				if raw, warn, err = spec.ParseFile(file, spec.KindService); err != nil {
 					return usageErr("%v", err)
 				}
-			default:
-				return usageErr("give at most one registration file, got %q; put the command after '--'", args)
+				printWarnings(cmd, warn)
 			}
 			cwd, err := os.Getwd()
 			if err != nil {
@@ -84,6 +86,7 @@ func newSvcRegisterCmd(g *globals) *cobra.Command {
 			if sp.Umask == "" {
 				sp.Umask = callerUmask()
 			}
+			sp.Environment = spec.ExpandEnv(sp.Environment, os.Environ())
 			var rep wire.SubmitReply
 			if err := newClient(g).call(cmd.Context(), wire.MethodServiceRegister, wire.ServiceRegisterRequest{Spec: sp}, &rep); err != nil {
 				return err
@@ -95,6 +98,7 @@ func newSvcRegisterCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	addSpecificationFlag(cmd, &specFlag, "registration")
 	spec.AddFlags(cmd.Flags(), spec.KindService, nil)
 	return cmd
 }

@@ -28,6 +28,7 @@ const (
 )
 
 func newSubmitCmd(g *globals) *cobra.Command {
+	var specFlag string
 	cmd := &cobra.Command{
 		Use:   "submit [SPEC_FILE] [flags] [-- CMD [ARGS...]]",
 		Short: "submit a job of work items",
@@ -49,18 +50,14 @@ See docs/jobs.md for the keys and the worker protocols.`,
   seq 1 1000 | ducc submit --worker-protocol exec --wait -- factor {}
   ducc submit --input-file lines.txt --process-executable ./worker.py --cancel-on-interrupt`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var file string
 			var command []string
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 				command = args[dash:]
 				args = args[:dash]
 			}
-			switch len(args) {
-			case 0:
-			case 1:
-				file = args[0]
-			default:
-				return usageErr("give at most one spec file, got %q; put the worker command after '--'", args)
+			file, err := specFile(specFlag, args)
+			if err != nil {
+				return err
 			}
 			jr, err := loadSubmission(cmd, file, command)
 			if err != nil {
@@ -69,6 +66,9 @@ See docs/jobs.md for the keys and the worker protocols.`,
 			src, closeSrc, err := openItems(jr, cmd.InOrStdin())
 			if err != nil {
 				return err
+			}
+			if file != "" && jr.InputFile == "" && !jr.HaveItems {
+				src = &notEmpty{src: src, file: file}
 			}
 			defer closeSrc()
 			c := newClient(g)
@@ -96,8 +96,28 @@ See docs/jobs.md for the keys and the worker protocols.`,
 			return waitJob(ctx, c, id, cmd.OutOrStdout(), cmd.ErrOrStderr(), jr.CancelOnInterrupt, g.json)
 		},
 	}
+	addSpecificationFlag(cmd, &specFlag, "job spec")
 	spec.AddFlags(cmd.Flags(), spec.KindJob, nil)
 	return cmd
+}
+
+// notEmpty says, when a spec file's job gets no items from standard input,
+// that the file may be a managed reservation (DUCC users have both kinds
+// of spec files).
+type notEmpty struct {
+	src  itemSource
+	file string
+	seen bool
+}
+
+func (n *notEmpty) next() (string, bool, error) {
+	it, ok, err := n.src.next()
+	if err == nil && !ok && !n.seen {
+		return "", false, usageErr("no work items: %s names no input_file or input_items and standard input is empty; "+
+			"if it describes one process (a DUCC managed reservation), run it with 'ducc run --specification %s'", n.file, n.file)
+	}
+	n.seen = n.seen || ok
+	return it, ok, err
 }
 
 // loadSubmission reads the spec file (if any), lays the flags and the
@@ -106,9 +126,11 @@ func loadSubmission(cmd *cobra.Command, file string, command []string) (*spec.Jo
 	raw := spec.Raw{}
 	if file != "" {
 		var err error
-		if raw, err = spec.ParseFile(file, spec.KindJob); err != nil {
+		var warn []string
+		if raw, warn, err = spec.ParseFile(file, spec.KindJob); err != nil {
 			return nil, usageErr("%v", err)
 		}
+		printWarnings(cmd, warn)
 	}
 	cwd, err := os.Getwd()
 	if err != nil {
@@ -137,6 +159,7 @@ func loadSubmission(cmd *cobra.Command, file string, command []string) (*spec.Jo
 	if jr.Spec.Umask == "" {
 		jr.Spec.Umask = callerUmask()
 	}
+	jr.Spec.Environment = spec.ExpandEnv(jr.Spec.Environment, os.Environ())
 	return jr, nil
 }
 

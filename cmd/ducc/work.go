@@ -76,19 +76,28 @@ func newWaitCmd(g *globals) *cobra.Command {
 }
 
 func newCancelCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var flagIDs []string
+	var reason, dpid string
+	cmd := &cobra.Command{
 		Use:   "cancel ID...",
 		Short: "cancel work: SIGTERM, then SIGKILL after the grace period",
-		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := withIDs(args, flagIDs)
+			if err != nil {
+				return err
+			}
+			if dpid != "" {
+				return &exitError{code: exitFailed, msg: "canceling one job process (--dpid) is not built in ducc yet; cancel the whole job, " +
+					"or lower its process_deployments_max with a new submission"}
+			}
 			c := newClient(g)
-			for _, a := range args {
+			for _, a := range ids {
 				id, err := parseID(a)
 				if err != nil {
 					return err
 				}
 				var info wire.WorkInfo
-				if err := c.call(cmd.Context(), wire.MethodCancel, wire.CancelRequest{ID: id}, &info); err != nil {
+				if err := c.call(cmd.Context(), wire.MethodCancel, wire.CancelRequest{ID: id, Reason: reason}, &info); err != nil {
 					return err
 				}
 				if g.json {
@@ -106,6 +115,11 @@ func newCancelCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringArrayVar(&flagIDs, "id", nil, "id of the work (the same as giving it as an argument; may be repeated)")
+	cmd.Flags().StringVar(&reason, "reason", "", "why, shown with the work's end")
+	cmd.Flags().StringVar(&dpid, "dpid", "", "DUCC's one-process cancel (not built in ducc yet)")
+	_ = cmd.Flags().MarkHidden("dpid")
+	return cmd
 }
 
 func newJobsCmd(g *globals) *cobra.Command {

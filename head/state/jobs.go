@@ -225,7 +225,7 @@ func (f *FSM) jobRules(w *Work, now int64) {
 	}
 	s := j.Spec
 	switch {
-	case j.Failed >= s.MaxJobErrors:
+	case j.Failed > s.MaxJobErrors:
 		f.finish(w, now, CompletionCanceledByDriver, fmt.Sprintf("%d work items failed (max_job_errors is %d)", j.Failed, s.MaxJobErrors), 1)
 	case !j.EverReady && j.InitFailures >= 1:
 		f.finish(w, now, CompletionInitFailure, "the first job process failed to initialize: "+lastReason(w), 1)
