@@ -467,6 +467,44 @@ func (d *Driver) ProcGone(ctx context.Context, jobID uint64, procID string) {
 	j.wake()
 }
 
+// sweep re-queues the items still in flight with processes whose end the
+// state has recorded: ProcGone is told of every end, so this finds
+// nothing unless that call was missed (a write-off whose caller stopped
+// between the apply and the call). Every item of a job thus goes back to
+// the queue once its holder is gone, and the job finishes.
+func (d *Driver) sweep(ctx context.Context, ids []uint64) {
+	for _, id := range ids {
+		d.mu.Lock()
+		j := d.jobs[id]
+		d.mu.Unlock()
+		if j == nil {
+			continue
+		}
+		j.mu.Lock()
+		holders := map[string]bool{}
+		for _, f := range j.inflight {
+			holders[f.proc] = true
+		}
+		j.mu.Unlock()
+		var gone []string
+		d.fsm.View(func(v *state.View) {
+			w := v.Work(id)
+			if w == nil || w.Ended() {
+				return
+			}
+			for _, p := range w.Procs {
+				if holders[p.ID] && p.Ended() {
+					gone = append(gone, p.ID)
+				}
+			}
+		})
+		for _, p := range gone {
+			d.log.Warn("items in flight with a process that has ended: re-queueing them", "job", id, "proc", p)
+			d.ProcGone(ctx, id, p)
+		}
+	}
+}
+
 // Demand tells the scheduler how many items of a job wait to be handed
 // out and how many processes hold items now. Call it without holding the
 // state's lock.
@@ -535,6 +573,7 @@ func (d *Driver) Tick(ctx context.Context, now time.Time) {
 			}
 		}
 	})
+	d.sweep(ctx, ids)
 	cmds = append(cmds, d.itemTimeouts(ids, now)...)
 	d.mu.Lock()
 	for _, id := range ended {

@@ -242,3 +242,34 @@ func TestWrittenOffProcessComesBack(t *testing.T) {
 		})
 	}
 }
+
+// TestTickRequeuesItemsOfEndedProcess: the end of a process holding items
+// was recorded but the driver was not told (ProcGone missed): the next
+// tick re-queues them, so the job still finishes.
+func TestTickRequeuesItemsOfEndedProcess(t *testing.T) {
+	f, app, c := setup(t, 4, wire.JobSpec{})
+	d := New(f, app, c.now, slog.Default())
+	ex(t, d, "1.1", 2, nil) // 0, 1
+	ex(t, d, "1.2", 2, nil) // 2, 3
+	if _, err := app.Apply(context.Background(), state.Command{Type: state.CmdProc, Time: 9, Proc: &wire.ProcStatus{
+		ID: "1.2", WorkID: 1, State: wire.ProcLost, EndedAt: 9, ExitCode: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.InFlight(1); n != 4 {
+		t.Fatalf("in flight before the tick: %d, want 4", n)
+	}
+	d.Tick(context.Background(), c.t)
+	if n := d.InFlight(1); n != 2 {
+		t.Fatalf("in flight after the tick: %d, want 2 (those of 1.1)", n)
+	}
+	rep := ex(t, d, "1.1", 4, []int{0, 1})
+	if got := indices(rep.Items); len(got) != 2 || got[0] != 2 || got[1] != 3 {
+		t.Fatalf("re-queued items %v, want [2 3]", got)
+	}
+	ex(t, d, "1.1", 0, nil, wire.ItemOutcome{Index: 0, OK: true}, wire.ItemOutcome{Index: 1, OK: true}, wire.ItemOutcome{Index: 2, OK: true}, wire.ItemOutcome{Index: 3, OK: true})
+	f.View(func(v *state.View) {
+		if w := v.Work(1); w.Completion != state.CompletionEndOfJob || w.Job.Done != 4 {
+			t.Errorf("job %s %s, done %d", w.State, w.Completion, w.Job.Done)
+		}
+	})
+}
