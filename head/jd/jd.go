@@ -150,7 +150,7 @@ func (d *Driver) exchangeOnce(ctx context.Context, j *job, req *wire.ExchangeReq
 		// back and holds none; only its successful answers count, and
 		// only where the item has no outcome yet (the state keeps the
 		// first). It is told to let go.
-		if first {
+		if first && !w.Ended() {
 			if err := d.lateAnswers(ctx, j, &p, req.Outcomes, now); err != nil {
 				return wire.ExchangeReply{}, nil, err
 			}
