@@ -144,6 +144,19 @@ func (d *Driver) exchangeOnce(ctx context.Context, j *job, req *wire.ExchangeReq
 	if !found {
 		return wire.ExchangeReply{Release: true}, nil, wire.Errorf(wire.CodeUsage, "job %d has no process %s", req.JobID, req.ProcID)
 	}
+	if p.Ended() {
+		// Written off (its node was declared down) or its end recorded:
+		// its items went back to the queue then (ProcGone). It takes none
+		// back and holds none; only its successful answers count, and
+		// only where the item has no outcome yet (the state keeps the
+		// first). It is told to let go.
+		if first && !w.Ended() {
+			if err := d.lateAnswers(ctx, j, &p, req.Outcomes, now); err != nil {
+				return wire.ExchangeReply{}, nil, err
+			}
+		}
+		return wire.ExchangeReply{Release: true}, nil, nil
+	}
 	jp := j.procs[req.ProcID]
 	if jp == nil {
 		jp = &jproc{}
@@ -155,7 +168,7 @@ func (d *Driver) exchangeOnce(ctx context.Context, j *job, req *wire.ExchangeReq
 			req.Outcomes[i].LimitResult() // from an agent that did not
 		}
 		var cmds []state.Command
-		if req.Ready && p.ReadyAt == 0 && !p.Ended() {
+		if req.Ready && p.ReadyAt == 0 {
 			cmds = append(cmds, state.Command{Type: state.CmdReady, Time: now.UnixMilli(), WorkID: w.ID, ProcID: p.ID, Count: req.InitMS})
 			p.ReadyAt = now.UnixMilli()
 		}
@@ -170,10 +183,10 @@ func (d *Driver) exchangeOnce(ctx context.Context, j *job, req *wire.ExchangeReq
 		if d.OnItems != nil && len(req.Outcomes) > 0 {
 			d.OnItems(len(req.Outcomes))
 		}
-		d.afterOutcomes(j, req.Outcomes)
+		d.afterOutcomes(j, p.ID, req.Outcomes)
 		d.claim(j, jp, req)
 	}
-	if p.Ended() || p.Stop || w.Ended() || w.Canceling {
+	if p.Stop || w.Ended() || w.Canceling {
 		return wire.ExchangeReply{Release: true}, nil, nil
 	}
 	if p.ReadyAt == 0 || req.Want <= 0 {
@@ -208,15 +221,47 @@ func (d *Driver) exchangeOnce(ctx context.Context, j *job, req *wire.ExchangeReq
 	return wire.ExchangeReply{}, j.notify, nil
 }
 
-// afterOutcomes drops answered items from flight and re-queues the ones the
-// state kept pending for a retry.
-func (d *Driver) afterOutcomes(j *job, outs []wire.ItemOutcome) {
+// lateAnswers records the successful answers of a process that has ended
+// (its agent was frozen or cut off, and its node declared down, while it
+// worked). Its failures are dropped: its items were re-queued when it was
+// written off, without counting an attempt, and may be in another process
+// now. j.mu is held.
+func (d *Driver) lateAnswers(ctx context.Context, j *job, p *state.Proc, outs []wire.ItemOutcome, now time.Time) error {
+	var ok []wire.ItemOutcome
+	for _, o := range outs {
+		if o.LimitResult(); o.OK {
+			ok = append(ok, o)
+		}
+	}
+	if len(outs) > 0 {
+		d.log.Info("answers from a process that was written off", "job", j.id, "proc", p.ID,
+			"answers", len(outs), "recorded_if_first", len(ok), "failures_dropped", len(outs)-len(ok))
+	}
+	if len(ok) == 0 {
+		return nil
+	}
+	if _, err := d.apply.Apply(ctx, state.Command{Type: state.CmdOutcomes, Time: now.UnixMilli(), WorkID: j.id, ProcID: p.ID, Outcomes: ok}); err != nil {
+		return err
+	}
+	if d.OnItems != nil {
+		d.OnItems(len(ok))
+	}
+	d.afterOutcomes(j, p.ID, ok)
+	return nil
+}
+
+// afterOutcomes drops the items proc answered from flight (an item that
+// was re-queued and handed to another process stays in flight with that
+// one) and re-queues the ones the state kept pending for a retry.
+func (d *Driver) afterOutcomes(j *job, proc string, outs []wire.ItemOutcome) {
 	if len(outs) == 0 {
 		return
 	}
 	for _, o := range outs {
-		delete(j.inflight, o.Index)
-		delete(j.timedOut, o.Index)
+		if f, ok := j.inflight[o.Index]; ok && f.proc == proc {
+			delete(j.inflight, o.Index)
+			delete(j.timedOut, o.Index)
+		}
 	}
 	d.fsm.View(func(v *state.View) {
 		w := v.Work(j.id)
@@ -414,12 +459,50 @@ func (d *Driver) ProcGone(ctx context.Context, jobID uint64, procID string) {
 			d.log.Warn("cannot record re-queued items", "job", jobID, "proc", procID, "err", err)
 		}
 	}
-	d.afterOutcomes(j, timedOut)
+	d.afterOutcomes(j, procID, timedOut)
 	j.retry = append(back, j.retry...)
 	if len(back) > 0 {
 		d.log.Info("re-queued items of a process that is gone", "job", jobID, "proc", procID, "items", len(back))
 	}
 	j.wake()
+}
+
+// sweep re-queues the items still in flight with processes whose end the
+// state has recorded: ProcGone is told of every end, so this finds
+// nothing unless that call was missed (a write-off whose caller stopped
+// between the apply and the call). Every item of a job thus goes back to
+// the queue once its holder is gone, and the job finishes.
+func (d *Driver) sweep(ctx context.Context, ids []uint64) {
+	for _, id := range ids {
+		d.mu.Lock()
+		j := d.jobs[id]
+		d.mu.Unlock()
+		if j == nil {
+			continue
+		}
+		j.mu.Lock()
+		holders := map[string]bool{}
+		for _, f := range j.inflight {
+			holders[f.proc] = true
+		}
+		j.mu.Unlock()
+		var gone []string
+		d.fsm.View(func(v *state.View) {
+			w := v.Work(id)
+			if w == nil || w.Ended() {
+				return
+			}
+			for _, p := range w.Procs {
+				if holders[p.ID] && p.Ended() {
+					gone = append(gone, p.ID)
+				}
+			}
+		})
+		for _, p := range gone {
+			d.log.Warn("items in flight with a process that has ended: re-queueing them", "job", id, "proc", p)
+			d.ProcGone(ctx, id, p)
+		}
+	}
 }
 
 // Demand tells the scheduler how many items of a job wait to be handed
@@ -490,6 +573,7 @@ func (d *Driver) Tick(ctx context.Context, now time.Time) {
 			}
 		}
 	})
+	d.sweep(ctx, ids)
 	cmds = append(cmds, d.itemTimeouts(ids, now)...)
 	d.mu.Lock()
 	for _, id := range ended {

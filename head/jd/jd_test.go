@@ -167,3 +167,109 @@ func TestItemTimeoutKillsAndBlamesOne(t *testing.T) {
 		}
 	})
 }
+
+// writeOff records that a process's node was declared down and tells the
+// driver, as the orchestrator does.
+func writeOff(t *testing.T, d *Driver, app *statetest.Applier, proc string) {
+	t.Helper()
+	if _, err := app.Apply(context.Background(), state.Command{Type: state.CmdProc, Time: 9, Proc: &wire.ProcStatus{
+		ID: proc, WorkID: 1, State: wire.ProcLost, EndedAt: 9, ExitCode: -1, Reason: "node n1 stopped sending heartbeats"}}); err != nil {
+		t.Fatal(err)
+	}
+	d.ProcGone(context.Background(), 1, proc)
+}
+
+// TestWrittenOffProcessComesBack: a process whose node was declared down
+// (its agent was frozen) comes back and says what it holds and what it
+// answered. Its items were re-queued when it was written off: it must not
+// take them back (they would stay dispatched forever, the job never
+// ends), and every item counts once.
+func TestWrittenOffProcessComesBack(t *testing.T) {
+	tests := []struct {
+		name string
+		// back is what the frozen process 1.2 says when it comes back,
+		// before (false) or after (true) 1.1 took its re-queued items.
+		late bool
+		held []int
+		outs []wire.ItemOutcome
+	}{
+		{name: "holds its items, before they are handed out again", held: []int{3, 4, 5}},
+		{name: "holds its items, after they are handed out again", late: true, held: []int{3, 4, 5}},
+		{name: "answers some, holds the rest", held: []int{4, 5}, outs: []wire.ItemOutcome{{Index: 3, OK: true, Result: "late"}}},
+		{name: "answers some late", late: true, held: []int{5}, outs: []wire.ItemOutcome{{Index: 3, OK: true, Result: "late"}, {Index: 4, Error: "boom"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, app, c := setup(t, 8, wire.JobSpec{})
+			d := New(f, app, c.now, slog.Default())
+			ex(t, d, "1.1", 3, nil) // 0, 1, 2
+			ex(t, d, "1.2", 3, nil) // 3, 4, 5
+			writeOff(t, d, app, "1.2")
+			held := map[int]bool{}
+			if tt.late {
+				rep := ex(t, d, "1.1", 5, []int{0, 1, 2})
+				for _, i := range indices(rep.Items) {
+					held[i] = true
+				}
+			}
+			if rep := ex(t, d, "1.2", 3, tt.held, tt.outs...); !rep.Release || len(rep.Items) > 0 {
+				t.Fatalf("a written-off process got %+v, want only a release", rep)
+			}
+			// 1.1 works through everything that is left.
+			for i := range 3 {
+				held[i] = true
+			}
+			for range 20 {
+				var outs []wire.ItemOutcome
+				for i := range held {
+					outs = append(outs, wire.ItemOutcome{Index: i, OK: true, Result: "ok"})
+				}
+				clear(held)
+				rep := ex(t, d, "1.1", 8, nil, outs...)
+				for _, i := range indices(rep.Items) {
+					held[i] = true
+				}
+				if rep.Release {
+					break
+				}
+			}
+			f.View(func(v *state.View) {
+				w := v.Work(1)
+				if w.Completion != state.CompletionEndOfJob || w.Job.Done != 8 || w.Job.Failed != 0 {
+					t.Errorf("job %s %s: done %d failed %d of 8, %d in flight", w.State, w.Completion, w.Job.Done, w.Job.Failed, d.InFlight(1))
+				}
+			})
+		})
+	}
+}
+
+// TestTickRequeuesItemsOfEndedProcess: the end of a process holding items
+// was recorded but the driver was not told (ProcGone missed): the next
+// tick re-queues them, so the job still finishes.
+func TestTickRequeuesItemsOfEndedProcess(t *testing.T) {
+	f, app, c := setup(t, 4, wire.JobSpec{})
+	d := New(f, app, c.now, slog.Default())
+	ex(t, d, "1.1", 2, nil) // 0, 1
+	ex(t, d, "1.2", 2, nil) // 2, 3
+	if _, err := app.Apply(context.Background(), state.Command{Type: state.CmdProc, Time: 9, Proc: &wire.ProcStatus{
+		ID: "1.2", WorkID: 1, State: wire.ProcLost, EndedAt: 9, ExitCode: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.InFlight(1); n != 4 {
+		t.Fatalf("in flight before the tick: %d, want 4", n)
+	}
+	d.Tick(context.Background(), c.t)
+	if n := d.InFlight(1); n != 2 {
+		t.Fatalf("in flight after the tick: %d, want 2 (those of 1.1)", n)
+	}
+	rep := ex(t, d, "1.1", 4, []int{0, 1})
+	if got := indices(rep.Items); len(got) != 2 || got[0] != 2 || got[1] != 3 {
+		t.Fatalf("re-queued items %v, want [2 3]", got)
+	}
+	ex(t, d, "1.1", 0, nil, wire.ItemOutcome{Index: 0, OK: true}, wire.ItemOutcome{Index: 1, OK: true}, wire.ItemOutcome{Index: 2, OK: true}, wire.ItemOutcome{Index: 3, OK: true})
+	f.View(func(v *state.View) {
+		if w := v.Work(1); w.Completion != state.CompletionEndOfJob || w.Job.Done != 4 {
+			t.Errorf("job %s %s, done %d", w.State, w.Completion, w.Job.Done)
+		}
+	})
+}

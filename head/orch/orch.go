@@ -439,9 +439,14 @@ func (o *Orchestrator) downAt(n *Node, timeout time.Duration) time.Time {
 }
 
 // checkNodes declares nodes without heartbeats down (downAt) and writes
-// off their processes.
+// off the processes of every down node: a down node runs nothing the state
+// counts on (the scheduler places nothing there, and its return makes it Up
+// or Unknown first), so a write-off that could not be applied is tried
+// again at the next cycle. The job driver re-queues the items of each
+// process written off (ProcEnded); when the node comes back, its desired
+// state no longer lists them and its agent stops them.
 func (o *Orchestrator) checkNodes(ctx context.Context, now time.Time) {
-	var dead []string
+	var dead, down []string
 	o.mu.Lock()
 	timeout := o.nodeTimeoutLocked(now)
 	for name, n := range o.nodes {
@@ -449,33 +454,33 @@ func (o *Orchestrator) checkNodes(ctx context.Context, now time.Time) {
 			n.State = NodeDown
 			dead = append(dead, name)
 		}
+		if n.State == NodeDown {
+			down = append(down, name)
+		}
 	}
 	o.mu.Unlock()
-	if len(dead) == 0 {
+	if len(down) == 0 {
 		return
 	}
 	sort.Strings(dead)
-	ts := now.UnixMilli()
-	var cmds []state.Command
-	o.cfg.FSM.View(func(v *state.View) {
-		for _, w := range v.Active() {
-			if w.Kind == wire.WorkReservation {
-				continue
-			}
-			for _, p := range w.Live() {
-				for _, d := range dead {
-					if p.Node == d {
-						cmds = append(cmds, state.Command{Type: state.CmdProc, Time: ts, Proc: &wire.ProcStatus{
-							ID: p.ID, WorkID: w.ID, State: wire.ProcLost, EndedAt: ts, ExitCode: -1,
-							Reason: fmt.Sprintf("node %s stopped sending heartbeats for %s", d, timeout)}})
-					}
-				}
-			}
-		}
-	})
+	sort.Strings(down)
 	for _, d := range dead {
 		o.log.Warn("node down", "node", d, "timeout", timeout)
 	}
+	ts := now.UnixMilli()
+	var cmds []state.Command
+	o.cfg.FSM.View(func(v *state.View) {
+		for _, d := range down {
+			for w, p := range v.NodeProcs(d) {
+				if w.Kind == wire.WorkReservation || w.Ended() {
+					continue
+				}
+				cmds = append(cmds, state.Command{Type: state.CmdProc, Time: ts, Proc: &wire.ProcStatus{
+					ID: p.ID, WorkID: w.ID, State: wire.ProcLost, EndedAt: ts, ExitCode: -1,
+					Reason: fmt.Sprintf("node %s stopped sending heartbeats for %s", d, timeout)}})
+			}
+		}
+	})
 	if len(cmds) > 0 {
 		if _, err := o.cfg.Apply.Apply(ctx, cmds...); err != nil {
 			o.log.Warn("cannot write off processes of dead nodes", "err", err)
