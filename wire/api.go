@@ -81,10 +81,12 @@ type IDRequest struct {
 	ID uint64 `cbor:"1,keyasint" json:"id"`
 }
 
-// CancelRequest cancels one piece of work.
+// CancelRequest cancels one piece of work, or with Process one process
+// of a job (DUCC's --dpid): its items go to the job's other processes.
 type CancelRequest struct {
-	ID     uint64 `cbor:"1,keyasint" json:"id"`
-	Reason string `cbor:"2,keyasint,omitempty" json:"reason,omitempty"`
+	ID      uint64 `cbor:"1,keyasint" json:"id"`
+	Reason  string `cbor:"2,keyasint,omitempty" json:"reason,omitempty"`
+	Process string `cbor:"3,keyasint,omitempty" json:"process,omitempty"`
 }
 
 // WaitRequest waits until a piece of work ends or the timeout passes.

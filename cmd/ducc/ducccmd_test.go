@@ -119,14 +119,38 @@ func TestDUCCCommandLines(t *testing.T) {
 	}
 }
 
-func TestDUCCDpidSaysNotBuilt(t *testing.T) {
+// ducc_cancel --id 17 --dpid 3 and ducc cancel 17.3 cancel process 17.3.
+func TestCancelOneProcess(t *testing.T) {
+	fa := newFakeAgent(t)
+	var got []wire.CancelRequest
+	fa.handle(wire.MethodCancel, func(b []byte) (any, error) {
+		var r wire.CancelRequest
+		json.Unmarshal(b, &r)
+		got = append(got, r)
+		return wire.WorkInfo{ID: r.ID, State: "Running"}, nil
+	})
+	for _, args := range [][]string{
+		duccArgs("ducc_cancel", []string{"--id", "17", "--dpid", "3"}),
+		{"cancel", "17.3"},
+	} {
+		root := newRoot()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetArgs(append([]string{"--socket", fa.sock}, args...))
+		if err := root.Execute(); err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		if out.String() != "Process 17.3 canceled; its items go to the job's other processes\n" {
+			t.Errorf("%q printed %q", args, out.String())
+		}
+	}
+	if len(got) != 2 || got[0].Process != "17.3" || got[1].Process != "17.3" || got[0].ID != 17 {
+		t.Errorf("requests %+v", got)
+	}
 	root := newRoot()
-	root.SetArgs([]string{"cancel", "--id", "17", "--dpid", "3"})
-	var errb bytes.Buffer
-	root.SetErr(&errb)
-	err := root.Execute()
-	if err == nil || !strings.Contains(err.Error(), "not built in ducc yet") {
-		t.Fatalf("err = %v", err)
+	root.SetArgs([]string{"--socket", fa.sock, "cancel", "17.x"})
+	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "bad process number") {
+		t.Errorf("17.x: %v", err)
 	}
 }
 

@@ -79,26 +79,40 @@ func newCancelCmd(g *globals) *cobra.Command {
 	var flagIDs []string
 	var reason, dpid string
 	cmd := &cobra.Command{
-		Use:   "cancel ID...",
+		Use:   "cancel ID[.N]...",
 		Short: "cancel work: SIGTERM, then SIGKILL after the grace period",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ids, err := withIDs(args, flagIDs)
 			if err != nil {
 				return err
 			}
-			if dpid != "" {
-				return &exitError{code: exitFailed, msg: "canceling one job process (--dpid) is not built in ducc yet; cancel the whole job, " +
-					"or lower its process_deployments_max with a new submission"}
+			if dpid != "" && len(ids) != 1 {
+				return usageErr("--dpid names a process of one job: give one job id")
 			}
 			c := newClient(g)
 			for _, a := range ids {
-				id, err := parseID(a)
+				job, proc, _ := strings.Cut(a, ".") // JOB.N is process N of JOB
+				id, err := parseID(job)
 				if err != nil {
 					return err
 				}
+				if dpid != "" {
+					proc = dpid
+				}
+				req := wire.CancelRequest{ID: id, Reason: reason}
+				if proc != "" {
+					if _, err := parseID(proc); err != nil {
+						return usageErr("bad process number %q: processes are numbered within their job, as 'ducc show %d' lists them (%d.1, %d.2, ...)", proc, id, id, id)
+					}
+					req.Process = fmt.Sprintf("%d.%s", id, proc)
+				}
 				var info wire.WorkInfo
-				if err := c.call(cmd.Context(), wire.MethodCancel, wire.CancelRequest{ID: id, Reason: reason}, &info); err != nil {
+				if err := c.call(cmd.Context(), wire.MethodCancel, req, &info); err != nil {
 					return err
+				}
+				if req.Process != "" && !g.json {
+					fmt.Fprintf(cmd.OutOrStdout(), "Process %s canceled; its items go to the job's other processes\n", req.Process)
+					continue
 				}
 				if g.json {
 					if err := printJSON(cmd.OutOrStdout(), info); err != nil {
@@ -117,8 +131,7 @@ func newCancelCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringArrayVar(&flagIDs, "id", nil, "id of the work (the same as giving it as an argument; may be repeated)")
 	cmd.Flags().StringVar(&reason, "reason", "", "why, shown with the work's end")
-	cmd.Flags().StringVar(&dpid, "dpid", "", "DUCC's one-process cancel (not built in ducc yet)")
-	_ = cmd.Flags().MarkHidden("dpid")
+	cmd.Flags().StringVar(&dpid, "dpid", "", "cancel only process N of the job (the same as JOB.N); its items go to the job's other processes")
 	return cmd
 }
 
