@@ -84,6 +84,9 @@ func beatUntilVoters(t *testing.T, leader *testServer, want map[string]string, b
 	})
 }
 
+// groupElect is the election timeout of tests with several voters.
+const groupElect = time.Second
+
 // joinGroup starts a server that joins the group led by leader.
 func joinGroup(t *testing.T, psk pnet.PSK, name string, leader *testServer, clock *testClock) *testServer {
 	t.Helper()
@@ -92,6 +95,7 @@ func joinGroup(t *testing.T, psk pnet.PSK, name string, leader *testServer, cloc
 		c.BootstrapExpect = 3 // never bootstraps on its own
 		c.FollowedLeader = func() peer.ID { return id }
 		c.Now = clock.Now
+		c.Elect = groupElect
 	})
 	wiretest.Connect(t, s.node, leader.node)
 	wiretest.Eventually(t, name+" to follow", func() bool { return s.RaftState() == "Follower" })
@@ -101,7 +105,7 @@ func joinGroup(t *testing.T, psk pnet.PSK, name string, leader *testServer, cloc
 func TestRemoveServer(t *testing.T) {
 	psk := wiretest.Key(t)
 	clock := &testClock{t: time.Unix(1_800_000_000, 0)}
-	a := startServer(t, psk, "head1", func(c *Config) { c.Now = clock.Now; c.Administrators = []string{"ops"} })
+	a := startServer(t, psk, "head1", func(c *Config) { c.Now = clock.Now; c.Administrators = []string{"ops"}; c.Elect = groupElect })
 	a.waitLeading(t)
 	b := joinGroup(t, psk, "head2", a, clock)
 	c := joinGroup(t, psk, "head3", a, clock)
@@ -167,7 +171,14 @@ func TestRemoveTheLastVoter(t *testing.T) {
 func TestDeadServerCleanup(t *testing.T) {
 	psk := wiretest.Key(t)
 	clock := &testClock{t: time.Unix(1_800_000_000, 0)}
-	three := func(c *Config) { c.BootstrapExpect = 3; c.Now = clock.Now; c.DeadServerCleanup = 2 * time.Minute }
+	// A group of voters on a busy machine needs a calmer election timeout than
+	// the single servers of other tests, or leadership moves mid-test.
+	three := func(c *Config) {
+		c.BootstrapExpect = 3
+		c.Now = clock.Now
+		c.DeadServerCleanup = 2 * time.Minute
+		c.Elect = groupElect
+	}
 	all := []*testServer{startServer(t, psk, "head1", three), startServer(t, psk, "head2", three), startServer(t, psk, "head3", three)}
 	for i := range all {
 		for _, o := range all[i+1:] {

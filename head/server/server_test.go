@@ -295,12 +295,13 @@ func TestNotHead(t *testing.T) {
 
 func TestJoinThroughTheLeader(t *testing.T) {
 	psk := wiretest.Key(t)
-	a := startServer(t, psk, "head1", nil)
+	a := startServer(t, psk, "head1", func(c *Config) { c.Elect = groupElect })
 	a.waitLeading(t)
 	leader := a.node.Host.ID()
 	b := startServer(t, psk, "head2", func(c *Config) {
 		c.BootstrapExpect = 3 // never bootstraps on its own
 		c.FollowedLeader = func() peer.ID { return leader }
+		c.Elect = groupElect
 	})
 	wiretest.Connect(t, b.node, a.node)
 	wiretest.Eventually(t, "the second server to follow", func() bool { return b.RaftState() == "Follower" })
