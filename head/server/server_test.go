@@ -316,7 +316,7 @@ func TestJoinThroughTheLeader(t *testing.T) {
 
 func TestBootstrapTwo(t *testing.T) {
 	psk := wiretest.Key(t)
-	two := func(c *Config) { c.BootstrapExpect = 2 }
+	two := func(c *Config) { c.BootstrapExpect = 2; c.Elect = groupElect }
 	a, b := startServer(t, psk, "head1", two), startServer(t, psk, "head2", two)
 	wiretest.Connect(t, a.node, b.node)
 	// Each publishes a head-eligible heartbeat, as its agent would.
