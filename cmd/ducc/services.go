@@ -84,6 +84,9 @@ func newSvcRegisterCmd(g *globals) *cobra.Command {
 			if sp.Umask == "" {
 				sp.Umask = callerUmask()
 			}
+			if sp.ShareGID, err = shareGID(sp.ShareGroup); err != nil {
+				return err
+			}
 			var rep wire.SubmitReply
 			if err := newClient(g).call(cmd.Context(), wire.MethodServiceRegister, wire.ServiceRegisterRequest{Spec: sp}, &rep); err != nil {
 				return err

@@ -137,6 +137,9 @@ func loadSubmission(cmd *cobra.Command, file string, command []string) (*spec.Jo
 	if jr.Spec.Umask == "" {
 		jr.Spec.Umask = callerUmask()
 	}
+	if jr.Spec.ShareGID, err = shareGID(jr.Spec.ShareGroup); err != nil {
+		return nil, err
+	}
 	return jr, nil
 }
 
