@@ -198,6 +198,9 @@ type PingRunRequest struct {
 	State       PingState `cbor:"10,keyasint" json:"state"`
 	TimeoutMS   int64     `cbor:"11,keyasint" json:"timeout_ms"`
 	MemoryLimit int64     `cbor:"12,keyasint" json:"memory_limit"` // bytes
+	// Umask of the pinger: the service's (its owner's when registered),
+	// four octal digits; "" means 0022.
+	Umask string `cbor:"13,keyasint,omitempty" json:"umask,omitempty"`
 }
 
 // PingRunReply is the pinger's answer, or in Error why there is none ("pinger
