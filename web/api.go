@@ -22,8 +22,8 @@ func httpStatus(err error) int {
 		if strings.Contains(err.Error(), "no work with id") {
 			return http.StatusNotFound
 		}
-		if strings.Contains(err.Error(), "private") {
-			return http.StatusForbidden
+		if strings.Contains(err.Error(), "private") || strings.Contains(err.Error(), "may read") {
+			return http.StatusForbidden // the head's refusals name who may read
 		}
 		return http.StatusBadRequest
 	case wire.CodeUnreachable:
