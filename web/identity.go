@@ -37,10 +37,6 @@ func viewerOf(r *http.Request) viewer {
 // or the zero Caller.
 func callerOf(r *http.Request) wire.Caller { return viewerOf(r).c }
 
-// errBadCredentials is the answer to a request that presents credentials
-// the dashboard does not accept.
-var errBadCredentials = errors.New("bad credentials")
-
 // guard enforces web.private and identifies the user: pages and the API
 // answer only loopback clients and the trusted proxies, and a request
 // carries a user only when it comes with a valid dashboard token (the
