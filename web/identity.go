@@ -63,7 +63,7 @@ func (s *server) guard(h http.HandlerFunc) http.Handler {
 				return
 			}
 			// A stale login cookie: forget it and show the public view.
-			clearTokenCookie(w, r)
+			s.clearTokenCookie(w, r)
 			v = viewer{}
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, v)))
@@ -183,7 +183,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: tokenCookie, Value: tok, Path: "/", Expires: v.exp, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		SameSite: http.SameSiteStrictMode, Secure: s.overTLS(r),
 	})
 	s.log.Info("dashboard sign-in", "user", v.c.User, "remote", r.RemoteAddr)
 	http.Redirect(w, r, "/jobs", http.StatusSeeOther)
@@ -195,13 +195,20 @@ func (s *server) logout(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "sign out from this dashboard's own page", http.StatusForbidden)
 		return
 	}
-	clearTokenCookie(w, r)
+	s.clearTokenCookie(w, r)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-func clearTokenCookie(w http.ResponseWriter, r *http.Request) {
+func (s *server) clearTokenCookie(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		SameSite: http.SameSiteStrictMode, Secure: s.overTLS(r)})
+}
+
+// overTLS reports whether the browser reached the dashboard over TLS:
+// directly, or through a trusted proxy that says so (X-Forwarded-Proto).
+// The cookie is then marked Secure.
+func (s *server) overTLS(r *http.Request) bool {
+	return r.TLS != nil || (s.trustedProxy(r.RemoteAddr) && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https"))
 }
 
 // sameOrigin refuses a form posted from another site (login CSRF): a

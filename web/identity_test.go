@@ -249,6 +249,18 @@ func TestLogin(t *testing.T) {
 		})
 	}
 
+	// Through a trusted TLS proxy the cookie is Secure.
+	h0 := NewHandler(privateConfig(newFake()))
+	r0 := httptest.NewRequest("POST", "http://example.test/login", strings.NewReader(url.Values{"token": {aliceTok}}.Encode()))
+	r0.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r0.Header.Set("X-Forwarded-Proto", "https")
+	r0.RemoteAddr = "10.9.0.5:1"
+	w0 := httptest.NewRecorder()
+	h0.ServeHTTP(w0, r0)
+	if ck := w0.Result().Cookies(); w0.Code != 303 || len(ck) != 1 || !ck[0].Secure {
+		t.Errorf("sign-in through a TLS proxy: %d %v", w0.Code, ck)
+	}
+
 	// Sign out clears the cookie.
 	h := NewHandler(privateConfig(newFake()))
 	r := httptest.NewRequest("POST", "/logout", nil)
