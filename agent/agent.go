@@ -47,6 +47,7 @@ type Agent struct {
 	obs      *agentObs      // metrics
 	joiner   *joiner        // keeps us connected to the join peers
 	bg       sync.WaitGroup // background stops and reports
+	webKey   []byte         // signs and checks dashboard tokens (wire.WebTokenKey)
 }
 
 // New prepares an agent: it takes the data-dir lock and loads identity and
@@ -90,6 +91,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster key: %w", err)
 	}
+	a.webKey = wire.WebTokenKey(psk)
 	a.host, err = wire.NewHost(ctx, wire.HostConfig{Identity: id, ClusterKey: psk, ListenAddrs: a.cfg.Listen, Logger: a.base})
 	if err != nil {
 		return err
@@ -128,6 +130,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			Scheduler: a.cfg.Scheduler, Administrators: a.cfg.Administrators,
 			NodeTimeout: a.cfg.NodeTimeout.D(), Metrics: a.obs.head, Pingers: a,
 			FailoverGrace: a.cfg.FailoverGrace.D(), DeadServerCleanup: a.cfg.DeadServerCleanup.D(), MaxHeartbeatsPerSecond: a.cfg.MaxHeartbeatsPerSecond,
+			WebTokenKey: a.webKey, WebTokenValidity: a.cfg.Web.TokenValidity.D(),
 			FollowedLeader: func() peer.ID { p, _ := a.leader.get(); return p },
 			LocalDesired:   func(ds wire.DesiredState) { a.leader.pushedBy(a.host.ID()); a.acceptDesired(ds) },
 			Logger:         a.base,

@@ -55,6 +55,17 @@ head: {eligible: true, bootstrap_expect: 3, node_timeout: 20s}
 		}},
 		{name: "bootstrap without eligible", yaml: "head: {bootstrap_expect: 3}\njoin: [/ip4/10.0.0.1/tcp/1]\n", wantErr: "head.eligible is false"},
 		{name: "node timeout too short", yaml: "head: {eligible: true, node_timeout: 1s}\n", wantErr: "at least two heartbeats"},
+		{name: "web identification", yaml: "head: {eligible: true}\nweb: {private: true, token_validity: 1h, user_header: X-Forwarded-User, trusted_proxies: [10.0.0.9, 10.1.0.0/24, \"::ffff:10.2.0.1\"]}\n",
+			check: func(t *testing.T, c *Config) {
+				ps, err := c.Web.trustedProxies()
+				if err != nil || len(ps) != 3 || ps[0].String() != "10.0.0.9/32" || ps[1].String() != "10.1.0.0/24" || ps[2].String() != "10.2.0.1/32" ||
+					c.Web.TokenValidity.D() != time.Hour || c.Web.UserHeader != "X-Forwarded-User" {
+					t.Errorf("web %+v, proxies %v %v", c.Web, ps, err)
+				}
+			}},
+		{name: "user header without proxies", yaml: "head: {eligible: true}\nweb: {private: true, user_header: X-Forwarded-User}\n", wantErr: "needs web.trusted_proxies"},
+		{name: "user header on a public dashboard", yaml: "head: {eligible: true}\nweb: {user_header: X-User, trusted_proxies: [10.0.0.9]}\n", wantErr: "need web.private: true"},
+		{name: "bad trusted proxy", yaml: "head: {eligible: true}\nweb: {private: true, trusted_proxies: [proxy.example]}\n", wantErr: "web.trusted_proxies \"proxy.example\""},
 		{name: "scheduler section validated", yaml: "head: {eligible: true}\nscheduler:\n  classes:\n    - {name: a, policy: FAIR_SHARE, weight: 1, priority: 1}\n    - {name: a, policy: FAIR_SHARE, weight: 1, priority: 1}\n", wantErr: "scheduler"},
 	}
 	for _, tc := range tests {

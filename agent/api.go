@@ -102,6 +102,12 @@ func (a *Agent) caller(r *http.Request) (wire.Caller, error) {
 	} else if u, err = user.LookupId(strconv.Itoa(int(cred.Uid))); err != nil {
 		return wire.Caller{UID: cred.Uid, GID: cred.Gid, User: "uid" + strconv.Itoa(int(cred.Uid)), Node: a.cfg.Node}, nil
 	}
+	return a.userCaller(u), nil
+}
+
+// userCaller is the caller of user u on this node: uid, gid, groups and
+// home from the user database.
+func (a *Agent) userCaller(u *user.User) wire.Caller {
 	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
 	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
 	c := wire.Caller{UID: uint32(uid), GID: uint32(gid), User: u.Username, Home: u.HomeDir, Node: a.cfg.Node}
@@ -112,7 +118,7 @@ func (a *Agent) caller(r *http.Request) (wire.Caller, error) {
 			}
 		}
 	}
-	return c, nil
+	return c
 }
 
 // maxAPIBody bounds a local API request.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,8 +79,37 @@ type WebConfig struct {
 	// Listen is the dashboard's TCP address (default :42133; dev: a free
 	// loopback port).
 	Listen string `yaml:"listen"`
-	// Private serves pages and API to loopback clients only.
+	// Private serves pages and API to loopback clients and the trusted
+	// proxies only, and identifies users by dashboard token or the
+	// proxy's header (docs/security.md).
 	Private bool `yaml:"private"`
+	// TokenValidity is how long a `ducc web-token` token is valid by
+	// default and at most (12h; read by head-eligible agents).
+	TokenValidity units.Duration `yaml:"token_validity"`
+	// UserHeader names the header (e.g. X-Forwarded-User) in which a
+	// trusted reverse proxy names the user it authenticated.
+	UserHeader string `yaml:"user_header"`
+	// TrustedProxies are the addresses (or CIDR prefixes) of the reverse
+	// proxies allowed to reach a private dashboard and to name the user.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+}
+
+// trustedProxies parses web.trusted_proxies: addresses or prefixes.
+func (w WebConfig) trustedProxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range w.TrustedProxies {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		ip, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("web.trusted_proxies %q: not an address or a prefix (write e.g. 10.0.0.5 or 10.0.0.0/24)", s)
+		}
+		ip = ip.Unmap()
+		out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
+	}
+	return out, nil
 }
 
 // fileConfig is the layout of the config file. Unknown keys are errors.
@@ -203,6 +233,18 @@ func (c *Config) validate() error {
 	}
 	if c.Elect < 50*time.Millisecond {
 		return fmt.Errorf("head.election_timeout %v: must be at least 50ms", c.Elect)
+	}
+	if _, err := c.Web.trustedProxies(); err != nil {
+		return err
+	}
+	if !c.Web.Private && (c.Web.UserHeader != "" || len(c.Web.TrustedProxies) > 0) {
+		return fmt.Errorf("web.user_header and web.trusted_proxies need web.private: true (a public dashboard identifies nobody)")
+	}
+	if c.Web.UserHeader != "" && len(c.Web.TrustedProxies) == 0 {
+		return fmt.Errorf("web.user_header %q needs web.trusted_proxies: the addresses of the proxies allowed to set it", c.Web.UserHeader)
+	}
+	if c.Web.TokenValidity < 0 {
+		return fmt.Errorf("web.token_validity %v: must be positive", c.Web.TokenValidity.D())
 	}
 	if strings.ContainsAny(c.Node, " /\t\n") {
 		return fmt.Errorf("node.name %q: must not contain spaces or slashes", c.Node)

@@ -22,9 +22,12 @@ type AttachEvent struct {
 	Error  *APIError      `json:"error,omitempty"`
 }
 
+// eventWriter sends AttachEvents as NDJSON, or, with raw set, only the
+// log output as plain bytes (the dashboard's log view).
 type eventWriter struct {
 	w   http.ResponseWriter
 	enc *json.Encoder
+	raw io.Writer
 }
 
 func newEventWriter(w http.ResponseWriter) *eventWriter {
@@ -34,6 +37,13 @@ func newEventWriter(w http.ResponseWriter) *eventWriter {
 }
 
 func (e *eventWriter) send(ev AttachEvent) error {
+	if e.raw != nil {
+		if len(ev.Output) > 0 {
+			_, err := e.raw.Write(ev.Output)
+			return err
+		}
+		return nil
+	}
 	if err := e.enc.Encode(ev); err != nil {
 		return err
 	}

@@ -75,6 +75,7 @@ func runPinger(ctx context.Context, procs runner, r wire.PingRunRequest) wire.Pi
 		// shim looks for it as the user, not the agent as root.
 		Path: r.Path, Args: r.Args, Env: r.Env, Dir: r.Dir, DirIfExists: true,
 		Stdin: append(in, '\n'), MemoryLimit: r.MemoryLimit, Timeout: timeout,
+		Umask: parseUmask(r.Umask), // nil (0022) when the service has none
 	})
 	var le *proc.LaunchError
 	switch {
@@ -97,6 +98,20 @@ func runPinger(ctx context.Context, procs runner, r wire.PingRunRequest) wire.Pi
 		return fail("pinger %s answered %q, not JSON like {\"alive\": true}: %v", r.Path, truncate(line, 200), err)
 	}
 	return wire.PingRunReply{Answer: ans}
+}
+
+// parseUmask reads a umask of four octal digits as the head sends it
+// (the umask key); nil when there is none or it is not one.
+func parseUmask(s string) *int {
+	if s == "" {
+		return nil
+	}
+	u, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || u > 0o777 {
+		return nil
+	}
+	umask := int(u)
+	return &umask
 }
 
 // lastLine returns the last non-empty line of s, trimmed.

@@ -43,7 +43,7 @@ func (f *fakeProcs) Run(_ context.Context, rs proc.RunSpec) (proc.RunResult, err
 
 func pingReq() wire.PingRunRequest {
 	return wire.PingRunRequest{Service: 7, Path: "/usr/bin/pinger", Args: []string{"-v"}, User: "alice", UID: 1000, GID: 1000,
-		Env: []string{"HOME=/home/alice"}, Dir: "/nonexistent-dir", TimeoutMS: 5000, MemoryLimit: 256 << 20,
+		Env: []string{"HOME=/home/alice"}, Dir: "/nonexistent-dir", TimeoutMS: 5000, MemoryLimit: 256 << 20, Umask: "0027",
 		State: wire.PingState{Service: 7, Endpoint: "CUSTOM:x", Instances: []int{0}, Active: []int{0}, StartedAt: []int64{1}, References: []uint64{}}}
 }
 
@@ -86,13 +86,34 @@ func TestRunPinger(t *testing.T) {
 			sp := tc.procs.spec
 			state, _ := json.Marshal(pingReq().State)
 			if sp.Name != "ping-7" || sp.Path != "/usr/bin/pinger" || sp.User != "alice" || sp.UID != 1000 || sp.Dir != "/nonexistent-dir" || !sp.DirIfExists ||
-				sp.Timeout != 5*time.Second || sp.MemoryLimit != 256<<20 || string(sp.Stdin) != string(state)+"\n" {
+				sp.Timeout != 5*time.Second || sp.MemoryLimit != 256<<20 || string(sp.Stdin) != string(state)+"\n" ||
+				sp.Umask == nil || *sp.Umask != 0o027 {
 				t.Fatalf("ran %+v", sp)
 			}
 		})
 	}
 	if reply := runPinger(context.Background(), &fakeProcs{}, wire.PingRunRequest{Path: "/x"}); !strings.Contains(reply.Error, "no timeout") {
 		t.Errorf("a request without a timeout: %+v", reply)
+	}
+	// A service registered without a umask: the pinger gets 0022 from the shim.
+	noUmask := pingReq()
+	noUmask.Umask = ""
+	var f fakeProcs
+	runPinger(context.Background(), &f, noUmask)
+	if f.spec.Umask != nil {
+		t.Errorf("no umask in the request ran with %o", *f.spec.Umask)
+	}
+}
+
+func TestParseUmask(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int // -1: nil
+	}{{"0077", 0o077}, {"0022", 0o022}, {"0000", 0}, {"", -1}, {"0999", -1}, {"1777", -1}, {"x", -1}} {
+		got := parseUmask(tc.in)
+		if (got == nil) != (tc.want < 0) || (got != nil && *got != tc.want) {
+			t.Errorf("parseUmask(%q) = %v, want %o", tc.in, got, tc.want)
+		}
 	}
 }
 
@@ -146,10 +167,10 @@ func TestPingRunOnAgent(t *testing.T) {
 	head.host.Peerstore().AddAddrs(worker.host.ID(), worker.host.Addrs(), time.Hour)
 
 	req := pingReq()
-	req.Path, req.Args = "/bin/sh", []string{"-c", `read state; echo "{\"alive\": true, \"info\": \"uid $(id -u) pwd $(pwd) read ${#state}\"}"`}
+	req.Path, req.Args = "/bin/sh", []string{"-c", `read state; echo "{\"alive\": true, \"info\": \"uid $(id -u) pwd $(pwd) read ${#state} umask $(umask)\"}"`}
 	req.UID, req.GID, req.User, req.Dir = uid, gid, "ducctest", "/tmp"
 	state, _ := json.Marshal(req.State)
-	want := fmt.Sprintf("uid %d pwd /tmp read %d", uid, len(state))
+	want := fmt.Sprintf("uid %d pwd /tmp read %d umask 0027", uid, len(state))
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

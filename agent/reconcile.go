@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/ducc-project/ducc/proc"
@@ -97,10 +96,7 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 	}
 	if spec.Umask != "" {
 		// The submitter's umask; the head checked it (four octal digits).
-		if u, err := strconv.ParseUint(spec.Umask, 8, 32); err == nil && u <= 0o777 {
-			umask := int(u)
-			ps.Umask = &umask
-		} else {
+		if ps.Umask = parseUmask(spec.Umask); ps.Umask == nil {
 			a.log.Warn("bad umask from the head; using 0022", "proc", spec.ID, "umask", spec.Umask)
 		}
 	}

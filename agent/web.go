@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -45,11 +47,48 @@ func newAgentObs(version string) *agentObs {
 	return &agentObs{reg: reg, agent: web.NewAgentMetrics(reg), head: web.NewHeadMetrics(reg)}
 }
 
-// headSource forwards dashboard calls to the head.
+// headSource forwards dashboard calls to the head, for the user the
+// dashboard identified (or anonymously: a caller without a user name).
 type headSource struct{ a *Agent }
 
-func (s headSource) Call(ctx context.Context, method string, req, resp any) error {
-	return s.a.callHead(ctx, method, wire.Caller{Node: s.a.cfg.Node}, req, resp)
+func (s headSource) Call(ctx context.Context, c wire.Caller, method string, req, resp any) error {
+	c.Node = s.a.cfg.Node
+	return s.a.callHead(ctx, method, c, req, resp)
+}
+
+// webLookupUser is the caller of the user a trusted proxy names
+// (web.user_header), from this node's user database.
+func (a *Agent) webLookupUser(name string) (wire.Caller, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return wire.Caller{}, fmt.Errorf("the proxy names user %q, unknown on node %s", name, a.cfg.Node)
+	}
+	return a.userCaller(u), nil
+}
+
+// webLog writes the log of a process of work id to w for the dashboard's
+// identified user c: the head decides whether c may read it
+// (MethodLogAccess), and the file is opened as for `ducc logs`, on this
+// node or through the agent of the process's node.
+func (a *Agent) webLog(ctx context.Context, c wire.Caller, id uint64, procID string, w io.Writer) error {
+	c.Node = a.cfg.Node
+	var acc wire.LogAccess
+	if err := a.callHead(ctx, wire.MethodLogAccess, c, wire.IDRequest{ID: id}, &acc); err != nil {
+		return err
+	}
+	p := pickProc(acc.Work, procID)
+	if p == nil || p.LogPath == "" {
+		what := fmt.Sprintf("work %d", id)
+		if procID != "" {
+			what = "process " + procID
+		}
+		return wire.Errorf(wire.CodeUsage, "%s has no log (yet)", what)
+	}
+	ev := &eventWriter{raw: w}
+	if p.Node != a.cfg.Node {
+		return a.tailRemote(ctx, ev, c, p, false)
+	}
+	return a.tailFile(ctx, ev, c, id, p.LogPath, acc, false)
 }
 
 // localProcs exports, at scrape time, the processes this agent manages
@@ -99,9 +138,16 @@ func (a *Agent) serveWeb(ctx context.Context) (stop func(), err error) {
 		return nil, fmt.Errorf("web dashboard: listen on %s (web.listen): %w", addr, err)
 	}
 	log := a.base.With("component", "web")
+	proxies, err := a.cfg.Web.trustedProxies()
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
 	h := web.NewHandler(web.Config{
 		Source: headSource{a: a}, Registry: obs.reg, Logger: a.base, Private: a.cfg.Web.Private,
 		Version: a.version, Node: a.cfg.Node,
+		TokenKey: a.webKey, UserHeader: a.cfg.Web.UserHeader, TrustedProxies: proxies,
+		LookupUser: a.webLookupUser, Logs: a.webLog,
 	})
 	srv := &http.Server{
 		Handler:           h,

@@ -183,3 +183,69 @@ func TestUmaskReachesTheNode(t *testing.T) {
 	err := call(t, f.h, wire.MethodRun, alice, wire.RunRequest{Path: "/bin/true", Umask: "77"}, &rep)
 	wantErr(t, err, wire.CodeUsage, "umask")
 }
+
+// TestShareWithGroup: the members of the group the owner names
+// (share_with_group) may read the logs and results of the work, and
+// nothing else that is private to it.
+func TestShareWithGroup(t *testing.T) {
+	f := newFixture(t, options{})
+	f.node("n1", 16*gib)
+	job := f.submitJob(t, alice, wire.SubmitJobRequest{
+		Spec:  wire.JobSpec{Executable: "/bin/cat", Args: []string{"--token=s3cret"}, ShareGroup: "proj", ShareGID: 3000},
+		Items: []string{"alice-item-1"},
+	})
+	run := f.submitRun(t, alice, wire.RunRequest{Path: "/bin/true", ShareGroup: "proj", ShareGID: 3000})
+	private := f.submitRun(t, alice, wire.RunRequest{Path: "/bin/true"})
+
+	member := wire.Caller{UID: 1005, GID: 1005, User: "erin", Groups: []uint32{1005, 3000}}
+	primary := wire.Caller{UID: 1006, GID: 3000, User: "frank"}
+	other := wire.Caller{UID: 1007, GID: 1007, User: "gus", Groups: []uint32{1007, 4000}}
+	tests := []struct {
+		name string
+		c    wire.Caller
+		id   uint64
+		may  bool
+	}{
+		{"member, job", member, job, true},
+		{"member, run", member, run, true},
+		{"member by primary group", primary, job, true},
+		{"member, work not shared", member, private, false},
+		{"not a member", other, job, false},
+		{"the dashboard", wire.Caller{Node: "n1", GID: 3000, Groups: []uint32{3000}}, job, false},
+		{"owner", alice, job, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := call(t, f.h, wire.MethodLogAccess, tc.c, wire.IDRequest{ID: tc.id}, &wire.LogAccess{})
+			if tc.may {
+				if err != nil {
+					t.Fatalf("logs refused: %v", err)
+				}
+			} else {
+				want := "only alice, root and the administrators (carol) may read them"
+				if tc.id != private {
+					want = "only alice, root, the administrators (carol) and the members of group proj may read them"
+				}
+				wantErr(t, err, wire.CodeUsage, "private to alice", want)
+			}
+			if tc.id != job {
+				return
+			}
+			var rep wire.ResultsReply
+			err = call(t, f.h, wire.MethodResults, tc.c, wire.ResultsRequest{ID: job}, &rep)
+			if tc.may {
+				if err != nil || rep.Total != 1 {
+					t.Fatalf("results: %+v, %v", rep, err)
+				}
+			} else {
+				wantErr(t, err, wire.CodeUsage, "only alice, root, an administrator or a member of group proj may read")
+			}
+		})
+	}
+	// The group reads the output, not the arguments.
+	var info wire.WorkInfo
+	f.mustCall(t, wire.MethodShow, member, wire.IDRequest{ID: job}, &info)
+	if slices.Contains(info.Command, "--token=s3cret") {
+		t.Errorf("a member of the group sees the arguments: %v", info.Command)
+	}
+}

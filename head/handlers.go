@@ -45,6 +45,7 @@ func (h *Head) RunManaged(ctx context.Context, c wire.Caller, r wire.RunRequest)
 		Kind: wire.WorkManaged, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: mem, Path: r.Path, Args: r.Args, Env: r.Env, Dir: r.Dir,
 		LogDir: r.LogDir, Description: r.Description, MachineList: r.MachineList, Umask: r.Umask,
+		ShareGroup: r.ShareGroup, ShareGID: r.ShareGID,
 		State: state.StateWaitingForResources,
 	}
 	res, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdSubmit, Time: h.cfg.Now().UnixMilli(), Work: w})
@@ -248,7 +249,7 @@ func (h *Head) info(c wire.Caller, w *state.Work) wire.WorkInfo {
 		ID: w.ID, Kind: w.Kind, User: w.User, Class: w.Class, State: w.State, Reason: w.Reason,
 		Memory: w.Memory, SubmittedAt: w.SubmittedAt, StartedAt: w.StartedAt, EndedAt: w.EndedAt,
 		ExitCode: w.ExitCode, Command: append([]string{w.Path}, w.Args...), Description: w.Description,
-		Completion: w.Completion, Ended: w.Ended(),
+		Completion: w.Completion, Ended: w.Ended(), ShareGroup: w.ShareGroup,
 	}
 	if !w.Ended() {
 		if p := h.orch.Pending(w.ID); p != "" {

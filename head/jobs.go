@@ -53,6 +53,7 @@ func (h *Head) SubmitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobReq
 		Class: class.Name, Memory: s.Memory, Path: s.Executable, Args: s.Args, Env: jobEnv(c, s),
 		Dir: dir, LogDir: s.LogDirectory, Description: s.Description, MachineList: s.MachineList,
 		Job: &state.Job{Spec: s}, Deps: s.ServiceDependency, Umask: s.Umask,
+		ShareGroup: s.ShareGroup, ShareGID: s.ShareGID,
 	}
 	if s.WorkerProtocol == wire.ProtocolExec {
 		w.Job.Spec.Pipelines = max(s.Pipelines, 1)
@@ -139,23 +140,24 @@ func (h *Head) AddItems(ctx context.Context, c wire.Caller, r wire.ItemsRequest)
 	return wire.Empty{}, nil
 }
 
-// Results pages through a job's item outcomes, for its owner, root and
-// the administrators only: items and results are the owner's data.
+// Results pages through a job's item outcomes, for its owner, root, the
+// administrators and the group the owner shares the job with only: items
+// and results are the owner's data.
 func (h *Head) Results(c wire.Caller, r wire.ResultsRequest) (wire.ResultsReply, error) {
 	limit := r.Limit
 	if limit <= 0 || limit > 10_000 {
 		limit = 10_000
 	}
 	out := wire.ResultsReply{Next: -1}
-	found := false
-	owner := ""
+	var found *state.Work // the job, without its items
+	allowed := false
 	h.cfg.FSM.View(func(v *state.View) {
 		w := v.Work(r.ID)
 		if w == nil || w.Job == nil {
 			return
 		}
-		found, owner = true, w.User
-		if !h.mayRead(c, owner) {
+		found, allowed = w.Copy(), h.mayReadOutput(c, w)
+		if !allowed {
 			return
 		}
 		items := w.Job.Items
@@ -173,12 +175,16 @@ func (h *Head) Results(c wire.Caller, r wire.ResultsRequest) (wire.ResultsReply,
 				Result: it.Result, Error: it.Error, Millis: it.Millis, Proc: it.Proc, Attempts: int(it.Attempts) + 1})
 		}
 	})
-	if !found {
+	if found == nil {
 		return out, wire.Errorf(wire.CodeUsage, "no job with id %d", r.ID)
 	}
-	if !h.mayRead(c, owner) {
+	if !allowed {
+		who := found.User + ", root or an administrator"
+		if found.ShareGroup != "" {
+			who = found.User + ", root, an administrator or a member of group " + found.ShareGroup
+		}
 		return wire.ResultsReply{Next: -1}, wire.Errorf(wire.CodeUsage,
-			"job %d belongs to %s; only %s, root or an administrator may read its items and results", r.ID, owner, owner)
+			"job %d belongs to %s; only %s may read its items and results", r.ID, found.User, who)
 	}
 	return out, nil
 }

@@ -1,15 +1,14 @@
 package head
 
 import (
-	"strings"
-
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/wire"
 )
 
 // LogAccess decides whether c may read the logs of work id: its owner,
-// root and the cluster's administrators may; anyone else is refused with
-// an error naming who may. Agents ask before they serve a log, and give
+// root, the cluster's administrators and the members of the group the
+// owner shares the work with (share_with_group) may; anyone else is
+// refused with an error naming who may. Agents ask before they serve a log, and give
 // the log files the owner's uid to check.
 func (h *Head) LogAccess(c wire.Caller, id uint64) (wire.LogAccess, error) {
 	var w *state.Work
@@ -21,13 +20,9 @@ func (h *Head) LogAccess(c wire.Caller, id uint64) (wire.LogAccess, error) {
 	if w == nil {
 		return wire.LogAccess{}, wire.Errorf(wire.CodeUsage, "no work with id %d", id)
 	}
-	if !h.mayRead(c, w.User) {
-		who := w.User + " and root"
-		if len(h.cfg.Administrators) > 0 {
-			who = w.User + ", root and the administrators (" + strings.Join(h.cfg.Administrators, ", ") + ")"
-		}
+	if !h.mayReadOutput(c, w) {
 		return wire.LogAccess{}, wire.Errorf(wire.CodeUsage,
-			"the logs of work %d are private to %s: only %s may read them", id, w.User, who)
+			"the logs of work %d are private to %s: only %s may read them", id, w.User, h.outputReaders(w))
 	}
 	return wire.LogAccess{Work: h.info(c, w), UID: w.UID, GID: w.GID}, nil
 }

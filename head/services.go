@@ -36,6 +36,7 @@ func (h *Head) RegisterService(ctx context.Context, c wire.Caller, r wire.Servic
 		Class: class.Name, Memory: s.Memory, Path: s.Executable, Args: s.Args,
 		Env: state.ServiceEnv(c.User, c.Home, s.Environment), Dir: s.WorkingDirectory, LogDir: s.LogDirectory,
 		Description: s.Description, Service: &state.Service{Spec: s}, Umask: s.Umask,
+		ShareGroup: s.ShareGroup, ShareGID: s.ShareGID,
 	}
 	res, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdSvcRegister, Time: h.cfg.Now().UnixMilli(), Work: w})
 	if err != nil {

@@ -49,6 +49,8 @@ type RunSpec struct {
 	Dir  string
 	// DirIfExists: run in / when the user cannot reach Dir (as for Spec).
 	DirIfExists bool
+	// Umask as for Spec: nil means 0o022.
+	Umask *int
 
 	// Stdin is written to the program's standard input, which is then
 	// closed.
@@ -116,7 +118,8 @@ func (m *Manager) Run(ctx context.Context, rs RunSpec) (RunResult, error) {
 	id := fmt.Sprintf("run-%s-%d", rs.Name, m.runSeq)
 	m.mu.Unlock()
 	spec := Spec{ID: id, Kind: "RUN", User: rs.User, UID: rs.UID, GID: rs.GID, Groups: rs.Groups,
-		Path: rs.Path, Args: rs.Args, Env: rs.Env, Dir: rs.Dir, DirIfExists: rs.DirIfExists, MemoryLimit: rs.MemoryLimit}
+		Path: rs.Path, Args: rs.Args, Env: rs.Env, Dir: rs.Dir, DirIfExists: rs.DirIfExists, MemoryLimit: rs.MemoryLimit,
+		Umask: rs.Umask}
 	if err := spec.validate(); err != nil {
 		return RunResult{}, err
 	}

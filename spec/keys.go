@@ -308,6 +308,11 @@ var keys = []Key{
 		Service: &Use[wire.ServiceSpec]{Help: "umask of the instances, e.g. 0077 (default: yours when you register)", Field: func(s *wire.ServiceSpec) any { return &s.Umask }},
 		Run:     &Use[Run]{Help: "umask of the process, e.g. 0077 (default: yours)", Field: func(r *Run) any { return &r.Req.Umask }},
 	},
+	{Name: "share_with_group", Type: String, Check: CheckGroupName,
+		Job:     &Use[Job]{Help: "a group whose members may read the job's logs and results (default: only you, root and the administrators)", Field: func(j *Job) any { return &j.Spec.ShareGroup }},
+		Service: &Use[wire.ServiceSpec]{Help: "a group whose members may read the instances' logs (default: only you, root and the administrators)", Field: func(s *wire.ServiceSpec) any { return &s.ShareGroup }},
+		Run:     &Use[Run]{Help: "a group whose members may read the process's log (default: only you, root and the administrators)", Field: func(r *Run) any { return &r.Req.ShareGroup }},
+	},
 	{Name: "machine_list", Type: List,
 		Job:     &Use[Job]{Help: "run only on these nodes, comma or space separated", Field: func(j *Job) any { return &j.Spec.MachineList }},
 		Run:     &Use[Run]{Flag: "machine", Help: "run only on these nodes", Field: func(r *Run) any { return &r.Req.MachineList }},
@@ -503,6 +508,17 @@ func checkProtocol(s string) (string, error) {
 		return p, nil
 	}
 	return "", fmt.Errorf("unknown worker protocol %q; use %q (one long-lived worker reading JSON lines) or %q (one run per item)", s, wire.ProtocolStream, wire.ProtocolExec)
+}
+
+// CheckGroupName checks the name of a group (share_with_group): a name
+// as groupadd takes it, no blanks, colons or slashes. Whether the group
+// exists is for the node that submits to say.
+func CheckGroupName(s string) (string, error) {
+	t := strings.TrimSpace(s)
+	if t == "" || len(t) > 64 || strings.ContainsAny(t, " \t\n:/,") {
+		return "", fmt.Errorf("bad group name %q: write the name of a group, e.g. myproject", s)
+	}
+	return t, nil
 }
 
 // CheckUmask normalizes a umask to four octal digits: "077", "0o77" and

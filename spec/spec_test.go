@@ -42,6 +42,7 @@ log_directory: logs
 environment: {LANG: C.UTF-8, EMPTY: }
 machine_list: n1, n2
 umask: 077
+share_with_group: proj
 wait_for_completion: true
 cancel_on_interrupt: no
 attach_console: false
@@ -64,7 +65,7 @@ attach_console: false
 		ServiceDependency: []string{"CUSTOM:db", "HTTP:http://x:8080/ping"},
 		WorkingDirectory:  "/tmp/wd", LogDirectory: filepath.Join(dir, "logs"),
 		Environment: []string{"LANG=C.UTF-8", "EMPTY="},
-		MachineList: []string{"n1", "n2"}, Umask: "0077",
+		MachineList: []string{"n1", "n2"}, Umask: "0077", ShareGroup: "proj",
 	}
 	if !reflect.DeepEqual(jr.Spec, want) {
 		t.Fatalf("spec\n got %+v\nwant %+v", jr.Spec, want)

@@ -370,6 +370,7 @@ working_directory: /srv
 log_directory: logs
 administrators: bob, carol
 umask: 0o27
+share_with_group: " proj "
 `)
 	raw, _, err := ParseFile(p, KindService)
 	if err != nil {
@@ -385,7 +386,7 @@ umask: 0o27
 		Autostart: true, LingerMS: 30_000, Dependency: []string{"TCP:db:5432"}, FailuresWindowMS: 600_000, FailuresLimit: 3,
 		InitFailuresLimit: 2, PingExecutable: "ping.sh", PingArgs: []string{"-q"}, PingTimeoutMS: 250, PingIntervalMS: 2000,
 		Environment: []string{"A=1"}, WorkingDirectory: "/srv", LogDirectory: filepath.Join(dir, "logs"),
-		Administrators: []string{"bob", "carol"}, Umask: "0027"}
+		Administrators: []string{"bob", "carol"}, Umask: "0027", ShareGroup: "proj"}
 	if !reflect.DeepEqual(sp, want) {
 		t.Fatalf("spec\n got %+v\nwant %+v", sp, want)
 	}
@@ -429,5 +430,22 @@ func TestCheckUmask(t *testing.T) {
 	}
 	if err := ValidateJob(wire.JobSpec{Executable: "/bin/true", Umask: "0077"}); err != nil {
 		t.Errorf("ValidateJob with umask 0077: %v", err)
+	}
+}
+
+func TestCheckGroupName(t *testing.T) {
+	tests := []struct{ in, want, err string }{
+		{"proj", "proj", ""},
+		{" lab-1 ", "lab-1", ""},
+		{"", "", "bad group name"},
+		{"two words", "", "bad group name"},
+		{"a:b", "", "bad group name"},
+		{"../etc", "", "bad group name"},
+	}
+	for _, tt := range tests {
+		got, err := CheckGroupName(tt.in)
+		if got != tt.want || (err == nil) != (tt.err == "") || (err != nil && !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("CheckGroupName(%q) = %q, %v; want %q, %q", tt.in, got, err, tt.want, tt.err)
+		}
 	}
 }

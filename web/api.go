@@ -1,6 +1,7 @@
 package web
 
 import (
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -20,6 +21,9 @@ func httpStatus(err error) int {
 	case wire.CodeUsage:
 		if strings.Contains(err.Error(), "no work with id") {
 			return http.StatusNotFound
+		}
+		if strings.Contains(err.Error(), "private") || strings.Contains(err.Error(), "may read") {
+			return http.StatusForbidden // the head's refusals name who may read
 		}
 		return http.StatusBadRequest
 	case wire.CodeUnreachable:
@@ -42,7 +46,7 @@ func listRequest(r *http.Request) wire.ListRequest {
 }
 
 func (s *server) apiJobs(w http.ResponseWriter, r *http.Request) {
-	out, err := s.data.jobs(r.Context(), listRequest(r))
+	out, err := s.data.jobs(r.Context(), callerOf(r), listRequest(r))
 	if err != nil {
 		s.apiFail(w, r, err)
 		return
@@ -59,7 +63,7 @@ func (s *server) apiShow(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error(), Code: wire.CodeUsage})
 		return
 	}
-	out, err := s.data.show(r.Context(), id)
+	out, err := s.data.show(r.Context(), callerOf(r), id)
 	if err != nil {
 		s.apiFail(w, r, err)
 		return
@@ -98,7 +102,7 @@ func parseID(s string) (uint64, error) {
 
 func (s *server) apiClasses(w http.ResponseWriter, r *http.Request) {
 	var out wire.ClassList
-	if err := s.data.call(r.Context(), wire.MethodClasses, wire.Empty{}, &out); err != nil {
+	if err := s.data.call(r.Context(), wire.Caller{}, wire.MethodClasses, wire.Empty{}, &out); err != nil {
 		s.apiFail(w, r, err)
 		return
 	}
@@ -106,7 +110,7 @@ func (s *server) apiClasses(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) apiServices(w http.ResponseWriter, r *http.Request) {
-	out, err := s.data.services(r.Context(), wire.ServiceQueryRequest{Service: r.URL.Query().Get("service")})
+	out, err := s.data.services(r.Context(), callerOf(r), wire.ServiceQueryRequest{Service: r.URL.Query().Get("service")})
 	if err != nil {
 		s.apiFail(w, r, err)
 		return
@@ -115,4 +119,78 @@ func (s *server) apiServices(w http.ResponseWriter, r *http.Request) {
 		out.Services = []wire.ServiceInfo{}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// apiResults pages through a job's item results
+// (?failed=1&offset=N&limit=N) for a user who may read them.
+func (s *server) apiResults(w http.ResponseWriter, r *http.Request) {
+	id, err := parseID(r.PathValue("id"))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error(), Code: wire.CodeUsage})
+		return
+	}
+	q := r.URL.Query()
+	req := wire.ResultsRequest{ID: id}
+	req.Failed, _ = strconv.ParseBool(q.Get("failed"))
+	req.Offset, _ = strconv.Atoi(q.Get("offset"))
+	req.Limit, _ = strconv.Atoi(q.Get("limit"))
+	out, err := s.data.results(r.Context(), callerOf(r), req)
+	if err != nil {
+		s.apiFail(w, r, err)
+		return
+	}
+	if out.Results == nil {
+		out.Results = []wire.ItemResult{}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// procLog serves a process's log as text to an identified user who may
+// read it (Config.Logs; ?process=ID, default the first process).
+func (s *server) procLog(w http.ResponseWriter, r *http.Request) {
+	id, err := parseID(r.PathValue("id"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	c := callerOf(r)
+	switch {
+	case s.cfg.Logs == nil:
+		http.Error(w, "this dashboard does not serve logs: use `ducc logs`", http.StatusNotFound)
+		return
+	case c.User == "":
+		http.Error(w, "logs are private: sign in (`ducc web-token`) to read your own", http.StatusForbidden)
+		return
+	}
+	lw := &lazyWriter{w: w}
+	err = s.cfg.Logs(r.Context(), c, id, r.URL.Query().Get("process"), lw)
+	switch {
+	case err != nil && !lw.started:
+		http.Error(w, err.Error(), httpStatus(err))
+	case err != nil:
+		_, _ = io.WriteString(lw, "\n[ducc: the log ends here: "+err.Error()+"]\n")
+	case !lw.started:
+		lw.start()
+	}
+}
+
+// lazyWriter sends the headers of a text answer with its first byte, so
+// that a refusal before any output can still be an error status.
+type lazyWriter struct {
+	w       http.ResponseWriter
+	started bool
+}
+
+func (l *lazyWriter) start() {
+	l.started = true
+	l.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	l.w.Header().Set("Cache-Control", "no-store")
+	l.w.WriteHeader(http.StatusOK)
+}
+
+func (l *lazyWriter) Write(p []byte) (int, error) {
+	if !l.started {
+		l.start()
+	}
+	return l.w.Write(p)
 }

@@ -75,7 +75,7 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(c.nodes, float64(n), s)
 		}
 	}
-	if work, err := c.data.jobs(ctx, wire.ListRequest{}); err == nil {
+	if work, err := c.data.jobs(ctx, wire.Caller{}, wire.ListRequest{}); err == nil {
 		type key struct {
 			state string
 			kind  wire.WorkKind

@@ -3,8 +3,9 @@
 // metrics at /metrics and a liveness probe at /healthz.
 //
 // The data comes from the head through a Source (the agent forwards each
-// call to the head over libp2p, or in process when it is the head). Nothing
-// here writes: the dashboard has no forms and the API answers GET only.
+// call to the head over libp2p, or in process when it is the head), for
+// the user the request identified or anonymously. Nothing here writes to
+// the cluster: the API answers GET only, and the one form signs a user in.
 //
 // Routes:
 //
@@ -15,6 +16,8 @@
 //	/reservations, /classes
 //	/api/v1/jobs[?all=1&user=U], /api/v1/jobs/{id}, /api/v1/nodes, /api/v1/status,
 //	/api/v1/classes, /api/v1/services[?service=ID|ENDPOINT]
+//	/api/v1/jobs/{id}/results[?failed=1&offset=N&limit=N], /jobs/{id}/log[?process=P]
+//	/login (GET: the form or who is signed in; POST: sign in), POST /logout
 //	/metrics, /healthz[?head=1]
 //
 // Pages refresh live: a little script polls the page's JSON API every two
@@ -26,16 +29,23 @@
 // add an entry to the pages table in pages.go with a handler that fills
 // the template data, and a row to navItems.
 //
-// The dashboard cannot tell who is looking, so it shows nothing private to
-// one user: no arguments of work and no environment or arguments of
-// services (the head leaves them out for callers without a user name, and
-// the fetcher removes them again; wire.WorkInfo.Redact,
-// wire.ServiceInfo.Redact). Items and results are not served at all.
+// Who is looking (identity.go): an anonymous visitor sees nothing private:
+// no arguments of work and no environment or arguments of services (the
+// head leaves them out for callers without a user name, and the fetcher
+// removes them again; wire.WorkInfo.Redact, wire.ServiceInfo.Redact), and
+// no items, results or logs.
 //
 // With Config.Private (web.private) the pages and the JSON API answer only
-// clients on loopback (use an SSH tunnel or a reverse proxy with its own
-// authentication on the node); /metrics and /healthz carry only counts and
-// stay open so Prometheus can scrape every node.
+// clients on loopback and Config.TrustedProxies, and a request names its
+// user with a dashboard token (`ducc web-token`; Authorization: Bearer, or
+// the HttpOnly, SameSite=Strict cookie the sign-in form sets; checked with
+// Config.TokenKey) or, from a trusted proxy, Config.UserHeader. The head
+// then answers for that user under its usual access rule (their own
+// arguments and service environments; logs and results of work they may
+// read, served through Config.Logs and wire.MethodResults). Bad
+// credentials get 401 on the API. Without Private nobody is identified.
+// /metrics and /healthz carry only counts and stay open so Prometheus can
+// scrape every node. docs/security.md says it for operators.
 //
 // Metrics: HeadMetrics and AgentMetrics are registered by their owners and
 // have nil-safe methods; the cluster collector (NewClusterCollector) asks

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -22,12 +23,23 @@ type fakeSource struct {
 	status wire.StatusInfo
 	err    error
 	calls  []string
+	// callers are the users the calls came for ("" for anonymous).
+	callers []string
+	// redact makes the fake redact like the head: what is not the
+	// caller's (owner or root) loses its arguments and environment.
+	redact bool
 }
 
-func (f *fakeSource) Call(_ context.Context, method string, req, resp any) error {
+// mayRead is the head's rule in small: the owner or root.
+func fakeMayRead(c wire.Caller, owner string) bool {
+	return c.User != "" && (c.User == owner || c.UID == 0)
+}
+
+func (f *fakeSource) Call(_ context.Context, c wire.Caller, method string, req, resp any) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, method)
+	f.callers = append(f.callers, c.User)
 	if f.err != nil {
 		return f.err
 	}
@@ -37,6 +49,10 @@ func (f *fakeSource) Call(_ context.Context, method string, req, resp any) error
 		out := resp.(*wire.WorkList)
 		for _, w := range f.work {
 			if (r.All || !w.Ended) && (r.User == "" || r.User == w.User) {
+				w.Command = slices.Clone(w.Command)
+				if f.redact && !fakeMayRead(c, w.User) {
+					w.Redact()
+				}
 				out.Work = append(out.Work, w)
 			}
 		}
@@ -44,11 +60,28 @@ func (f *fakeSource) Call(_ context.Context, method string, req, resp any) error
 		id := req.(wire.IDRequest).ID
 		for _, w := range f.work {
 			if w.ID == id {
+				w.Command = slices.Clone(w.Command)
+				if f.redact && !fakeMayRead(c, w.User) {
+					w.Redact()
+				}
 				*resp.(*wire.WorkInfo) = w
 				return nil
 			}
 		}
 		return wire.Errorf(wire.CodeUsage, "no work with id %d", id)
+	case wire.MethodResults:
+		r := req.(wire.ResultsRequest)
+		for _, w := range f.work {
+			if w.ID == r.ID {
+				if !fakeMayRead(c, w.User) {
+					return wire.Errorf(wire.CodeUsage, "the results of job %d are private to %s", r.ID, w.User)
+				}
+				resp.(*wire.ResultsReply).Results = []wire.ItemResult{{Index: 0, Result: "secret result of " + w.User}}
+				resp.(*wire.ResultsReply).Total = 1
+				return nil
+			}
+		}
+		return wire.Errorf(wire.CodeUsage, "no work with id %d", r.ID)
 	case wire.MethodNodes:
 		resp.(*wire.NodeList).Nodes = append([]wire.NodeInfo(nil), f.nodes...)
 	case wire.MethodStatus:
@@ -60,6 +93,9 @@ func (f *fakeSource) Call(_ context.Context, method string, req, resp any) error
 			Spec: wire.ServiceSpec{Endpoint: "HTTP:localhost:8080/", Executable: "/srv/db", Args: []string{"--password=s3cret"},
 				Environment: []string{"DB_PASSWORD=s3cret"}, PingExecutable: "/srv/ping", PingArgs: []string{"--key=s3cret"}},
 			Procs: []wire.ServiceInstance{{Instance: 0, Ready: true, Proc: wire.ProcInfo{ID: "7.1", Node: "n1", State: "Running", PID: 99}}}}}
+		if f.redact && !fakeMayRead(c, "alice") {
+			resp.(*wire.ServiceList).Services[0].Redact()
+		}
 	case wire.MethodClasses:
 		resp.(*wire.ClassList).Classes = []wire.ClassInfo{
 			{Name: "normal", Policy: "FAIR_SHARE", Priority: 10, Weight: 100, Pool: "default", Quantum: 1 << 30, Default: true, Works: 2, Demand: 8 << 30, FairShare: 6 << 30, Allocated: 6 << 30},

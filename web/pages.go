@@ -50,6 +50,8 @@ type pageData struct {
 	Version string
 	Node    string
 	Now     int64 // unix ms
+	Private bool   // web.private: the header offers signing in
+	User    string // the identified user; empty: anonymous
 	Err     string
 	Body    any
 }
@@ -76,6 +78,7 @@ func parsePages() (*pageSet, error) {
 		{"/services", "services", "/services", fillServices},
 		{"/reservations", "reservations", "/reservations", fillReservations},
 		{"/classes", "classes", "/classes", fillClasses},
+		{"/login", "login", "/login", fillLogin},
 	}
 	base, err := template.New("layout").Funcs(funcs()).ParseFS(assets, "assets/layout.html")
 	if err != nil {
@@ -101,7 +104,8 @@ func parsePages() (*pageSet, error) {
 // page renders one route; ?fragment=1 renders only its content (live.js).
 func (s *server) page(rt route) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		d := &pageData{Nav: navItems, Active: rt.nav, Version: s.cfg.Version, Node: s.cfg.Node, Now: s.cfg.Now().UnixMilli()}
+		d := &pageData{Nav: navItems, Active: rt.nav, Version: s.cfg.Version, Node: s.cfg.Node, Now: s.cfg.Now().UnixMilli(),
+			Private: s.cfg.Private, User: callerOf(r).User}
 		code := http.StatusOK
 		if err := rt.fill(s, r, d); err != nil {
 			code = httpStatus(err)
@@ -178,7 +182,7 @@ func fillJobs(s *server, r *http.Request, d *pageData) error {
 	}
 	body := jobsBody{All: req.All, User: req.User}
 	d.Body = &body
-	list, err := s.data.jobs(r.Context(), req)
+	list, err := s.data.jobs(r.Context(), callerOf(r), req)
 	if err != nil {
 		return err
 	}
@@ -194,8 +198,9 @@ func fillJobs(s *server, r *http.Request, d *pageData) error {
 // jobBody is the job details page.
 type jobBody struct {
 	wire.WorkInfo
-	Progress *progress
-	Procs    []procRow
+	Progress   *progress
+	Procs      []procRow
+	ResultsURL string // the results API, for an identified user who may read them
 }
 
 type procRow struct {
@@ -212,15 +217,24 @@ func fillJob(s *server, r *http.Request, d *pageData) error {
 		return err
 	}
 	d.API = "/api/v1/jobs/" + strconv.FormatUint(id, 10)
-	w, err := s.data.show(r.Context(), id)
+	w, err := s.data.show(r.Context(), callerOf(r), id)
 	if err != nil {
 		return err
 	}
+	// An identified user gets links to the logs and results; the head
+	// decides when they are followed whether this user may read them.
+	mine := callerOf(r).User != ""
 	b := &jobBody{WorkInfo: w, Progress: progressOf(w)}
+	if mine && w.Job != nil {
+		b.ResultsURL = "/api/v1/jobs/" + strconv.FormatUint(w.ID, 10) + "/results"
+	}
 	for _, p := range w.Procs {
 		pr := procRow{ProcInfo: p, LogCmd: fmt.Sprintf("ducc logs %d --process %s", w.ID, p.ID)}
-		if s.cfg.LogURL != nil {
+		switch {
+		case s.cfg.LogURL != nil:
 			pr.LogURL = s.cfg.LogURL(w, p)
+		case mine && s.cfg.Logs != nil && p.LogPath != "":
+			pr.LogURL = "/jobs/" + strconv.FormatUint(w.ID, 10) + "/log?" + url.Values{"process": {p.ID}}.Encode()
 		}
 		b.Procs = append(b.Procs, pr)
 	}
@@ -253,7 +267,7 @@ func fillCluster(s *server, r *http.Request, d *pageData) error {
 // pinger state.
 func fillServices(s *server, r *http.Request, d *pageData) error {
 	d.Title, d.API = "Services", "/api/v1/services"
-	list, err := s.data.services(r.Context(), wire.ServiceQueryRequest{})
+	list, err := s.data.services(r.Context(), callerOf(r), wire.ServiceQueryRequest{})
 	if err != nil {
 		return err
 	}
@@ -264,7 +278,7 @@ func fillServices(s *server, r *http.Request, d *pageData) error {
 // fillReservations lists whole-machine reservations, held and pending.
 func fillReservations(s *server, r *http.Request, d *pageData) error {
 	d.Title, d.API = "Reservations", "/api/v1/jobs?all=1"
-	list, err := s.data.jobs(r.Context(), wire.ListRequest{All: listRequest(r).All})
+	list, err := s.data.jobs(r.Context(), callerOf(r), wire.ListRequest{All: listRequest(r).All})
 	if err != nil {
 		return err
 	}
@@ -282,7 +296,7 @@ func fillReservations(s *server, r *http.Request, d *pageData) error {
 func fillClasses(s *server, r *http.Request, d *pageData) error {
 	d.Title, d.API = "Classes", "/api/v1/classes"
 	var list wire.ClassList
-	if err := s.data.call(r.Context(), wire.MethodClasses, wire.Empty{}, &list); err != nil {
+	if err := s.data.call(r.Context(), wire.Caller{}, wire.MethodClasses, wire.Empty{}, &list); err != nil {
 		return err
 	}
 	d.Body = list.Classes

@@ -1,10 +1,12 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
-	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,8 +25,27 @@ type Config struct {
 	// Logger; component=web is added.
 	Logger *slog.Logger
 	// Private (web.private) serves pages and the JSON API to loopback
-	// clients only; /metrics and /healthz stay open.
+	// clients and TrustedProxies only, and identifies users (TokenKey,
+	// UserHeader); /metrics and /healthz stay open.
 	Private bool
+	// TokenKey checks dashboard tokens (wire.WebTokenKey of the cluster
+	// key); nil: no token is accepted.
+	TokenKey []byte
+	// UserHeader (web.user_header, e.g. X-Forwarded-User) names the user
+	// an authenticating reverse proxy vouches for; honoured only on
+	// requests from TrustedProxies. Empty: no header is honoured.
+	UserHeader string
+	// TrustedProxies (web.trusted_proxies) are the addresses of the
+	// reverse proxies allowed to reach a private dashboard and to name the
+	// user in UserHeader.
+	TrustedProxies []netip.Prefix
+	// LookupUser turns the user name of UserHeader into a caller (uid,
+	// gid, groups) from this node's user database.
+	LookupUser func(name string) (wire.Caller, error)
+	// Logs, if set, writes the log of process proc (empty: the first) of
+	// work id to w, for c (an identified user); it refuses before writing
+	// anything when c may not read it.
+	Logs func(ctx context.Context, c wire.Caller, id uint64, proc string, w io.Writer) error
 	// Version of this agent, shown in the footer and on the cluster page.
 	Version string
 	// Node is this agent's node name (the ducc_is_head metric and the
@@ -76,33 +97,13 @@ func NewHandler(cfg Config) http.Handler {
 	read("GET /api/v1/status", s.apiStatus)
 	read("GET /api/v1/classes", s.apiClasses)
 	read("GET /api/v1/services", s.apiServices)
+	read("GET /api/v1/jobs/{id}/results", s.apiResults)
+	read("GET /jobs/{id}/log", s.procLog)
+	read("POST /login", s.login)
+	read("POST /logout", s.logout)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slogPromLogger{s.log}}))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	return securityHeaders(mux)
-}
-
-// guard enforces web.private.
-func (s *server) guard(h http.HandlerFunc) http.Handler {
-	if !s.cfg.Private {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !isLoopback(r.RemoteAddr) {
-			http.Error(w, "this dashboard is private (web.private): open it from the node itself, "+
-				"e.g. through `ssh -L 42133:127.0.0.1:42133 NODE`", http.StatusForbidden)
-			return
-		}
-		h(w, r)
-	})
-}
-
-func isLoopback(remote string) bool {
-	host, _, err := net.SplitHostPort(remote)
-	if err != nil {
-		host = remote
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // securityHeaders: read-only pages, no framing, no sniffing, scripts

@@ -69,6 +69,11 @@ type RunRequest struct {
 	// Umask is the process's umask, four octal digits ("0077"); the CLI
 	// sends the caller's. "" means 0022.
 	Umask string `cbor:"10,keyasint,omitempty" json:"umask,omitempty"`
+	// ShareGroup names a group whose members may read the logs and
+	// results of this work besides its owner (share_with_group); ShareGID
+	// is its gid, looked up by the CLI on the submitter's node.
+	ShareGroup string `cbor:"40,keyasint,omitempty" json:"share_with_group,omitempty"`
+	ShareGID   uint32 `cbor:"41,keyasint,omitempty" json:"share_gid,omitempty"`
 }
 
 // SubmitReply answers a submission.
@@ -149,6 +154,9 @@ type WorkInfo struct {
 	// Redacted names what the head left out because the caller is neither
 	// the owner nor an administrator (RedactedArgs).
 	Redacted []string `cbor:"19,keyasint,omitempty" json:"redacted,omitempty"`
+	// ShareGroup is the group whose members may read the work's logs and
+	// results (share_with_group).
+	ShareGroup string `cbor:"40,keyasint,omitempty" json:"share_with_group,omitempty"`
 }
 
 // What a reply may leave out for callers other than the owner and the

@@ -44,6 +44,11 @@ type JobSpec struct {
 	// Umask of the job processes, four octal digits ("0077"); the CLI
 	// sends the caller's. "" means 0022.
 	Umask string `cbor:"20,keyasint,omitempty" json:"umask,omitempty"`
+	// ShareGroup names a group whose members may read the logs and
+	// results of this work besides its owner (share_with_group); ShareGID
+	// is its gid, looked up by the CLI on the submitter's node.
+	ShareGroup string `cbor:"40,keyasint,omitempty" json:"share_with_group,omitempty"`
+	ShareGID   uint32 `cbor:"41,keyasint,omitempty" json:"share_gid,omitempty"`
 }
 
 // SubmitJobRequest submits a job with its first chunk of items. With More

@@ -86,6 +86,8 @@ func methodTable() []Method {
 		m(MethodServiceRegister, FromCLI, rw, newOf[ServiceRegisterRequest](), newOf[SubmitReply]()),
 		m(MethodServiceControl, FromCLI, rw, newOf[ServiceControlRequest](), newOf[ServiceInfo]()),
 		m(MethodServiceQuery, FromCLI, ro, newOf[ServiceQueryRequest](), newOf[ServiceList]()),
+		// The dashboard.
+		m(MethodWebToken, FromCLI, ro, newOf[WebTokenRequest](), newOf[WebTokenReply]()),
 		// Agent → head.
 		m(MethodReport, FromAgent, ro, newOf[Report](), newOf[Empty]()),
 		m(MethodExchange, FromAgent, rw, newOf[ExchangeRequest](), newOf[ExchangeReply]()),

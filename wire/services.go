@@ -54,6 +54,11 @@ type ServiceSpec struct {
 	// Umask of the instances, four octal digits ("0077");
 	// the CLI sends the caller's. "" means 0022.
 	Umask string `cbor:"23,keyasint,omitempty" json:"umask,omitempty"`
+	// ShareGroup names a group whose members may read the logs and
+	// results of this work besides its owner (share_with_group); ShareGID
+	// is its gid, looked up by the CLI on the submitter's node.
+	ShareGroup string `cbor:"40,keyasint,omitempty" json:"share_with_group,omitempty"`
+	ShareGID   uint32 `cbor:"41,keyasint,omitempty" json:"share_gid,omitempty"`
 }
 
 // ServiceRegisterRequest registers a service.
@@ -193,6 +198,9 @@ type PingRunRequest struct {
 	State       PingState `cbor:"10,keyasint" json:"state"`
 	TimeoutMS   int64     `cbor:"11,keyasint" json:"timeout_ms"`
 	MemoryLimit int64     `cbor:"12,keyasint" json:"memory_limit"` // bytes
+	// Umask of the pinger: the service's (its owner's when registered),
+	// four octal digits; "" means 0022.
+	Umask string `cbor:"13,keyasint,omitempty" json:"umask,omitempty"`
 }
 
 // PingRunReply is the pinger's answer, or in Error why there is none ("pinger

@@ -64,6 +64,9 @@ once; 'ducc wait ID' gives the exit code later.`,
 			if req.Umask == "" {
 				req.Umask = callerUmask()
 			}
+			if req.ShareGID, err = shareGID(req.ShareGroup); err != nil {
+				return err
+			}
 			if err := spec.ValidateRun(req); err != nil {
 				return usageErr("%v", err)
 			}

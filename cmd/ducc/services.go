@@ -87,6 +87,9 @@ func newSvcRegisterCmd(g *globals) *cobra.Command {
 				sp.Umask = callerUmask()
 			}
 			sp.Environment = spec.ExpandEnv(sp.Environment, os.Environ())
+			if sp.ShareGID, err = shareGID(sp.ShareGroup); err != nil {
+				return err
+			}
 			var rep wire.SubmitReply
 			if err := newClient(g).call(cmd.Context(), wire.MethodServiceRegister, wire.ServiceRegisterRequest{Spec: sp}, &rep); err != nil {
 				return err

@@ -160,6 +160,9 @@ func loadSubmission(cmd *cobra.Command, file string, command []string) (*spec.Jo
 		jr.Spec.Umask = callerUmask()
 	}
 	jr.Spec.Environment = spec.ExpandEnv(jr.Spec.Environment, os.Environ())
+	if jr.Spec.ShareGID, err = shareGID(jr.Spec.ShareGroup); err != nil {
+		return nil, err
+	}
 	return jr, nil
 }
 

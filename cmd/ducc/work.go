@@ -257,6 +257,9 @@ func printWork(w io.Writer, x wire.WorkInfo) {
 	if x.Description != "" {
 		fmt.Fprintf(tw, "Description:\t%s\n", x.Description)
 	}
+	if x.ShareGroup != "" {
+		fmt.Fprintf(tw, "Shared with:\tgroup %s (its members may read the logs and results)\n", x.ShareGroup)
+	}
 	fmt.Fprintf(tw, "Submitted:\t%s\n", time.UnixMilli(x.SubmittedAt).Format(time.RFC3339))
 	if x.StartedAt != 0 {
 		fmt.Fprintf(tw, "Started:\t%s\n", time.UnixMilli(x.StartedAt).Format(time.RFC3339))

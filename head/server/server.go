@@ -72,6 +72,12 @@ type Config struct {
 	// LocalDesired takes the desired state of this server's own node
 	// (Node). Nil when this node runs no work.
 	LocalDesired func(wire.DesiredState)
+	// WebTokenKey signs the dashboard tokens the head mints
+	// (wire.MethodWebToken, wire.WebTokenKey); nil: the head mints none.
+	WebTokenKey []byte
+	// WebTokenValidity is how long a dashboard token is valid by default
+	// and at most (web.token_validity; DefaultWebTokenValidity if zero).
+	WebTokenValidity time.Duration
 	// Hooks observe the server (for measurements); nil hooks are skipped.
 	Hooks  Hooks
 	Logger *slog.Logger
@@ -121,6 +127,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.WebTokenValidity <= 0 {
+		cfg.WebTokenValidity = DefaultWebTokenValidity
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "head-server")}
 	hc := head.Config{
@@ -204,6 +213,9 @@ func (s *Server) Handle(ctx context.Context, from peer.ID, req *wire.Request) (a
 	}
 	if m.Name == wire.MethodRemoveServer {
 		return s.removeServer(h, req.Caller, body.(*wire.RemoveServerRequest).Server)
+	}
+	if m.Name == wire.MethodWebToken {
+		return s.webToken(req.Caller, *body.(*wire.WebTokenRequest))
 	}
 	return Dispatch(ctx, h, m.Name, req.Caller, body)
 }

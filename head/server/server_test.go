@@ -36,6 +36,7 @@ func startServer(t *testing.T, psk pnet.PSK, name string, change func(*Config)) 
 		DataDir: t.TempDir(), BootstrapExpect: 1, Elect: 100 * time.Millisecond, Heartbeat: 100 * time.Millisecond,
 		Node: name, Version: "test", Scheduler: rm.DefaultConfig(), NodeTimeout: time.Minute,
 		LocalDesired: func(ds wire.DesiredState) { ts.local <- ds },
+		WebTokenKey:  wire.WebTokenKey(psk),
 		Hooks: Hooks{
 			Heartbeat: func(wire.Heartbeat, time.Time, time.Duration) { ts.heartbeats.Add(1) },
 			Pushed:    func(string, error) { ts.pushes.Add(1) },

@@ -67,6 +67,9 @@ type Pinger struct {
 	Dir      string
 	Interval time.Duration
 	Timeout  time.Duration
+	// Umask is the service's umask (four octal digits; "" means 0022):
+	// the pinger runs with it, as the instances do.
+	Umask string
 }
 
 // Key identifies the pinger's configuration: a pinger whose Key changed is
@@ -409,7 +412,7 @@ func pingerOf(w *state.Work) Pinger {
 	sp := w.Service.Spec
 	p := Pinger{Service: w.ID, Endpoint: sp.Endpoint, User: w.User, UID: w.UID, GID: w.GID,
 		Groups: w.Groups, Home: w.Home, Exec: sp.PingExecutable, Args: sp.PingArgs, Dir: sp.WorkingDirectory,
-		Env:      sp.Environment,
+		Env: sp.Environment, Umask: w.Umask,
 		Interval: time.Duration(sp.PingIntervalMS) * time.Millisecond,
 		Timeout:  time.Duration(sp.PingTimeoutMS) * time.Millisecond}
 	if p.Interval <= 0 {

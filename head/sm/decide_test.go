@@ -335,3 +335,19 @@ func BenchmarkDecide(b *testing.B) {
 		Decide(Input{Now: t0, Work: work, Pings: pings})
 	}
 }
+
+// TestPingerUmask: the pinger runs with the service's umask, as its
+// instances do.
+func TestPingerUmask(t *testing.T) {
+	w := service(1, "CUSTOM:x", started, proc(0, "R"), func(w *state.Work) {
+		w.Umask = "0077"
+		w.Service.Spec.PingExecutable = "/bin/ping-it"
+	})
+	out := Decide(Input{Now: t0, Work: []*state.Work{w}})
+	if len(out.Pingers) != 1 || out.Pingers[0].Umask != "0077" {
+		t.Fatalf("pingers %+v, want one with umask 0077", out.Pingers)
+	}
+	if req := PingRequest(out.Pingers[0], wire.PingState{}); req.Umask != "0077" {
+		t.Fatalf("ping request umask %q, want 0077", req.Umask)
+	}
+}

@@ -105,7 +105,8 @@ func PingRequest(p Pinger, st wire.PingState) wire.PingRunRequest {
 	env := append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "USER=" + p.User, "LOGNAME=" + p.User,
 		"DUCC_SERVICE_ID=" + strconv.FormatUint(p.Service, 10), "DUCC_SERVICE_ENDPOINT=" + p.Endpoint}, p.Env...)
 	return wire.PingRunRequest{Service: p.Service, Path: p.Exec, Args: p.Args, User: p.User, UID: p.UID, GID: p.GID,
-		Groups: p.Groups, Env: env, Dir: p.Dir, State: st, TimeoutMS: p.Timeout.Milliseconds(), MemoryLimit: PingerMemoryLimit}
+		Groups: p.Groups, Env: env, Dir: p.Dir, State: st, TimeoutMS: p.Timeout.Milliseconds(), MemoryLimit: PingerMemoryLimit,
+		Umask: p.Umask}
 }
 
 // pingNode picks the node that runs a service's custom pinger: the node of

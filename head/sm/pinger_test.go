@@ -35,7 +35,7 @@ func (f *fakeRunner) run(ctx context.Context, node string, req wire.PingRunReque
 
 func customPinger() Pinger {
 	return Pinger{Service: 7, Endpoint: "CUSTOM:db", User: "alice", UID: 1000, GID: 1001, Groups: []uint32{5}, Home: "/home/alice",
-		Exec: "/usr/bin/pinger", Args: []string{"-v"}, Env: []string{"A=1"}, Dir: "/work", Interval: time.Second, Timeout: 3 * time.Second}
+		Exec: "/usr/bin/pinger", Args: []string{"-v"}, Env: []string{"A=1"}, Dir: "/work", Interval: time.Second, Timeout: 3 * time.Second, Umask: "0027"}
 }
 
 func TestPingCustom(t *testing.T) {
@@ -96,7 +96,7 @@ func TestPingRequest(t *testing.T) {
 	st := wire.PingState{Service: 7}
 	req := PingRequest(customPinger(), st)
 	want := wire.PingRunRequest{Service: 7, Path: "/usr/bin/pinger", Args: []string{"-v"}, User: "alice", UID: 1000, GID: 1001,
-		Groups: []uint32{5}, Dir: "/work", State: st, TimeoutMS: 3000, MemoryLimit: PingerMemoryLimit,
+		Groups: []uint32{5}, Dir: "/work", State: st, TimeoutMS: 3000, MemoryLimit: PingerMemoryLimit, Umask: "0027",
 		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/home/alice", "USER=alice", "LOGNAME=alice",
 			"DUCC_SERVICE_ID=7", "DUCC_SERVICE_ENDPOINT=CUSTOM:db", "A=1"}}
 	b1, _ := wire.Marshal(req)

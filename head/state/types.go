@@ -75,6 +75,10 @@ type Work struct {
 	// Umask of the work's processes, four octal digits ("0077"), as the
 	// submitter's CLI sent it; "" means 0022.
 	Umask string `cbor:"31,keyasint,omitempty"`
+	// ShareGroup and ShareGID name the group whose members may read the
+	// work's logs and results (share_with_group); "" shares with nobody.
+	ShareGroup string `cbor:"40,keyasint,omitempty"`
+	ShareGID   uint32 `cbor:"41,keyasint,omitempty"`
 }
 
 // Ended reports whether the work has completed.
