@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/head/server"
 	"github.com/ducc-project/ducc/units"
 )
 
@@ -62,6 +63,9 @@ type Config struct {
 	// MaxHeartbeatsPerSecond is the heartbeat intake the head keeps by
 	// stretching the interval it announces (DefaultMaxHeartbeatsPerSecond).
 	MaxHeartbeatsPerSecond int
+	// Retention says how long finished work, a job's results and the
+	// accounting records are kept (head.retention; zero: the default).
+	Retention RetentionConfig
 	// Administrators may act on anyone's work.
 	Administrators []string
 	// Scheduler is the Resource Manager's configuration.
@@ -80,6 +84,23 @@ type WebConfig struct {
 	Listen string `yaml:"listen"`
 	// Private serves pages and API to loopback clients only.
 	Private bool `yaml:"private"`
+}
+
+// RetentionConfig is the head.retention section (docs/operations.md,
+// "Retention and accounting"): each time counts from the end of the work.
+type RetentionConfig struct {
+	// Work: finished work stays in the live state (`ducc jobs --all`,
+	// `ducc show`) this long (1h).
+	Work units.Duration `yaml:"work"`
+	// Results: a job's items and results stay this long (24h).
+	Results units.Duration `yaml:"results"`
+	// History: the accounting record stays this long (30d).
+	History units.Duration `yaml:"history"`
+}
+
+// Head returns the retention for the head server, defaults filled in.
+func (r RetentionConfig) Head() server.Retention {
+	return server.Retention{Work: r.Work.D(), Results: r.Results.D(), History: r.History.D()}.WithDefaults()
 }
 
 // fileConfig is the layout of the config file. Unknown keys are errors.
@@ -106,7 +127,8 @@ type fileConfig struct {
 		FailoverGrace     units.Duration `yaml:"failover_grace"`
 		DeadServerCleanup units.Duration `yaml:"dead_server_cleanup"`
 
-		MaxHeartbeatsPerSecond int `yaml:"max_heartbeats_per_second"`
+		MaxHeartbeatsPerSecond int             `yaml:"max_heartbeats_per_second"`
+		Retention              RetentionConfig `yaml:"retention"`
 	} `yaml:"head"`
 	Administrators []string   `yaml:"administrators"`
 	Web            WebConfig  `yaml:"web"`
@@ -147,6 +169,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		Elect: f.Head.ElectionTimeout.D(), NodeTimeout: f.Head.NodeTimeout, MaxHeartbeatsPerSecond: f.Head.MaxHeartbeatsPerSecond,
 		Administrators: f.Administrators, Web: f.Web, Scheduler: f.Scheduler,
 		FailoverGrace: f.Head.FailoverGrace, DeadServerCleanup: f.Head.DeadServerCleanup,
+		Retention: f.Head.Retention,
 	}
 	if c.Scheduler != nil {
 		// Re-parse the scheduler section through rm for its defaults and
@@ -200,6 +223,12 @@ func (c *Config) validate() error {
 	}
 	if c.DeadServerCleanup < c.NodeTimeout {
 		return fmt.Errorf("head.dead_server_cleanup %v: must be at least head.node_timeout (%v)", c.DeadServerCleanup.D(), c.NodeTimeout.D())
+	}
+	if r := c.Retention; r.Work < 0 || r.Results < 0 || r.History < 0 {
+		return fmt.Errorf("head.retention: times must not be negative")
+	}
+	if err := c.Retention.Head().Validate(); err != nil {
+		return err
 	}
 	if c.Elect < 50*time.Millisecond {
 		return fmt.Errorf("head.election_timeout %v: must be at least 50ms", c.Elect)

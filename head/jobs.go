@@ -149,16 +149,21 @@ func (h *Head) Results(c wire.Caller, r wire.ResultsRequest) (wire.ResultsReply,
 	out := wire.ResultsReply{Next: -1}
 	found := false
 	owner := ""
+	var purged *state.Record
 	h.cfg.FSM.View(func(v *state.View) {
-		w := v.Work(r.ID)
-		if w == nil || w.Job == nil {
+		var items []state.Item
+		if w := v.Work(r.ID); w != nil && w.Job != nil {
+			found, owner, items = true, w.User, w.Job.Items
+		} else if rec := v.Record(r.ID); w == nil && rec != nil && rec.Kind == wire.WorkJob {
+			found, owner, items = true, rec.User, v.HeldItems(r.ID)
+			if rec.ItemsPurgedAt != 0 {
+				cp := *rec
+				purged = &cp
+			}
+		}
+		if !found || purged != nil || !h.mayRead(c, owner) {
 			return
 		}
-		found, owner = true, w.User
-		if !h.mayRead(c, owner) {
-			return
-		}
-		items := w.Job.Items
 		out.Total = len(items)
 		for i := max(r.Offset, 0); i < len(items); i++ {
 			it := items[i]
@@ -179,6 +184,9 @@ func (h *Head) Results(c wire.Caller, r wire.ResultsRequest) (wire.ResultsReply,
 	if !h.mayRead(c, owner) {
 		return wire.ResultsReply{Next: -1}, wire.Errorf(wire.CodeUsage,
 			"job %d belongs to %s; only %s, root or an administrator may read its items and results", r.ID, owner, owner)
+	}
+	if purged != nil {
+		return wire.ResultsReply{Next: -1}, purgedResults(purged, h.cfg.Retention)
 	}
 	return out, nil
 }

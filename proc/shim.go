@@ -189,6 +189,10 @@ func (s *shim) run() error {
 	_ = unix.Kill(-pid, unix.SIGKILL) // leftovers of the process group (no cgroup)
 
 	s.st.State = Exited
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok && ru != nil {
+		s.st.MaxRSS = ru.Maxrss * 1024 // KiB on Linux
+		s.st.CPUSeconds = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		s.st.ExitCode = -1
 		s.st.Signal = unix.SignalName(ws.Signal())

@@ -144,6 +144,10 @@ type WorkInfo struct {
 	// Redacted names what the head left out because the caller is neither
 	// the owner nor an administrator (RedactedArgs).
 	Redacted []string `cbor:"19,keyasint,omitempty" json:"redacted,omitempty"`
+	// PurgedAt is set when the work has left the live state (retention,
+	// docs/operations.md): what remains is its accounting record, and the
+	// reply has no processes or arguments.
+	PurgedAt int64 `cbor:"20,keyasint,omitempty" json:"purged_at,omitempty"`
 }
 
 // What a reply may leave out for callers other than the owner and the

@@ -45,6 +45,10 @@ type ProcStatus struct {
 	Reason      string  `cbor:"13,keyasint,omitempty" json:"reason,omitempty"`
 	LogPath     string  `cbor:"14,keyasint,omitempty" json:"log_path,omitempty"`
 	Node        string  `cbor:"15,keyasint,omitempty" json:"node,omitempty"`
+	// MaxRSS is the peak resident memory (bytes) of an ended process and
+	// the children it waited for; CPUSeconds of an ended process is its
+	// total CPU time (for accounting, docs/operations.md).
+	MaxRSS int64 `cbor:"16,keyasint,omitempty" json:"max_rss,omitempty"`
 }
 
 // Ended reports whether the process has finished for good.
