@@ -108,7 +108,8 @@ func (h *Head) purge(ctx context.Context, now time.Time) (int, error) {
 // oldest finished work, held results or record is due, at most once per
 // purge interval. With nothing finished it waits for work to end
 // (SchedulingChanged announces that); otherwise it sleeps until the next
-// is due, so an idle head does nothing.
+// is due or the interval passed, and then only reads the front of three
+// queues: an idle head applies nothing.
 func (h *Head) retain(ctx context.Context) {
 	interval := h.cfg.Retention.purgeInterval()
 	t := time.NewTimer(interval)
@@ -130,7 +131,9 @@ func (h *Head) retain(ctx context.Context) {
 			}
 			t.Reset(interval)
 		case ok:
-			t.Reset(max(at.Sub(now), 0) + time.Millisecond)
+			// Look again at least every interval: the clock is the head's
+			// (injected), the timer is not.
+			t.Reset(min(max(at.Sub(now), 0)+time.Millisecond, interval))
 		default:
 			wake = changed
 			t.Stop()
