@@ -108,3 +108,91 @@ func TestRetentionAndHistory(t *testing.T) {
 	c.start()
 	check("after a restart")
 }
+
+// netHistory returns the accounting records node via lists, by id.
+func netHistory(t *testing.T, via *nsNode) map[string]wire.HistoryRecord {
+	t.Helper()
+	out, errs, code := via.ducc("history", "--json")
+	if code != 0 {
+		t.Fatalf("history via %s: exit %d: %s", via.name, code, errs)
+	}
+	var h wire.HistoryReply
+	if err := json.Unmarshal([]byte(out), &h); err != nil {
+		t.Fatalf("history --json: %v: %s", err, out)
+	}
+	byID := map[string]wire.HistoryRecord{}
+	for _, r := range h.Records {
+		byID[strconv.FormatUint(r.ID, 10)] = r
+	}
+	return byID
+}
+
+// waitPurged waits until work id has left the live state, as node via sees
+// it.
+func waitPurged(t *testing.T, via *nsNode, id string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for netShow(t, via, id).PurgedAt == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("work %s not purged within 60 s", id)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestMultiNodeRetention: purges go through Raft, so the history answers
+// after a failover, and the new head purges in its turn.
+func TestMultiNodeRetention(t *testing.T) {
+	c := startNetClusterHead(t, "250ms", "3s", "retention: {work: 2s, results: 2s, history: 1h}", "",
+		netNodeSpec{"h1", true}, netNodeSpec{"h2", true}, netNodeSpec{"h3", true}, netNodeSpec{"w1", false})
+	w1 := c.nodes["w1"]
+	run := func() string {
+		t.Helper()
+		out, errs, code := w1.ducc("run", "--detach", "--machine", "w1", "--memory", "1G", "--", "sh", "-c", "exit 3")
+		if code != 0 {
+			t.Fatalf("run: exit %d: %s %s", code, out, errs)
+		}
+		id := strings.TrimSpace(out)
+		if _, errs, code := w1.ducc("wait", id); code != 3 {
+			t.Fatalf("wait %s: exit %d, want 3: %s", id, code, errs)
+		}
+		return id
+	}
+	first := run()
+	waitPurged(t, w1, first)
+	if r, ok := netHistory(t, w1)[first]; !ok || r.ExitCode != 3 || r.WorkPurgedAt == 0 {
+		t.Fatalf("record of %s before the failover: %+v", first, r)
+	}
+
+	old := c.headNode(w1)
+	old.kill9()
+	t0 := time.Now()
+	for {
+		if st, ok := w1.status(); ok && st.Head != "" && st.Head != old.name {
+			break
+		}
+		if time.Since(t0) > hangGuard {
+			t.Fatalf("no new head within %v", hangGuard)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r, ok := netHistory(t, w1)[first]; !ok || r.ExitCode != 3 || r.WorkPurgedAt == 0 || !slices.Equal(r.Nodes, []string{"w1"}) {
+		t.Errorf("record of %s after the failover: %+v", first, r)
+	}
+	if w := netShow(t, w1, first); w.PurgedAt == 0 || w.ExitCode != 3 {
+		t.Errorf("show of %s after the failover: %+v", first, w)
+	}
+	// The new head purges too.
+	second := run()
+	waitPurged(t, w1, second)
+	h := netHistory(t, w1)
+	if _, ok := h[second]; !ok {
+		t.Errorf("no record of %s purged by the new head: %+v", second, h)
+	}
+	// The old head comes back and catches up from the others.
+	old.start()
+	c.waitUp(4, 60*time.Second)
+	if h := netHistory(t, old); len(h) != 2 {
+		t.Errorf("history via the returned %s: %+v", old.name, h)
+	}
+}
