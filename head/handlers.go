@@ -116,6 +116,8 @@ func (h *Head) Cancel(ctx context.Context, c wire.Caller, r wire.CancelRequest) 
 	h.cfg.FSM.View(func(v *state.View) {
 		if w := v.Work(r.ID); w != nil {
 			owner, ended = w.User, w.Ended()
+		} else if rec := v.Record(r.ID); rec != nil {
+			owner, ended = rec.User, true // purged: long ended
 		}
 	})
 	if owner == "" {

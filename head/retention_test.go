@@ -52,6 +52,13 @@ func TestRetentionAndHistory(t *testing.T) {
 	for _, id := range []uint64{run, job, bobs} {
 		eventually(t, "finished work is purged", func() bool { return f.work(id) == nil })
 	}
+	wantErr(t, call(t, f.h, wire.MethodLogAccess, alice, wire.IDRequest{ID: run}, &wire.LogAccess{}),
+		wire.CodeUsage, "left the live state", "head.retention.work", "n1")
+	var canceled wire.WorkInfo
+	f.mustCall(t, wire.MethodCancel, alice, wire.CancelRequest{ID: run}, &canceled)
+	if !canceled.Ended || canceled.PurgedAt == 0 || canceled.Completion != "ProgramExit" {
+		t.Errorf("cancel of purged work: %+v", canceled)
+	}
 	info := f.show(t, run)
 	if !info.Ended || info.PurgedAt == 0 || info.Completion != "ProgramExit" || info.ExitCode != 3 || info.Description != "alice's run" {
 		t.Errorf("show of purged work: %+v", info)
