@@ -226,7 +226,9 @@ func (f *FSM) purge(c *Command) Result {
 		}
 		h.addRecord(&r)
 	}
-	h.finished = append(stuck, h.finished[i:]...)
+	// The stuck keys precede the rest: put them back in front of it.
+	i -= copy(h.finished[i-len(stuck):i], stuck)
+	h.finished = h.finished[i:]
 	// Held items.
 	i = 0
 	for ; i < len(h.held) && h.held[i].end < p.Results; i++ {
