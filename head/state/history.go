@@ -187,6 +187,17 @@ func (h *history) addRecord(r *Record) {
 	}
 }
 
+// hasLive reports whether some process of w has not ended (Work.Live
+// without the copy).
+func hasLive(w *Work) bool {
+	for _, p := range w.Procs {
+		if !p.Ended() {
+			return true
+		}
+	}
+	return false
+}
+
 // purge applies CmdPurge.
 func (f *FSM) purge(c *Command) Result {
 	p := c.Purge
@@ -205,7 +216,7 @@ func (f *FSM) purge(c *Command) Result {
 		if w == nil || !w.Ended() {
 			continue
 		}
-		if len(w.Live()) > 0 {
+		if hasLive(w) {
 			stuck = append(stuck, k)
 			continue
 		}
@@ -279,7 +290,7 @@ func (v *View) NextPurge(work, results, history int64) (int64, bool) {
 		}
 	}
 	for _, k := range h.finished {
-		if w := v.f.work[k.id]; w != nil && len(w.Live()) > 0 {
+		if w := v.f.work[k.id]; w != nil && hasLive(w) {
 			continue
 		}
 		next(k.end + work)
