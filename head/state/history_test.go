@@ -1,7 +1,9 @@
 package state
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -306,4 +308,35 @@ func compareHistory(t *testing.T, a, b *FSM) {
 		t.Errorf("replicas differ: %d/%d work, %d/%d history records (%d/%d purged), %d/%d held, next purge %d/%d",
 			len(va.work), len(vb.work), len(va.recs), len(vb.recs), va.records, vb.records, len(va.held), len(vb.held), va.next, vb.next)
 	}
+}
+
+// A snapshot of an older ducc has no history part: it restores with an
+// empty history, and its finished work is queued for purging.
+func TestRestoreSnapshotWithoutHistory(t *testing.T) {
+	var buf bytes.Buffer
+	w := Work{ID: 4, Kind: wire.WorkManaged, User: "alice", State: StateCompleted, Completion: CompletionProgramExit, EndedAt: 700}
+	if err := wire.WriteMsg(&buf, snapHeader{Version: 1, NextID: 5, Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wire.WriteMsg(&buf, &w); err != nil {
+		t.Fatal(err)
+	}
+	f := New()
+	if err := f.Restore(io.NopCloser(&buf)); err != nil {
+		t.Fatal(err)
+	}
+	f.View(func(v *View) {
+		if at, ok := v.NextPurge(100, 100, 100); !ok || at != 800 {
+			t.Errorf("next purge %d %v, want 800", at, ok)
+		}
+		if recs, _, _, _ := v.History(HistoryQuery{Limit: 10, Scan: 10}); len(recs) != 1 || recs[0].ID != 4 {
+			t.Errorf("history %+v", recs)
+		}
+	})
+	apply(t, f, 1, Command{Type: CmdPurge, Time: 900, Purge: &Purge{Work: 800, Results: 800}})
+	f.View(func(v *View) {
+		if v.Work(4) != nil || v.Record(4) == nil {
+			t.Errorf("work 4 not purged into a record")
+		}
+	})
 }
