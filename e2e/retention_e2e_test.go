@@ -176,6 +176,9 @@ func TestMultiNodeRetention(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// The new head refuses a submission until a node's full heartbeat
+	// told it the node's memory: wait for all three.
+	c.waitUp(3, hangGuard)
 	if r, ok := netHistory(t, w1)[first]; !ok || r.ExitCode != 3 || r.WorkPurgedAt == 0 || !slices.Equal(r.Nodes, []string{"w1"}) {
 		t.Errorf("record of %s after the failover: %+v", first, r)
 	}
