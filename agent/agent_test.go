@@ -37,6 +37,23 @@ head: {eligible: true, bootstrap_expect: 3, node_timeout: 20s}
 				t.Errorf("parsed %+v", c)
 			}
 		}},
+		{name: "retention defaults", yaml: "head: {eligible: true}\n", check: func(t *testing.T, c *Config) {
+			if r := c.Retention.Head(); r.Work != time.Hour || r.Results != 24*time.Hour || r.History != 30*24*time.Hour {
+				t.Errorf("retention %+v", r)
+			}
+		}},
+		{name: "retention", yaml: "head: {eligible: true, retention: {work: 2d, results: 7d, history: 90d}}\n", check: func(t *testing.T, c *Config) {
+			if r := c.Retention.Head(); r.Work != 48*time.Hour || r.Results != 7*24*time.Hour || r.History != 90*24*time.Hour {
+				t.Errorf("retention %+v", r)
+			}
+		}},
+		{name: "retention work only raises the others", yaml: "head: {eligible: true, retention: {work: 48h}}\n", check: func(t *testing.T, c *Config) {
+			if r := c.Retention.Head(); r.Work != 48*time.Hour || r.Results != 48*time.Hour || r.History != 30*24*time.Hour {
+				t.Errorf("retention %+v", r)
+			}
+		}},
+		{name: "retention results shorter than work", yaml: "head: {eligible: true, retention: {work: 2h, results: 1h}}\n", wantErr: "head.retention.results 1h0m0s: must be at least head.retention.work"},
+		{name: "retention negative", yaml: "head: {eligible: true, retention: {history: -1h}}\n", wantErr: "must not be negative"},
 		{name: "failover grace too short", yaml: "head: {eligible: true, node_timeout: 20s, failover_grace: 5s}\n", wantErr: "head.failover_grace 5s: must be at least head.node_timeout"},
 		{name: "dead server cleanup too short", yaml: "head: {eligible: true, dead_server_cleanup: 5s}\n", wantErr: "head.dead_server_cleanup 5s: must be at least head.node_timeout"},
 		{name: "worker", yaml: "join: [/ip4/10.1.0.1/tcp/42134]\n", check: func(t *testing.T, c *Config) {

@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/head/server"
 	"github.com/ducc-project/ducc/units"
 )
 
@@ -63,6 +64,9 @@ type Config struct {
 	// MaxHeartbeatsPerSecond is the heartbeat intake the head keeps by
 	// stretching the interval it announces (DefaultMaxHeartbeatsPerSecond).
 	MaxHeartbeatsPerSecond int
+	// Retention says how long finished work, a job's results and the
+	// accounting records are kept (head.retention; zero: the default).
+	Retention RetentionConfig
 	// Administrators may act on anyone's work.
 	Administrators []string
 	// Scheduler is the Resource Manager's configuration.
@@ -112,6 +116,23 @@ func (w WebConfig) trustedProxies() ([]netip.Prefix, error) {
 	return out, nil
 }
 
+// RetentionConfig is the head.retention section (docs/operations.md,
+// "Retention and accounting"): each time counts from the end of the work.
+type RetentionConfig struct {
+	// Work: finished work stays in the live state (`ducc jobs --all`,
+	// `ducc show`) this long (1h).
+	Work units.Duration `yaml:"work"`
+	// Results: a job's items and results stay this long (24h).
+	Results units.Duration `yaml:"results"`
+	// History: the accounting record stays this long (30d).
+	History units.Duration `yaml:"history"`
+}
+
+// Head returns the retention for the head server, defaults filled in.
+func (r RetentionConfig) Head() server.Retention {
+	return server.Retention{Work: r.Work.D(), Results: r.Results.D(), History: r.History.D()}.WithDefaults()
+}
+
 // fileConfig is the layout of the config file. Unknown keys are errors.
 type fileConfig struct {
 	Cluster struct {
@@ -136,7 +157,8 @@ type fileConfig struct {
 		FailoverGrace     units.Duration `yaml:"failover_grace"`
 		DeadServerCleanup units.Duration `yaml:"dead_server_cleanup"`
 
-		MaxHeartbeatsPerSecond int `yaml:"max_heartbeats_per_second"`
+		MaxHeartbeatsPerSecond int             `yaml:"max_heartbeats_per_second"`
+		Retention              RetentionConfig `yaml:"retention"`
 	} `yaml:"head"`
 	Administrators []string   `yaml:"administrators"`
 	Web            WebConfig  `yaml:"web"`
@@ -177,6 +199,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		Elect: f.Head.ElectionTimeout.D(), NodeTimeout: f.Head.NodeTimeout, MaxHeartbeatsPerSecond: f.Head.MaxHeartbeatsPerSecond,
 		Administrators: f.Administrators, Web: f.Web, Scheduler: f.Scheduler,
 		FailoverGrace: f.Head.FailoverGrace, DeadServerCleanup: f.Head.DeadServerCleanup,
+		Retention: f.Head.Retention,
 	}
 	if c.Scheduler != nil {
 		// Re-parse the scheduler section through rm for its defaults and
@@ -230,6 +253,12 @@ func (c *Config) validate() error {
 	}
 	if c.DeadServerCleanup < c.NodeTimeout {
 		return fmt.Errorf("head.dead_server_cleanup %v: must be at least head.node_timeout (%v)", c.DeadServerCleanup.D(), c.NodeTimeout.D())
+	}
+	if r := c.Retention; r.Work < 0 || r.Results < 0 || r.History < 0 {
+		return fmt.Errorf("head.retention: times must not be negative")
+	}
+	if err := c.Retention.Head().Validate(); err != nil {
+		return err
 	}
 	if c.Elect < 50*time.Millisecond {
 		return fmt.Errorf("head.election_timeout %v: must be at least 50ms", c.Elect)

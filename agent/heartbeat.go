@@ -112,6 +112,7 @@ func toWire(st proc.Status, node string) wire.ProcStatus {
 		ID: st.ID, WorkID: workIDOf(st.ID), PID: st.PID, ExitCode: st.ExitCode, Signal: st.Signal,
 		OOMKilled: st.OOMKilled, MemoryLimit: st.MemoryLimit, Reason: st.Reason, LogPath: st.LogPath, Node: node,
 		OOMKills: st.OOMKills,
+		MaxRSS:   st.MaxRSS, CPUSeconds: st.CPUSeconds,
 	}
 	if st.Signal != "" {
 		// Report a signal death as a shell would: 128 + the signal number.

@@ -88,6 +88,11 @@ type Group interface {
 	OOMExact() bool
 	// Stats returns current usage.
 	Stats() (Stats, error)
+	// PeakMemory is the group's memory high-water mark in bytes, page
+	// cache included (v2 memory.peak, v1 memory.max_usage_in_bytes): one
+	// file read, for the accounting of an ended process. 0 when the kernel
+	// does not keep one.
+	PeakMemory() (uint64, error)
 	// Kill sends SIGKILL to everything in the group (v2 cgroup.kill when the
 	// kernel has it, else freeze + kill + thaw, repeated until the group is
 	// empty) and waits up to a few seconds for the group to be empty.

@@ -286,6 +286,9 @@ func TestStatsMove(t *testing.T) {
 	if after.MemoryMaxUsage < 20*mib {
 		t.Fatalf("max usage %d < 20 MiB", after.MemoryMaxUsage)
 	}
+	if peak, err := g.PeakMemory(); err != nil || peak != after.MemoryMaxUsage {
+		t.Fatalf("PeakMemory() = %d, %v; want the max usage %d", peak, err, after.MemoryMaxUsage)
+	}
 	if after.OOMKills != 0 {
 		t.Fatalf("unexpected OOM kills %d", after.OOMKills)
 	}

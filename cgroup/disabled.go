@@ -23,3 +23,6 @@ func (disabledGroup) Kill() error               { return nil }
 func (disabledGroup) Delete() error             { return nil }
 func (disabledGroup) Update(Resources) error    { return nil }
 func (disabledGroup) OpenFD() (int, error)      { return -1, ErrNoCgroupFD }
+
+// PeakMemory is unknown without cgroups.
+func (disabledGroup) PeakMemory() (uint64, error) { return 0, ErrDisabled }

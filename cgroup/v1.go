@@ -263,6 +263,14 @@ func (g *v1Group) Procs() ([]int, error) {
 
 func (g *v1Group) OOMExact() bool { return g.b.oomLine }
 
+func (g *v1Group) PeakMemory() (uint64, error) {
+	n, err := readUint(g.file(cgroup1.Memory, "memory.max_usage_in_bytes"))
+	if err != nil {
+		return 0, fmt.Errorf("cgroup: read peak memory of %s: %w", g.Path(), err)
+	}
+	return n, nil
+}
+
 func (g *v1Group) OOMKills() (uint64, error) {
 	if g.b.oomLine {
 		n, err := readKey(g.file(cgroup1.Memory, "memory.oom_control"), "oom_kill")

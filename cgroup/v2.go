@@ -198,6 +198,17 @@ func (g *v2Group) OOMKills() (uint64, error) {
 	return n, nil
 }
 
+func (g *v2Group) PeakMemory() (uint64, error) {
+	n, err := readUint(filepath.Join(g.path, "memory.peak"))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil // before Linux 5.19
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cgroup: read peak memory of %s: %w", g.path, err)
+	}
+	return n, nil
+}
+
 func (g *v2Group) Stats() (Stats, error) {
 	m, err := g.m.StatFiltered(cgroup2.StatCPU | cgroup2.StatMemory | cgroup2.StatMemoryEvents | cgroup2.StatPids)
 	if err != nil {

@@ -36,8 +36,9 @@ type netCluster struct {
 	sw    string // the namespace holding the bridge
 	nodes map[string]*nsNode
 	order []string
-	// heartbeat and nodeTimeout go into every node's config.
-	heartbeat, nodeTimeout string
+	// heartbeat and nodeTimeout go into every node's config, and so do
+	// headYAML's keys into its head section ("retention: {work: 2s}").
+	heartbeat, nodeTimeout, headYAML string
 }
 
 // nsNode is one agent in its namespace.
@@ -145,12 +146,19 @@ func startNetCluster(t testing.TB, extraYAML string, specs ...netNodeSpec) *netC
 // node timeout given.
 func startNetClusterTimed(t testing.TB, heartbeat, nodeTimeout, extraYAML string, specs ...netNodeSpec) *netCluster {
 	t.Helper()
+	return startNetClusterHead(t, heartbeat, nodeTimeout, "", extraYAML, specs...)
+}
+
+// startNetClusterHead is startNetClusterTimed with more keys of every
+// node's head section.
+func startNetClusterHead(t testing.TB, heartbeat, nodeTimeout, headYAML, extraYAML string, specs ...netNodeSpec) *netCluster {
+	t.Helper()
 	needNetns(t)
 	lockNamespaces(t)
 	removeNamespaces()
 	dir := scratchDir(t)
 	c := &netCluster{t: t, dir: dir, key: filepath.Join(dir, "cluster.key"), sw: nsPrefix + "sw", nodes: map[string]*nsNode{},
-		heartbeat: heartbeat, nodeTimeout: nodeTimeout}
+		heartbeat: heartbeat, nodeTimeout: nodeTimeout, headYAML: headYAML}
 	t.Cleanup(c.destroy)
 	if out, code := runKeygen(c.key); code != 0 {
 		t.Fatalf("ducc keygen: %s", out)
@@ -217,10 +225,14 @@ func (n *nsNode) writeConfig(key string, join []string, heads int, extra string)
 	fmt.Fprintf(&b, "node: {name: %s, listen: [/ip4/%s/tcp/42134], data_dir: %s, socket: %s, memory: 2G, heartbeat: %s}\n",
 		n.name, n.ip, n.dataDir, n.sock, n.c.heartbeat)
 	fmt.Fprintf(&b, "join: [%s]\n", strings.Join(join, ", "))
+	more := ""
+	if n.c.headYAML != "" {
+		more = ", " + n.c.headYAML
+	}
 	if n.head {
-		fmt.Fprintf(&b, "head: {eligible: true, bootstrap_expect: %d, node_timeout: %s}\n", heads, n.c.nodeTimeout)
+		fmt.Fprintf(&b, "head: {eligible: true, bootstrap_expect: %d, node_timeout: %s%s}\n", heads, n.c.nodeTimeout, more)
 	} else {
-		fmt.Fprintf(&b, "head: {eligible: false, node_timeout: %s}\n", n.c.nodeTimeout)
+		fmt.Fprintf(&b, "head: {eligible: false, node_timeout: %s%s}\n", n.c.nodeTimeout, more)
 	}
 	b.WriteString("web: {listen: \"127.0.0.1:0\"}\n")
 	b.WriteString(extra)

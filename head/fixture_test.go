@@ -123,6 +123,8 @@ type options struct {
 	scheduler string // YAML; "" is the shipped rm.DefaultConfig
 	// seed runs before the head starts, to give it durable state.
 	seed func(t *testing.T, app *statetest.Applier)
+	// retention of finished work (the head's defaults if zero).
+	retention head.Retention
 }
 
 func newFixture(t *testing.T, o options) *fixture {
@@ -146,7 +148,7 @@ func newFixture(t *testing.T, o options) *fixture {
 	f.h = head.New(head.Config{
 		FSM: f.fsm, Apply: f.app, Node: "head-node", Peer: "head-peer", Version: "test",
 		Push: f.push, Scheduler: sc, Administrators: []string{"carol"},
-		NodeTimeout: 10 * time.Second, Now: f.clock.Now,
+		NodeTimeout: 10 * time.Second, Now: f.clock.Now, Retention: o.retention,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -117,6 +117,8 @@ func (h *Head) Cancel(ctx context.Context, c wire.Caller, r wire.CancelRequest) 
 	h.cfg.FSM.View(func(v *state.View) {
 		if w := v.Work(r.ID); w != nil {
 			owner, ended = w.User, w.Ended()
+		} else if rec := v.Record(r.ID); rec != nil {
+			owner, ended = rec.User, true // purged: long ended
 		}
 	})
 	if owner == "" {
@@ -181,11 +183,18 @@ func (h *Head) cancelProcess(ctx context.Context, c wire.Caller, r wire.CancelRe
 // and the administrators (docs/decisions.md).
 func (h *Head) Show(c wire.Caller, id uint64) (wire.WorkInfo, error) {
 	var w *state.Work
+	var rec *state.Record
 	h.cfg.FSM.View(func(v *state.View) {
 		if x := v.Work(id); x != nil {
 			w = x.Copy() // render without the state's lock: the driver locks before the state, never after
+		} else if r := v.Record(id); r != nil {
+			c := *r
+			rec = &c
 		}
 	})
+	if rec != nil {
+		return purgedInfo(rec), nil
+	}
 	if w == nil {
 		return wire.WorkInfo{}, wire.Errorf(wire.CodeUsage, "no work with id %d", id)
 	}

@@ -47,6 +47,9 @@ type Config struct {
 	// (orch.Config).
 	Heartbeat              time.Duration
 	MaxHeartbeatsPerSecond int
+	// Retention says how long finished work, results and accounting
+	// records are kept (defaults for the times left zero).
+	Retention Retention
 }
 
 // Head is the cluster's brain for one leadership term: it answers the
@@ -72,6 +75,7 @@ func New(cfg Config) *Head {
 	if cfg.Scheduler == nil {
 		cfg.Scheduler = rm.DefaultConfig()
 	}
+	cfg.Retention = cfg.Retention.WithDefaults()
 	// A configuration applied with `ducc admin reconfigure` wins over the
 	// file this agent started with.
 	var applied []byte
@@ -116,8 +120,11 @@ func New(cfg Config) *Head {
 
 // Run runs the head until ctx ends.
 func (h *Head) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { h.retain(ctx) })
 	h.orch.Run(ctx)
 	h.sm.Wait()
+	wg.Wait()
 }
 
 // Heartbeat folds one agent heartbeat in.

@@ -149,18 +149,26 @@ func (h *Head) Results(c wire.Caller, r wire.ResultsRequest) (wire.ResultsReply,
 		limit = 10_000
 	}
 	out := wire.ResultsReply{Next: -1}
-	var found *state.Work // the job, without its items
+	var found *state.Work // the job or its record, without its items
 	allowed := false
+	var purged *state.Record
 	h.cfg.FSM.View(func(v *state.View) {
-		w := v.Work(r.ID)
-		if w == nil || w.Job == nil {
+		var items []state.Item
+		if w := v.Work(r.ID); w != nil && w.Job != nil {
+			found, items = &state.Work{User: w.User, ShareGroup: w.ShareGroup, ShareGID: w.ShareGID}, w.Job.Items
+		} else if rec := v.Record(r.ID); w == nil && rec != nil && rec.Kind == wire.WorkJob {
+			found, items = &state.Work{User: rec.User, ShareGroup: rec.ShareGroup, ShareGID: rec.ShareGID}, v.HeldItems(r.ID)
+			if rec.ItemsPurgedAt != 0 {
+				cp := *rec
+				purged = &cp
+			}
+		}
+		if found == nil {
 			return
 		}
-		found, allowed = w.Copy(), h.mayReadOutput(c, w)
-		if !allowed {
+		if allowed = h.mayReadOutput(c, found); !allowed || purged != nil {
 			return
 		}
-		items := w.Job.Items
 		out.Total = len(items)
 		for i := max(r.Offset, 0); i < len(items); i++ {
 			it := items[i]
@@ -185,6 +193,9 @@ func (h *Head) Results(c wire.Caller, r wire.ResultsRequest) (wire.ResultsReply,
 		}
 		return wire.ResultsReply{Next: -1}, wire.Errorf(wire.CodeUsage,
 			"job %d belongs to %s; only %s may read its items and results", r.ID, found.User, who)
+	}
+	if purged != nil {
+		return wire.ResultsReply{Next: -1}, purgedResults(purged, h.cfg.Retention)
 	}
 	return out, nil
 }

@@ -148,6 +148,9 @@ func TestExitCodeAndLog(t *testing.T) {
 	if end.Reason != "exited with code 7" {
 		t.Fatalf("reason %q", end.Reason)
 	}
+	if end.MaxRSS <= 0 || end.CPUSeconds < 0 {
+		t.Fatalf("accounting: max RSS %d, CPU %v s", end.MaxRSS, end.CPUSeconds)
+	}
 	if !end.EndedAt.After(end.StartedAt) || end.PID != st.PID {
 		t.Fatalf("times/pid %+v", end)
 	}

@@ -189,6 +189,7 @@ func (s *shim) run() error {
 	_ = unix.Kill(-pid, unix.SIGKILL) // leftovers of the process group (no cgroup)
 
 	s.st.State = Exited
+	s.st.MaxRSS, s.st.CPUSeconds = exitUsage(ps, group)
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		s.st.ExitCode = -1
 		s.st.Signal = unix.SignalName(ws.Signal())
@@ -224,6 +225,28 @@ func oomVerdict(st *Status, rise uint64, exact bool) (killed bool, kills uint64)
 		return false, 0
 	}
 	return st.ExitCode != 0 && !st.Stopped, rise
+}
+
+// exitUsage is the accounting of an ended process: its peak memory and
+// its CPU time. The peak is the cgroup's high-water mark (what the memory
+// cap limits: one file read); without one, the largest resident set of
+// the process or of a child it waited for (getrusage), when that is larger
+// than the shim's own: the child shared the shim's memory from the fork to
+// its exec, and the kernel counts that too. CPU time is that of the
+// process and the children it waited for.
+func exitUsage(ps *os.ProcessState, group cgroup.Group) (maxRSS int64, cpuSeconds float64) {
+	ru, _ := ps.SysUsage().(*syscall.Rusage)
+	if ru != nil {
+		cpuSeconds = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	}
+	if peak, err := group.PeakMemory(); err == nil && peak > 0 {
+		return int64(peak), cpuSeconds
+	}
+	var self syscall.Rusage
+	if ru != nil && syscall.Getrusage(syscall.RUSAGE_SELF, &self) == nil && ru.Maxrss > self.Maxrss {
+		maxRSS = ru.Maxrss * 1024 // KiB on Linux
+	}
+	return maxRSS, cpuSeconds
 }
 
 type preparedCmd struct {

@@ -102,6 +102,11 @@ type Status struct {
 	// 7", "lost: shim died".
 	Reason  string `json:"reason,omitempty"`
 	LogPath string `json:"log_path,omitempty"`
+	// MaxRSS (bytes) and CPUSeconds of an ended process and the children
+	// it waited for (getrusage of the process the shim reaped), for
+	// accounting.
+	MaxRSS     int64   `json:"max_rss,omitempty"`
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 }
 
 // Config configures a Manager.

@@ -26,12 +26,38 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
 		return fmt.Errorf("line %d: a duration must be a value like 3s or 100ms", n.Line)
 	}
-	v, err := time.ParseDuration(strings.TrimSpace(n.Value))
+	v, err := ParseDuration(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: bad duration %q: write it like 3s, 100ms or 2m", n.Line, n.Value)
+		return fmt.Errorf("line %d: bad duration %q: write it like 3s, 100ms, 2m or 30d", n.Line, n.Value)
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// ParseDuration reads a Go duration ("90s", "1h30m") that may start with
+// a number of days ("30d", "1d12h").
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, 'd'); i > 0 {
+		days, err := strconv.ParseUint(s[:i], 10, 16)
+		if err != nil {
+			return 0, fmt.Errorf("bad duration %q: write it like 30d, 1d12h or 90m", s)
+		}
+		d := time.Duration(days) * 24 * time.Hour
+		if rest := s[i+1:]; rest != "" {
+			r, err := time.ParseDuration(rest)
+			if err != nil || r < 0 {
+				return 0, fmt.Errorf("bad duration %q: write it like 30d, 1d12h or 90m", s)
+			}
+			d += r
+		}
+		return d, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("bad duration %q: write it like 3s, 100ms, 2m or 30d", s)
+	}
+	return d, nil
 }
 
 // MarshalYAML implements yaml.Marshaler.

@@ -136,3 +136,34 @@ func TestYAML(t *testing.T) {
 		}
 	}
 }
+
+func TestParseDuration(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		bad  bool
+	}{
+		{in: "90s", want: 90 * time.Second},
+		{in: " 1h30m ", want: 90 * time.Minute},
+		{in: "30d", want: 30 * 24 * time.Hour},
+		{in: "1d12h", want: 36 * time.Hour},
+		{in: "0d", want: 0},
+		{in: "d", bad: true},
+		{in: "-1d", bad: true},
+		{in: "1d-1h", bad: true},
+		{in: "1dx", bad: true},
+		{in: "3 days", bad: true},
+		{in: "", bad: true},
+	} {
+		got, err := ParseDuration(tc.in)
+		if tc.bad {
+			if err == nil {
+				t.Errorf("ParseDuration(%q) = %v, want an error", tc.in, got)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}

@@ -49,7 +49,7 @@ type pageData struct {
 	API     string // polled by live.js; empty: not live
 	Version string
 	Node    string
-	Now     int64 // unix ms
+	Now     int64  // unix ms
 	Private bool   // web.private: the header offers signing in
 	User    string // the identified user; empty: anonymous
 	Err     string

@@ -157,6 +157,10 @@ type WorkInfo struct {
 	// ShareGroup is the group whose members may read the work's logs and
 	// results (share_with_group).
 	ShareGroup string `cbor:"40,keyasint,omitempty" json:"share_with_group,omitempty"`
+	// PurgedAt is set when the work has left the live state (retention,
+	// docs/operations.md): what remains is its accounting record, and the
+	// reply has no processes or arguments.
+	PurgedAt int64 `cbor:"20,keyasint,omitempty" json:"purged_at,omitempty"`
 }
 
 // What a reply may leave out for callers other than the owner and the

@@ -49,6 +49,10 @@ type ProcStatus struct {
 	// killer killed, itself included; a child's kill the process survived
 	// counts too, with OOMKilled false.
 	OOMKills uint64 `cbor:"16,keyasint,omitempty" json:"oom_kills,omitempty"`
+	// MaxRSS is the peak resident memory (bytes) of an ended process and
+	// the children it waited for; CPUSeconds of an ended process is its
+	// total CPU time (for accounting, docs/operations.md).
+	MaxRSS int64 `cbor:"17,keyasint,omitempty" json:"max_rss,omitempty"`
 }
 
 // Ended reports whether the process has finished for good.

@@ -75,6 +75,7 @@ func methodTable() []Method {
 		m(MethodItems, FromCLI, rw, newOf[ItemsRequest](), newOf[Empty]()),
 		m(MethodResults, FromCLI, ro, newOf[ResultsRequest](), newOf[ResultsReply]()),
 		m(MethodReserve, FromCLI, rw, newOf[ReserveRequest](), newOf[SubmitReply]()),
+		m(MethodHistory, FromCLI, ro, newOf[HistoryRequest](), newOf[HistoryReply]()),
 		// The cluster.
 		m(MethodNodes, FromCLI, ro, newOf[Empty](), newOf[NodeList]()),
 		m(MethodStatus, FromCLI, ro, newOf[Empty](), newOf[StatusInfo]()),

@@ -40,9 +40,9 @@ data dir, the node is head and worker, and the local API listens on
 			var cfg *agent.Config
 			switch {
 			case dev && config != "":
-				// A dev cluster with the scheduler, administrators and web
-				// section of a config file (to try classes and pools, or a
-				// private dashboard, on one machine).
+				// A dev cluster with the scheduler, administrators, web
+				// section and retention of a config file (to try classes
+				// and pools, or a private dashboard, on one machine).
 				c, err := agent.LoadConfig(config)
 				if err != nil {
 					return usageErr("%v", err)
@@ -51,7 +51,7 @@ data dir, the node is head and worker, and the local API listens on
 					dataDir = agent.DefaultDevDataDir()
 				}
 				cfg = agent.DevConfig(dataDir)
-				cfg.Scheduler, cfg.Administrators, cfg.Web = c.Scheduler, c.Administrators, c.Web
+				cfg.Scheduler, cfg.Administrators, cfg.Web, cfg.Retention = c.Scheduler, c.Administrators, c.Web, c.Retention
 			case config != "":
 				c, err := agent.LoadConfig(config)
 				if err != nil {
@@ -104,7 +104,7 @@ data dir, the node is head and worker, and the local API listens on
 	}
 	f := cmd.Flags()
 	f.BoolVar(&dev, "dev", false, "start a one-node dev cluster (head and worker) with no config file")
-	f.StringVar(&config, "config", "", "config file (default /etc/ducc/ducc.yaml); with --dev only its scheduler, administrators and web sections are used")
+	f.StringVar(&config, "config", "", "config file (default /etc/ducc/ducc.yaml); with --dev only its scheduler, administrators, web and head.retention sections are used")
 	f.StringVar(&dataDir, "data-dir", "", "data directory (dev default ~/.local/share/ducc)")
 	f.StringVar(&memory, "memory", "", "declare the node's schedulable memory, e.g. 16G (default: measured)")
 	f.StringVar(&node, "node", "", "node name (default: host name)")

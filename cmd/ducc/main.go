@@ -105,6 +105,7 @@ Start a one-node dev cluster with 'ducc agent --dev', then try 'ducc run -- echo
 		newVersionCmd(g),
 		newSubmitCmd(g),
 		newResultsCmd(g),
+		newHistoryCmd(g),
 		newClassesCmd(g),
 		newReserveCmd(g),
 		newUnreserveCmd(g),

@@ -25,7 +25,11 @@ order:
 
 "result" is the worker's JSON value as it sent it (exec workers send their output
 as a string). With --failed only the items that failed are printed. Items not
-finished yet are not printed. The output is JSON lines with or without --json.`,
+finished yet are not printed. The output is JSON lines with or without --json.
+
+The head keeps a job's items and results for head.retention.results (24h by
+default) after the job ended; after that 'ducc results' says when they were
+purged, and 'ducc history' keeps the job's accounting record.`,
 		Example: "  ducc results 17 > results.jsonl\n  ducc results 17 --failed",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -249,9 +249,10 @@ func printWork(w io.Writer, x wire.WorkInfo) {
 		fmt.Fprintf(tw, "OOM kills:\t%d (processes killed by the OOM killer at their memory cap; see the processes below)\n", n)
 	}
 	fmt.Fprintf(tw, "Memory:\t%s\n", units.FormatSize(x.Memory))
-	if len(x.Redacted) > 0 {
+	switch {
+	case len(x.Redacted) > 0:
 		fmt.Fprintf(tw, "Command:\t%s (%s hidden: only %s, root and administrators see them)\n", strings.Join(x.Command, " "), strings.Join(x.Redacted, ", "), x.User)
-	} else {
+	case x.PurgedAt == 0:
 		fmt.Fprintf(tw, "Command:\t%s\n", strings.Join(x.Command, " "))
 	}
 	if x.Description != "" {
@@ -266,6 +267,10 @@ func printWork(w io.Writer, x wire.WorkInfo) {
 	}
 	if x.EndedAt != 0 {
 		fmt.Fprintf(tw, "Ended:\t%s\n", time.UnixMilli(x.EndedAt).Format(time.RFC3339))
+	}
+	if x.PurgedAt != 0 {
+		fmt.Fprintf(tw, "Purged:\t%s (left the live state after head.retention.work; 'ducc history' keeps its accounting record)\n",
+			time.UnixMilli(x.PurgedAt).Format(time.RFC3339))
 	}
 	tw.Flush()
 	if len(x.Procs) == 0 {

@@ -36,6 +36,8 @@ func Dispatch(ctx context.Context, h *head.Head, method string, c wire.Caller, r
 		return h.AddItems(ctx, c, *req.(*wire.ItemsRequest))
 	case wire.MethodResults:
 		return h.Results(c, *req.(*wire.ResultsRequest))
+	case wire.MethodHistory:
+		return h.History(c, *req.(*wire.HistoryRequest))
 	case wire.MethodExchange:
 		return h.Exchange(ctx, *req.(*wire.ExchangeRequest))
 	case wire.MethodClasses:

@@ -60,6 +60,9 @@ type Config struct {
 	// nodes than that per Heartbeat, the head announces a longer interval
 	// (nodes / MaxHeartbeatsPerSecond) and agents follow it. Zero: never.
 	MaxHeartbeatsPerSecond int
+	// Retention says how long finished work, results and accounting
+	// records are kept (head defaults for the times left zero).
+	Retention Retention
 	// Metrics are the head's metrics (nil-safe).
 	Metrics *web.HeadMetrics
 	// Pingers runs custom service pingers on agents (the agent this
@@ -85,6 +88,9 @@ type Config struct {
 	// unreachable (time.Now if nil).
 	Now func() time.Time
 }
+
+// Retention is head.Retention, for the agent, which does not import head.
+type Retention = head.Retention
 
 // Hooks observe a server. They run on the server's goroutines and must
 // return quickly.
@@ -137,6 +143,7 @@ func New(cfg Config) (*Server, error) {
 		Scheduler: cfg.Scheduler, Administrators: cfg.Administrators, NodeTimeout: cfg.NodeTimeout,
 		Heartbeat: cfg.Heartbeat, MaxHeartbeatsPerSecond: cfg.MaxHeartbeatsPerSecond,
 		Metrics: cfg.Metrics, Logger: cfg.Logger, FailoverGrace: cfg.FailoverGrace, Voters: s.voters,
+		Retention: cfg.Retention,
 	}
 	cand, err := newCandidate(candidateConfig{
 		DataDir: cfg.DataDir, Host: cfg.Host, BootstrapExpect: cfg.BootstrapExpect,

@@ -16,12 +16,20 @@
 // an exit, a reconfiguration...): the orchestrator runs a cycle on it, so
 // no writer has to remember to ask for one.
 //
-// Finished work stays in the state (`ducc jobs --all`, `ducc show`), so no
-// hot path may scan all of it: the FSM keeps indexes of the live (not
-// ended) work in id order and by state, of live services by endpoint, and
-// of each node's processes that have not ended (those of finished work
-// still being stopped included). Apply files the one piece of work each
-// command touched again, and Restore rebuilds them. View.LiveWork,
-// LiveInState, NodeProcs, Active and ActiveService read the indexes;
-// View.All copies and sorts everything and is for history listings only.
+// Finished work stays in the state for a while (`ducc jobs --all`, `ducc
+// show`), so no hot path may scan all of it: the FSM keeps indexes of the
+// live (not ended) work in id order and by state, of live services by
+// endpoint, and of each node's processes that have not ended (those of
+// finished work still being stopped included). Apply files the one piece
+// of work each command touched again, and Restore rebuilds them.
+// View.LiveWork, LiveInState, NodeProcs, Active and ActiveService read the
+// indexes; View.All copies and sorts everything and is for history
+// listings only.
+//
+// Retention (history.go): a CmdPurge with cut-off times the leader took
+// from its clock moves finished work out of the work map into a compact
+// accounting Record, holds a purged job's items until their own cut-off,
+// and drops records past theirs. Finished work, held items and records
+// are each kept in end-time order, so a purge removes a prefix and
+// View.History starts with a binary search; snapshots carry all three.
 package state

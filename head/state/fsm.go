@@ -36,12 +36,15 @@ type FSM struct {
 	nodeAdmin map[string]string
 	// idx indexes live work and processes for the hot paths.
 	idx index
+	// hist holds finished work in end order, purged jobs' items and the
+	// accounting records (history.go).
+	hist history
 }
 
 // New returns an empty state. Ids start at 1.
 func New() *FSM {
 	return &FSM{nextID: 1, work: make(map[uint64]*Work), changed: make(chan struct{}), scheduling: make(chan struct{}),
-		nodeAdmin: map[string]string{}, idx: newIndex()}
+		nodeAdmin: map[string]string{}, idx: newIndex(), hist: newHistory()}
 }
 
 // Encode encodes a batch of commands as one log entry.
@@ -64,6 +67,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 		res[i] = f.apply(&b.Commands[i])
 		if w, procs := f.touched(&b.Commands[i], res[i]); w != nil {
 			f.idx.reindex(w, procs)
+			f.hist.noteEnded(w)
 		}
 		if res[i].Err == nil && schedules(&b.Commands[i]) {
 			f.reschedule = true
@@ -197,6 +201,8 @@ func (f *FSM) apply(c *Command) Result {
 		return f.svcChange(c)
 	case CmdDepsMet:
 		return f.depsMet(c)
+	case CmdPurge:
+		return f.purge(c)
 	case CmdItems:
 		return f.items(c)
 	case CmdOutcomes:
@@ -334,6 +340,7 @@ func (f *FSM) procUpdate(c *Command) Result {
 		}
 		p.ExitCode, p.Signal, p.OOMKilled, p.Reason = st.ExitCode, st.Signal, st.OOMKilled, st.Reason
 		p.OOMKills = st.OOMKills
+		p.MaxRSS, p.CPUSeconds = st.MaxRSS, st.CPUSeconds
 		if p.StopCounts && p.StopReason != "" {
 			// Killed by the head for a reason that counts: say that reason.
 			p.Reason = p.StopReason + " (" + st.Reason + ")"
@@ -460,6 +467,9 @@ type snapHeader struct {
 	Count     int               `cbor:"3,keyasint"`
 	Scheduler []byte            `cbor:"4,keyasint,omitempty"`
 	NodeAdmin map[string]string `cbor:"5,keyasint,omitempty"`
+	// History says that the history part (history.write) follows the
+	// work.
+	History bool `cbor:"20,keyasint,omitempty"`
 }
 
 const snapChunk = 50_000
@@ -475,7 +485,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	if err := wire.WriteMsg(&buf, snapHeader{Version: 1, NextID: f.nextID, Count: len(ids), Scheduler: f.sched, NodeAdmin: f.nodeAdmin}); err != nil {
+	if err := wire.WriteMsg(&buf, snapHeader{Version: 1, NextID: f.nextID, Count: len(ids), Scheduler: f.sched, NodeAdmin: f.nodeAdmin, History: true}); err != nil {
 		return nil, fmt.Errorf("encode snapshot: %w", err)
 	}
 	for _, id := range ids {
@@ -496,6 +506,9 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 			}
 			items = items[n:]
 		}
+	}
+	if err := f.hist.write(&buf); err != nil {
+		return nil, err
 	}
 	return snapshot(buf.Bytes()), nil
 }
@@ -533,11 +546,20 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		}
 		work[w.ID] = &w
 	}
+	hist := newHistory()
+	if h.History {
+		var err error
+		if hist, err = readHistory(r); err != nil {
+			return err
+		}
+	}
+	hist.finished = finishedOf(work)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextID = h.NextID
 	f.work = work
 	f.idx = buildIndex(work)
+	f.hist = hist
 	f.sched = h.Scheduler
 	f.nodeAdmin = h.NodeAdmin
 	if f.nodeAdmin == nil {

@@ -147,6 +147,10 @@ type Proc struct {
 	// OOMKills: processes of its tree the OOM killer killed at its memory
 	// cap (wire.ProcStatus.OOMKills), recorded when it ends.
 	OOMKills uint64 `cbor:"23,keyasint,omitempty"`
+	// MaxRSS (bytes) and CPUSeconds of the ended process and the children
+	// it waited for, as its shim measured them at exit (accounting).
+	MaxRSS     int64   `cbor:"25,keyasint,omitempty"`
+	CPUSeconds float64 `cbor:"24,keyasint,omitempty"`
 }
 
 // Ended reports whether the process has finished for good.
@@ -177,6 +181,7 @@ const (
 	CmdSvcRegister = 13 // register a service (Work with Service)
 	CmdSvcChange   = 14 // change a service (WorkID, Service)
 	CmdDepsMet     = 15 // the services a work waits for are available (WorkID)
+	CmdPurge       = 16 // retention: purge finished work, held results, records (Purge)
 )
 
 // Command is one durable change. Exactly the fields its Type needs are set.
@@ -203,6 +208,7 @@ type Command struct {
 	Config   []byte             `cbor:"16,keyasint,omitempty"`
 	Node     string             `cbor:"17,keyasint,omitempty"`
 	Service  *ServiceChange     `cbor:"18,keyasint,omitempty"`
+	Purge    *Purge             `cbor:"19,keyasint,omitempty"`
 }
 
 // Node admin states (docs/scheduling.md, Nodes); "" means normal.
@@ -229,5 +235,6 @@ type Batch struct {
 type Result struct {
 	ID     uint64 // the id a submission got
 	ProcID string // the process an assignment created
+	Count  int    // what a purge removed: work, held items and records
 	Err    error
 }
