@@ -210,7 +210,7 @@ func (c *candidate) Run(ctx context.Context) {
 		c.head = nil
 		c.mu.Unlock()
 		cancel()
-		<-done
+		c.awaitHead(done, headStopWarn)
 		cancel = nil
 	}
 	defer stop()
@@ -270,6 +270,7 @@ func (c *candidate) Apply(ctx context.Context, cmds ...state.Command) ([]state.R
 
 // Close shuts Raft down and closes the log.
 func (c *candidate) Close() error {
+	c.guard.close()
 	err := c.raft.Shutdown().Error()
 	c.trans.Close()
 	if cerr := c.store.Close(); err == nil {

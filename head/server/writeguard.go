@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,6 +35,9 @@ type writeGuard struct {
 	dir string // the data directory, for the message
 	log *slog.Logger
 	now func() time.Time
+
+	closed    chan struct{} // the member shuts down (close)
+	closeOnce sync.Once
 
 	mu      sync.Mutex
 	problem *WriteError
@@ -74,7 +78,7 @@ func newWriteGuard(s raftStore, dir string, log *slog.Logger, now func() time.Ti
 	if now == nil {
 		now = time.Now
 	}
-	return &writeGuard{raftStore: s, dir: dir, log: log, now: now}
+	return &writeGuard{raftStore: s, dir: dir, log: log, now: now, closed: make(chan struct{})}
 }
 
 // Problem returns why this member cannot write its Raft log, or nil when
@@ -123,10 +127,48 @@ func (g *writeGuard) DeleteRange(lo, hi uint64) error {
 // Set stores a key of the stable store.
 func (g *writeGuard) Set(k, v []byte) error { return g.wrote(g.raftStore.Set(k, v), false) }
 
-// SetUint64 stores a number of the stable store (the current term).
+// keyCurrentTerm is the stable-store key of Raft's current term (Raft's
+// own name for it, which it does not export).
+var keyCurrentTerm = []byte("CurrentTerm")
+
+// termRetry is how often a term that could not be saved is tried again.
+const termRetry = 250 * time.Millisecond
+
+// SetUint64 stores a number of the stable store (the current term, the
+// term of the last vote).
+//
+// Raft panics when it cannot save its current term, which would take the
+// whole agent down with a page of goroutine dumps for a full disk. So a
+// term that cannot be saved is tried again until it is (the member stands
+// still meanwhile: it neither votes nor leads), or until the member shuts
+// down: then the write is given up and reported as done, so that Raft
+// shuts down instead of panicking. Nothing depends on that term any more:
+// Raft counts no vote it could not save, and the restarted member starts
+// from the term it last saved.
 func (g *writeGuard) SetUint64(k []byte, v uint64) error {
-	return g.wrote(g.raftStore.SetUint64(k, v), false)
+	err := g.wrote(g.raftStore.SetUint64(k, v), false)
+	if err == nil || !bytes.Equal(k, keyCurrentTerm) {
+		return err
+	}
+	t := time.NewTicker(termRetry)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.closed:
+			g.log.Warn("shutting down without saving Raft's current term (the data directory cannot be written); the member restarts from the term it saved last",
+				"term", v, "err", err)
+			return nil
+		case <-t.C:
+		}
+		if err = g.wrote(g.raftStore.SetUint64(k, v), false); err == nil {
+			return nil
+		}
+	}
 }
+
+// close gives up a term write that waits for room: call it before Raft's
+// Shutdown, which waits for the goroutine that writes.
+func (g *writeGuard) close() { g.closeOnce.Do(func() { close(g.closed) }) }
 
 // WriteProblem returns why this node cannot write its Raft log (a
 // *WriteError), or nil when it can. A member with such a problem is not

@@ -21,10 +21,26 @@ import (
 
 // fillingStore is a Raft store on a disk that fills up: while full is set,
 // log writes fail with ENOSPC. Small stable-store writes (the term and the
-// vote) go through, as they do on bbolt, which reuses its free pages.
+// vote) go through, as they mostly do on bbolt, which reuses its free
+// pages, unless termFull is set too.
 type fillingStore struct {
 	raftStore
-	full atomic.Bool
+	full     atomic.Bool
+	termFull atomic.Bool
+}
+
+func (s *fillingStore) SetUint64(k []byte, v uint64) error {
+	if s.termFull.Load() {
+		return s.enospc()
+	}
+	return s.raftStore.SetUint64(k, v)
+}
+
+func (s *fillingStore) Set(k, v []byte) error {
+	if s.termFull.Load() {
+		return s.enospc()
+	}
+	return s.raftStore.Set(k, v)
 }
 
 func (s *fillingStore) enospc() error {
@@ -103,9 +119,10 @@ func TestWriteGuard(t *testing.T) {
 	}
 }
 
-// TestServerDiskFull: a head whose log cannot be written steps down and
-// says why; when it can write again it is head again, every time.
-func TestServerDiskFull(t *testing.T) {
+// diskServer starts a lone head server whose Raft store fills up on
+// demand; stop stops and closes it (at the end of the test at the latest).
+func diskServer(t *testing.T) (s *Server, store *fillingStore, stop func()) {
+	t.Helper()
 	node := wiretest.NewNode(t, wiretest.Key(t))
 	s, err := New(Config{
 		Host: node.Host, Heartbeats: node.Heartbeats, Leaders: node.Leaders,
@@ -117,14 +134,14 @@ func TestServerDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Raft reads the store through the guard; fill the disk under it
-	// (before Run: Raft is idle until then).
-	store := &fillingStore{raftStore: s.cand.guard.raftStore}
+	// Raft reaches the store through the guard; fill the disk under it
+	// (swapped before Run: Raft is idle until then).
+	store = &fillingStore{raftStore: s.cand.guard.raftStore}
 	s.cand.guard.raftStore = store
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); s.Run(ctx) }()
-	stop := sync.OnceFunc(func() {
+	stop = sync.OnceFunc(func() {
 		cancel()
 		<-done
 		if err := s.Close(); err != nil {
@@ -132,24 +149,81 @@ func TestServerDiskFull(t *testing.T) {
 		}
 	})
 	t.Cleanup(stop)
+	return s, store, stop
+}
 
-	for cycle := 1; cycle <= 3; cycle++ {
-		wiretest.Eventually(t, "leadership", func() bool { return s.Leading() && s.WriteProblem() == nil })
-		store.full.Store(true)
-		// Any write will do: a barrier appends an entry.
-		if err := s.cand.Raft().Barrier(5 * time.Second).Error(); err == nil {
-			t.Fatalf("cycle %d: a barrier succeeded on a full disk", cycle)
-		}
-		wiretest.Eventually(t, "the step-down", func() bool { return !s.Leading() && s.WriteProblem() != nil })
-		p := s.WriteProblem()
-		if !NoSpace(p) || !strings.Contains(p.Error(), "no space left on device") {
-			t.Fatalf("cycle %d: problem %v", cycle, p)
-		}
-		if _, err := s.cand.Apply(ctx); err == nil {
-			t.Fatalf("cycle %d: an apply succeeded on a full disk", cycle)
-		}
-		store.full.Store(false)
+// TestServerDiskFull: a head whose log (and then also its term) cannot be
+// written steps down and says why; when it can write again it is head
+// again, every time; and it shuts down cleanly while it waits.
+func TestServerDiskFull(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		term bool // the term cannot be saved either
+	}{
+		{"log", false},
+		{"log and term", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, store, _ := diskServer(t)
+			for cycle := 1; cycle <= 3; cycle++ {
+				wiretest.Eventually(t, "leadership", func() bool { return s.Leading() && s.WriteProblem() == nil })
+				store.full.Store(true)
+				store.termFull.Store(tc.term)
+				// Any write will do: a barrier appends an entry.
+				if err := s.cand.Raft().Barrier(5 * time.Second).Error(); err == nil {
+					t.Fatalf("cycle %d: a barrier succeeded on a full disk", cycle)
+				}
+				wiretest.Eventually(t, "the step-down", func() bool { return !s.Leading() && s.WriteProblem() != nil })
+				if tc.term {
+					// The next election waits for its term to be saved.
+					wiretest.Eventually(t, "a candidate", func() bool { return s.cand.Raft().State() == raft.Candidate })
+				}
+				p := s.WriteProblem()
+				if !NoSpace(p) || !strings.Contains(p.Error(), "no space left on device") {
+					t.Fatalf("cycle %d: problem %v", cycle, p)
+				}
+				store.full.Store(false)
+				store.termFull.Store(false)
+			}
+			wiretest.Eventually(t, "leadership", func() bool { return s.Leading() && s.WriteProblem() == nil })
+		})
 	}
-	wiretest.Eventually(t, "leadership", func() bool { return s.Leading() && s.WriteProblem() == nil })
-	stop()
+	t.Run("shutdown while the term waits", func(t *testing.T) {
+		s, store, stop := diskServer(t)
+		wiretest.Eventually(t, "leadership", s.Leading)
+		store.full.Store(true)
+		store.termFull.Store(true)
+		_ = s.cand.Raft().Barrier(5 * time.Second).Error()
+		wiretest.Eventually(t, "a candidate", func() bool { return s.cand.Raft().State() == raft.Candidate })
+		stop() // returns, and Raft does not panic
+	})
+}
+
+// TestAwaitHeadSaysStuck: a head that does not stop is said in the log
+// until it stops.
+func TestAwaitHeadSaysStuck(t *testing.T) {
+	var logb strings.Builder
+	var mu sync.Mutex
+	c := &candidate{log: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logb}, nil))}
+	done := make(chan struct{})
+	returned := make(chan struct{})
+	go func() { defer close(returned); c.awaitHead(done, time.Millisecond) }()
+	wiretest.Eventually(t, "a complaint", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Count(logb.String(), "has not stopped") >= 2
+	})
+	close(done)
+	<-returned
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
