@@ -93,7 +93,7 @@ func TestDataDirFullTwice(t *testing.T) {
 	if err := os.WriteFile(w, []byte(gateWorker), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	const n = 3000
+	const n = 1000
 	items := append(seqItems(n), "gate")
 	input := filepath.Join(dir, "items")
 	if err := os.WriteFile(input, []byte(strings.Join(items, "\n")+"\n"), 0o644); err != nil {
