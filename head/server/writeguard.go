@@ -27,9 +27,10 @@ type raftStore interface {
 // Raft copes with the failure itself: a leader that cannot append to its
 // log steps down, and a lone member then campaigns again every election
 // timeout, winning and stepping down until an append succeeds. The guard
-// only watches: the first failed write starts a problem, the next log
-// append that succeeds ends it (a small stable-store write that succeeds
-// proves nothing about room for log entries).
+// watches: the first failed write starts a problem, the next log append
+// that succeeds ends it (a small stable-store write that succeeds proves
+// nothing about room for log entries). It steps in for one write only,
+// the current term, which Raft cannot do without (SetUint64).
 type writeGuard struct {
 	raftStore
 	dir string // the data directory, for the message
