@@ -12,19 +12,23 @@ import (
 )
 
 // gateWorker records every item it starts (like seenWorker) and answers
-// after a short while, except the item "gate", which it holds until the
-// file "open" appears next to it: the test decides when the job may end.
+// it after 50 ms, except the item "gate", which it holds until the file
+// "open" appears next to it; from then on it answers at once. The test
+// decides when the job may end, and the job writes to the Raft log all
+// along (item outcomes) however fast the machine.
 const gateWorker = `import json, os, sys, time
 here = os.path.dirname(sys.argv[0])
+opened = os.path.join(here, "open")
 seen = open(os.path.join(here, "seen"), "a")
 print(json.dumps({"ready": True}), flush=True)
 for line in sys.stdin:
     m = json.loads(line)
     seen.write(m["item"] + "\n"); seen.flush()
     if m["item"] == "gate":
-        while not os.path.exists(os.path.join(here, "open")):
+        while not os.path.exists(opened):
             time.sleep(0.1)
-    time.sleep(0.02)
+    if not os.path.exists(opened):
+        time.sleep(0.05)
     print(json.dumps({"id": m["id"], "ok": True, "result": m["item"]}), flush=True)
 `
 
@@ -100,7 +104,7 @@ func TestDataDirFullTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errs, code := c.ducc("submit", "--process-executable", py, "--process-executable-args", w,
-		"--process-memory-size", "2G", "--process-deployments-max", "4", "--process-pipeline-count", "2",
+		"--process-memory-size", "2G", "--process-deployments-max", "1", "--process-pipeline-count", "2",
 		"--input-file", input, "--log-directory", filepath.Join(dir, "logs"))
 	if code != 0 {
 		t.Fatalf("submit: exit %d: %s %s", code, out, errs)
