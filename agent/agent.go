@@ -304,6 +304,9 @@ func (a *Agent) callHeadOnce(ctx context.Context, method string, c wire.Caller, 
 	}
 	leader, _ := a.leader.get()
 	if leader == "" || leader == a.host.ID() {
+		if err := a.writeProblem(); err != nil {
+			return err
+		}
 		if a.joiner != nil {
 			if err := a.joiner.err(); err != nil {
 				return wire.Errorf(wire.CodeUnreachable, "%v: %v", errNoHead, err)

@@ -337,10 +337,17 @@ func (f *feeder) write() bool {
 	return true
 }
 
-// commit writes the journal records of this batch.
+// commit writes the journal records of this batch. A journal that cannot
+// be written (a full disk) is said once, and again when it is written
+// again: every batch retries.
 func (f *feeder) commit() {
-	if err := f.jr.commit(f.snapshot); err != nil && f.ctx.Err() == nil {
-		f.log.Warn("cannot write the feed journal", "err", err)
+	was := f.jr.stale
+	err := f.jr.commit(f.snapshot)
+	switch {
+	case err != nil && !was && f.ctx.Err() == nil:
+		f.log.Warn("cannot write the feed journal; retrying with every batch (an agent restarted meanwhile would resume this worker from an older state)", "err", err)
+	case err == nil && was:
+		f.log.Info("the feed journal is written again")
 	}
 }
 

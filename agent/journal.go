@@ -77,11 +77,21 @@ type feedState struct {
 // journal is one job process's feed journal, open for appending.
 type journal struct {
 	path  string
-	f     *os.File
+	f     appendFile
 	size  int64  // bytes in the file
 	limit int64  // compact past this size
 	buf   []byte // records not written yet
 	state feedState
+	// stale is set when a write failed (a full disk): the file lags the
+	// feeder's state, so the next commit compacts instead of appending.
+	stale bool
+}
+
+// appendFile is the journal file open for appending (an *os.File).
+type appendFile interface {
+	Write(b []byte) (int, error)
+	Truncate(size int64) error
+	Close() error
 }
 
 // openJournal reads the journal in dir (or the JSON state an older agent
@@ -169,22 +179,37 @@ func (j *journal) record(typ byte, body func([]byte) []byte) {
 	j.buf = j.buf[:len(j.buf)-(5-ln)]
 }
 
-// commit writes the buffered records in one write. Past the size bound it
-// compacts instead, from snap (the state the records add up to).
+// commit writes the buffered records in one write. Past the size bound,
+// or after a write failed, it compacts instead, from snap (the state the
+// records add up to).
+//
+// A write that fails (a full disk) may have written part of a record: the
+// file is cut back to its last whole record, so that it stays a journal of
+// an older state, and the journal turns stale until a compaction succeeds.
 func (j *journal) commit(snap func() feedState) error {
-	if len(j.buf) == 0 {
+	if len(j.buf) == 0 && !j.stale {
 		return nil
 	}
-	if j.size+int64(len(j.buf)) > j.limit {
+	if j.stale || j.size+int64(len(j.buf)) > j.limit {
 		j.buf = j.buf[:0]
-		return j.compact(snap())
+		err := j.compact(snap())
+		j.stale = err != nil
+		return err
 	}
 	n, err := j.f.Write(j.buf)
-	j.size += int64(n)
 	j.buf = j.buf[:0]
 	if err != nil {
+		j.stale = true
+		if n > 0 {
+			if terr := j.f.Truncate(j.size); terr != nil {
+				// A cut record stays at the end; nothing is appended
+				// after it (stale), and a replay drops it.
+				err = errors.Join(err, terr)
+			}
+		}
 		return fmt.Errorf("write the feed journal: %w", err)
 	}
+	j.size += int64(n)
 	return nil
 }
 
@@ -207,6 +232,7 @@ func (j *journal) compact(st feedState) error {
 	b, j.buf = j.buf, saved[:0]
 	tmp := j.path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		_ = os.Remove(tmp) // a full disk leaves part of it
 		return fmt.Errorf("compact the feed journal: %w", err)
 	}
 	if err := os.Rename(tmp, j.path); err != nil {

@@ -35,3 +35,17 @@ func (a *Agent) followLeader(ctx context.Context) {
 		}
 	}
 }
+
+// writeProblem says why there is no head when the reason is this node's
+// own: its head server cannot write the data directory (a full disk), so
+// it stepped down and will not lead until it can write again. The error
+// is errNoHead's kind, so callers wait for a head as they do for it.
+func (a *Agent) writeProblem() error {
+	if a.server == nil {
+		return nil
+	}
+	if err := a.server.WriteProblem(); err != nil {
+		return &wire.CodedError{Code: wire.CodeUnreachable, Msg: "no head: " + err.Error(), Err: errNoHead}
+	}
+	return nil
+}

@@ -38,6 +38,7 @@ type candidate struct {
 	raft  *raft.Raft
 	fsm   *state.FSM
 	store *raftboltdb.BoltStore
+	guard *writeGuard // the store as Raft sees it: says why writes fail
 	trans *raft.NetworkTransport
 
 	member atomic.Bool
@@ -83,6 +84,7 @@ func newCandidate(cfg candidateConfig) (*candidate, error) {
 	rc.SnapshotInterval = 2 * time.Minute
 	rc.Logger = wire.NewHCLogger(cfg.Logger, "raft")
 	fsm := state.New()
+	guard := newWriteGuard(store, cfg.DataDir, log, nil)
 	has, err := raft.HasExistingState(store, store, snaps)
 	if err != nil {
 		store.Close()
@@ -93,17 +95,17 @@ func newCandidate(cfg candidateConfig) (*candidate, error) {
 	// comes later is added as a voter by the leader (AddVoter).
 	if !has && cfg.BootstrapExpect <= 1 {
 		conf := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: raft.ServerAddress(rc.LocalID)}}}
-		if err := raft.BootstrapCluster(rc, store, store, snaps, trans, conf); err != nil {
+		if err := raft.BootstrapCluster(rc, guard, guard, snaps, trans, conf); err != nil {
 			store.Close()
 			return nil, fmt.Errorf("bootstrap raft: %w", err)
 		}
 	}
-	r, err := raft.NewRaft(rc, fsm, store, store, snaps, trans)
+	r, err := raft.NewRaft(rc, fsm, guard, guard, snaps, trans)
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
-	c := &candidate{cfg: cfg, log: log, raft: r, fsm: fsm, store: store, trans: trans}
+	c := &candidate{cfg: cfg, log: log, raft: r, fsm: fsm, store: store, guard: guard, trans: trans}
 	c.commit = newCommitter(func(data []byte, timeout time.Duration) raft.ApplyFuture { return r.Apply(data, timeout) }, log)
 	c.member.Store(has || cfg.BootstrapExpect <= 1)
 	return c, nil
@@ -208,7 +210,7 @@ func (c *candidate) Run(ctx context.Context) {
 		c.head = nil
 		c.mu.Unlock()
 		cancel()
-		<-done
+		c.awaitHead(done, headStopWarn)
 		cancel = nil
 	}
 	defer stop()
@@ -268,6 +270,7 @@ func (c *candidate) Apply(ctx context.Context, cmds ...state.Command) ([]state.R
 
 // Close shuts Raft down and closes the log.
 func (c *candidate) Close() error {
+	c.guard.close()
 	err := c.raft.Shutdown().Error()
 	c.trans.Close()
 	if cerr := c.store.Close(); err == nil {

@@ -18,7 +18,9 @@
 //   - routes the head's RPC methods (Handle, Dispatch) after the method
 //     table of package wire, and offers the same path in process (Call);
 //   - pushes desired state to the agents (PushDesired), handing its own
-//     node's to a hook of the embedding agent.
+//     node's to a hook of the embedding agent;
+//   - says why it cannot lead while its Raft log cannot be written, a
+//     full data directory most often (WriteProblem, writeguard.go).
 //
 // The package head keeps the leader's logic of one term: admission, the
 // method implementations and the scheduler adapter.
