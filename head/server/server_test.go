@@ -338,10 +338,10 @@ func TestBootstrapTwo(t *testing.T) {
 
 func TestFormerGroup(t *testing.T) {
 	psk := wiretest.Key(t)
-	s := startServer(t, psk, "head1", func(c *Config) { c.BootstrapExpect = 3 })
+	// The clock is the server's own (set before it starts: its loops read it).
+	clock := &testClock{t: time.Unix(1000, 0)}
+	s := startServer(t, psk, "head1", func(c *Config) { c.BootstrapExpect = 3; c.Now = clock.Now })
 	f := s.former
-	now := time.Unix(1000, 0)
-	f.now = func() time.Time { return now }
 	self := s.node.Host.ID()
 	others := []peer.ID{wiretest.NewNode(t, psk).Host.ID(), wiretest.NewNode(t, psk).Host.ID(), wiretest.NewNode(t, psk).Host.ID()}
 	if _, ok := f.group(); ok {
@@ -368,7 +368,7 @@ func TestFormerGroup(t *testing.T) {
 		}
 	}
 	// Peers not seen for a few heartbeats no longer count.
-	now = now.Add(time.Minute)
+	clock.Add(time.Minute)
 	if _, ok := f.group(); ok {
 		t.Error("stale peers counted")
 	}
