@@ -123,7 +123,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.cfg.Head {
 		a.server, err = server.New(server.Config{
 			Host: a.host, Heartbeats: a.hbT, Leaders: a.leadT,
-			DataDir: a.cfg.DataDir, BootstrapExpect: a.cfg.BootstrapExpect, Elect: a.cfg.Elect, Heartbeat: a.cfg.Heartbeat.D(),
+			DataDir: a.cfg.DataDir, BootstrapExpect: a.cfg.BootstrapExpect, BootstrapNew: a.cfg.BootstrapNew,
+			Elect: a.cfg.Elect, Heartbeat: a.cfg.Heartbeat.D(),
 			Node: a.cfg.Node, Version: a.version,
 			Scheduler: a.cfg.Scheduler, Administrators: a.cfg.Administrators,
 			NodeTimeout: a.cfg.NodeTimeout.D(), Metrics: a.obs.head, Pingers: a,
@@ -132,6 +133,11 @@ func (a *Agent) Run(ctx context.Context) error {
 			LocalDesired:   func(ds wire.DesiredState) { a.leader.pushedBy(a.host.ID()); a.acceptDesired(ds) },
 			Logger:         a.base,
 		})
+		if rse := (*server.RaftStateError)(nil); errors.As(err, &rse) {
+			// The whole message, with the recovery options, is the
+			// command's error (stderr); the log names the file.
+			a.log.Error("refusing to start: the Raft state cannot be used", "file", rse.Path, "problem", rse.Problem, "cause", rse.Err)
+		}
 		if err != nil {
 			return err
 		}

@@ -71,6 +71,12 @@ type Config struct {
 
 	// Dev is set by `ducc agent --dev`; it is not read from files.
 	Dev bool
+	// BootstrapNew is set by `ducc agent --bootstrap-new`: a head-eligible
+	// agent whose Raft state is corrupt or missing moves it aside and
+	// starts as a new one (an empty cluster, or a new member of a running
+	// head group). Not read from files: it must be an operator's decision
+	// at one start, not a standing setting.
+	BootstrapNew bool
 }
 
 // WebConfig is the web section.
