@@ -116,12 +116,16 @@ func New(cfg Config) *Head {
 
 // Run runs the head until ctx ends.
 func (h *Head) Run(ctx context.Context) {
+	h.nameIncarnation(ctx)
 	h.orch.Run(ctx)
 	h.sm.Wait()
 }
 
 // Heartbeat folds one agent heartbeat in.
 func (h *Head) Heartbeat(ctx context.Context, hb wire.Heartbeat, peer string) {
+	if len(hb.Leftovers) > 0 {
+		h.raiseIDFloor(ctx, hb)
+	}
 	h.orch.Heartbeat(ctx, hb, peer)
 }
 
