@@ -46,6 +46,7 @@ type Agent struct {
 	feeders  *feeders       // job processes being fed
 	obs      *agentObs      // metrics
 	joiner   *joiner        // keeps us connected to the join peers
+	inc      *incarnation   // the cluster incarnation followed
 	bg       sync.WaitGroup // background stops and reports
 }
 
@@ -62,11 +63,14 @@ func New(cfg *Config, version string, logger *slog.Logger) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	inc := newIncarnation(cfg.DataDir)
+	led := newLedger()
+	led.inc = inc.current()
 	return &Agent{
 		cfg: cfg, version: version, log: logger.With("component", "agent", "node", cfg.Node), lock: lock,
 		base: logger.With("node", cfg.Node), obs: newAgentObs(version),
-		desire: make(chan wire.DesiredState, 1), leader: newLeaderTracker(), ledger: newLedger(),
-		starting: newBusySet(), stopping: newBusySet(), feeders: newFeeders(),
+		desire: make(chan wire.DesiredState, 1), leader: newLeaderTracker(), ledger: led,
+		starting: newBusySet(), stopping: newBusySet(), feeders: newFeeders(), inc: inc,
 	}, nil
 }
 
@@ -214,6 +218,12 @@ func (a *Agent) startProcs(ctx context.Context) error {
 
 // onExit records an ended process and reports it to the head at once.
 func (a *Agent) onExit(st proc.Status) {
+	if a.inc.leftover(st) {
+		// The head never knew it: nothing to report (a report would
+		// end the current incarnation's process of the same id).
+		a.log.Info("a process of an earlier cluster incarnation ended", "proc", st.ID, "its_incarnation", st.Incarnation, "reason", st.Reason)
+		return
+	}
 	a.obs.agent.ProcEnded(st.OOMKilled)
 	ps := toWire(st, a.cfg.Node)
 	a.ledger.ended(ps)

@@ -77,6 +77,10 @@ type Config struct {
 	// head group). Not read from files: it must be an operator's decision
 	// at one start, not a standing setting.
 	BootstrapNew bool
+	// StopLeftovers is set by `ducc agent --stop-leftovers`: the agent
+	// stops the processes an earlier cluster incarnation left running on
+	// the node (otherwise it only reports them). Not read from files.
+	StopLeftovers bool
 }
 
 // WebConfig is the web section.

@@ -24,7 +24,7 @@ func TestIncarnation(t *testing.T) {
 		t.Errorf("status shows incarnation %q, want %q", st.Incarnation, inc)
 	}
 
-	old := []wire.Leftover{{ID: "41.1", WorkID: 41, Incarnation: "0ld", PID: 7, User: "alice"}}
+	old := []wire.Leftover{{ID: "41.1", WorkID: 41, Incarnation: "0ld", PID: 7}}
 	hb := wire.Heartbeat{Node: "n1", Seq: 1, Time: f.clock.Now().UnixMilli(), MemTotal: 9 * gib, MemSchedulable: 8 * gib, CPUs: 4, Leftovers: old}
 	f.heartbeat(hb)
 	var next uint64

@@ -100,7 +100,6 @@ type Leftover struct {
 	WorkID      uint64 `cbor:"2,keyasint" json:"work_id"`
 	Incarnation string `cbor:"3,keyasint" json:"incarnation"`
 	PID         int    `cbor:"4,keyasint,omitempty" json:"pid,omitempty"`
-	User        string `cbor:"5,keyasint,omitempty" json:"user,omitempty"`
 }
 
 // RaftWaiting is Heartbeat.Raft of a head-eligible agent that is not yet in

@@ -23,6 +23,7 @@ func newAgentCmd() *cobra.Command {
 		logLevel string
 		listen   []string
 		bootNew  bool
+		stopLeft bool
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -93,7 +94,7 @@ data dir, the node is head and worker, and the local API listens on
 			if bootNew && !cfg.Head {
 				return usageErr("--bootstrap-new: this agent is not head-eligible (head.eligible in its config); it keeps no Raft state")
 			}
-			cfg.BootstrapNew = bootNew
+			cfg.BootstrapNew, cfg.StopLeftovers = bootNew, stopLeft
 			a, err := agent.New(cfg, version, logger)
 			if err != nil {
 				return &exitError{code: exitFailed, msg: err.Error()}
@@ -115,6 +116,8 @@ data dir, the node is head and worker, and the local API listens on
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&bootNew, "bootstrap-new", false, "if this head-eligible agent's Raft state is corrupt or missing, move it aside and start anew: "+
 		"an empty cluster, or a new member of a running head group (docs/operations.md); refused over a sound state")
+	f.BoolVar(&stopLeft, "stop-leftovers", false, "stop the processes an earlier cluster incarnation left running on this node "+
+		"(its Raft state was lost and the cluster started anew); without it they are only reported (ducc nodes)")
 	f.StringSliceVar(&listen, "listen", nil, "libp2p listen multiaddrs (dev default /ip4/127.0.0.1/tcp/0)")
 	return cmd
 }
