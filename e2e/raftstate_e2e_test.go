@@ -3,14 +3,18 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ducc-project/ducc/wire"
 )
 
 // TestRaftStateSpoiled stops a dev cluster that ran work, spoils its Raft
@@ -117,4 +121,76 @@ func runAgentToExit(t *testing.T, argv []string) (int, string) {
 		t.Fatal(err)
 	}
 	return cmd.ProcessState.ExitCode(), out.String()
+}
+
+// TestLeftoversOfAnEarlierCluster: work of a cluster whose Raft state was
+// lost keeps running when the cluster starts anew (--bootstrap-new); the
+// new cluster's work ids continue above it, the new work is not mistaken
+// for it, it is listed by ducc nodes, and only --stop-leftovers stops it.
+func TestLeftoversOfAnEarlierCluster(t *testing.T) {
+	c := startCluster(t)
+	argv := c.argv
+	out, errs, code := c.ducc("run", "--detach", "--", "sleep", "600")
+	if code != 0 {
+		t.Fatalf("ducc run --detach: exit %d: %s", code, errs)
+	}
+	old := strings.TrimSpace(out)
+	pid := c.waitRunning(old).Procs[0].PID
+	c.stop()
+	if err := os.Remove(filepath.Join(c.dataDir, "raft", "raft.db")); err != nil {
+		t.Fatal(err)
+	}
+	c.argv = append(argv[:len(argv):len(argv)], "--bootstrap-new")
+	c.start()
+
+	var node wire.NodeInfo
+	deadline := time.Now().Add(time.Minute) // a hang guard
+	for len(node.Leftovers) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("ducc nodes never listed the leftover: %+v", node)
+		}
+		time.Sleep(100 * time.Millisecond)
+		out, _, _ := c.ducc("nodes", "--json")
+		var list wire.NodeList
+		if json.Unmarshal([]byte(out), &list) == nil && len(list.Nodes) == 1 {
+			node = list.Nodes[0]
+		}
+	}
+	if l := node.Leftovers[0]; l.ID != old+".1" || l.PID != pid {
+		t.Errorf("leftover listed as %+v, want %s.1 with pid %d", l, old, pid)
+	}
+	if out, _, _ := c.ducc("nodes"); !strings.Contains(out, "--stop-leftovers") {
+		t.Errorf("ducc nodes does not say how to stop the leftover:\n%s", out)
+	}
+
+	// New work: a new id, runs to its end, and the leftover runs on.
+	out, errs, code = c.ducc("run", "--detach", "--", "sh", "-c", "exit 4")
+	if code != 0 {
+		t.Fatalf("ducc run on the new cluster: exit %d: %s", code, errs)
+	}
+	id := strings.TrimSpace(out)
+	if id == old {
+		t.Fatalf("the new cluster reused work id %s", id)
+	}
+	if _, errs, code := c.ducc("wait", id); code != 4 {
+		t.Fatalf("ducc wait %s: exit %d, want 4 (%s)", id, code, errs)
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("the leftover (pid %d) was stopped without an administrator's decision: %v", pid, err)
+	}
+	if !strings.Contains(c.agentLog(), "a process of an earlier cluster incarnation still runs here") {
+		t.Error("the agent log does not report the leftover")
+	}
+
+	// The administrator's decision.
+	c.stop()
+	c.argv = append(argv[:len(argv):len(argv)], "--stop-leftovers")
+	c.start()
+	deadline = time.Now().Add(time.Minute) // a hang guard
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("--stop-leftovers did not stop the leftover (pid %d)", pid)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
