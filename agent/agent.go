@@ -140,7 +140,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		if rse := (*server.RaftStateError)(nil); errors.As(err, &rse) {
 			// The whole message, with the recovery options, is the
 			// command's error (stderr); the log names the file.
-			a.log.Error("refusing to start: the Raft state cannot be used", "file", rse.Path, "problem", rse.Problem, "cause", rse.Err)
+			args := []any{"file", rse.Path, "problem", rse.Problem}
+			if rse.Err != nil {
+				args = append(args, "cause", rse.Err)
+			}
+			a.log.Error("refusing to start: the Raft state cannot be used", args...)
 		}
 		if err != nil {
 			return err
