@@ -23,14 +23,14 @@ type candidateConfig struct {
 	DataDir         string
 	Host            host.Host
 	BootstrapExpect int
-	// BootstrapNew moves an unusable Raft state aside and starts as a
-	// new member (openRaftStore).
-	BootstrapNew bool
-	Logger       *slog.Logger
+	Logger          *slog.Logger
 	// Elect is the Raft heartbeat/election timeout (500 ms by default).
 	Elect time.Duration
 	// HeadConfig is the template for the head started on leadership.
 	HeadConfig head.Config
+	// BootstrapNew moves an unusable Raft state aside and starts as a
+	// new member (openRaftStore).
+	BootstrapNew bool
 }
 
 // candidate is a Raft member that runs a Head while it is the leader.
