@@ -65,6 +65,10 @@ func TestRaftStateSpoiled(t *testing.T) {
 			if out, errs, code := c.ducc("run", "--", "/bin/true"); code != 0 {
 				t.Fatalf("ducc run: exit %d: %s %s", code, out, errs)
 			}
+			before, ok := c.status()
+			if !ok || before.Incarnation == "" {
+				t.Fatalf("ducc status shows no incarnation: %+v", before)
+			}
 			c.stop()
 			db := filepath.Join(c.dataDir, "raft", "raft.db")
 			tc.spoil(t, db)
@@ -98,6 +102,9 @@ func TestRaftStateSpoiled(t *testing.T) {
 			}
 			if aside, _ := filepath.Glob(filepath.Join(c.dataDir, "raft.old-*")); tc.name != "deleted" && len(aside) != 1 {
 				t.Errorf("old state moved aside: %v, want one directory", aside)
+			}
+			if after, ok := c.status(); !ok || after.Incarnation == "" || after.Incarnation == before.Incarnation {
+				t.Errorf("incarnation %q after --bootstrap-new, was %q: want a new one", after.Incarnation, before.Incarnation)
 			}
 		})
 	}
