@@ -46,6 +46,7 @@ type Agent struct {
 	feeders  *feeders       // job processes being fed
 	obs      *agentObs      // metrics
 	joiner   *joiner        // keeps us connected to the join peers
+	inc      *incarnation   // the cluster incarnation followed
 	bg       sync.WaitGroup // background stops and reports
 	webKey   []byte         // signs and checks dashboard tokens (wire.WebTokenKey)
 }
@@ -63,11 +64,14 @@ func New(cfg *Config, version string, logger *slog.Logger) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	inc := newIncarnation(cfg.DataDir)
+	led := newLedger()
+	led.inc = inc.current()
 	return &Agent{
 		cfg: cfg, version: version, log: logger.With("component", "agent", "node", cfg.Node), lock: lock,
 		base: logger.With("node", cfg.Node), obs: newAgentObs(version),
-		desire: make(chan wire.DesiredState, 1), leader: newLeaderTracker(), ledger: newLedger(),
-		starting: newBusySet(), stopping: newBusySet(), feeders: newFeeders(),
+		desire: make(chan wire.DesiredState, 1), leader: newLeaderTracker(), ledger: led,
+		starting: newBusySet(), stopping: newBusySet(), feeders: newFeeders(), inc: inc,
 	}, nil
 }
 
@@ -125,7 +129,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.cfg.Head {
 		a.server, err = server.New(server.Config{
 			Host: a.host, Heartbeats: a.hbT, Leaders: a.leadT,
-			DataDir: a.cfg.DataDir, BootstrapExpect: a.cfg.BootstrapExpect, Elect: a.cfg.Elect, Heartbeat: a.cfg.Heartbeat.D(),
+			DataDir: a.cfg.DataDir, BootstrapExpect: a.cfg.BootstrapExpect, BootstrapNew: a.cfg.BootstrapNew,
+			Elect: a.cfg.Elect, Heartbeat: a.cfg.Heartbeat.D(),
 			Node: a.cfg.Node, Version: a.version,
 			Scheduler: a.cfg.Scheduler, Administrators: a.cfg.Administrators,
 			NodeTimeout: a.cfg.NodeTimeout.D(), Metrics: a.obs.head, Pingers: a,
@@ -136,6 +141,15 @@ func (a *Agent) Run(ctx context.Context) error {
 			LocalDesired:   func(ds wire.DesiredState) { a.leader.pushedBy(a.host.ID()); a.acceptDesired(ds) },
 			Logger:         a.base,
 		})
+		if rse := (*server.RaftStateError)(nil); errors.As(err, &rse) {
+			// The whole message, with the recovery options, is the
+			// command's error (stderr); the log names the file.
+			args := []any{"file", rse.Path, "problem", rse.Problem}
+			if rse.Err != nil {
+				args = append(args, "cause", rse.Err)
+			}
+			a.log.Error("refusing to start: the Raft state cannot be used", args...)
+		}
 		if err != nil {
 			return err
 		}
@@ -212,6 +226,12 @@ func (a *Agent) startProcs(ctx context.Context) error {
 
 // onExit records an ended process and reports it to the head at once.
 func (a *Agent) onExit(st proc.Status) {
+	if a.inc.leftover(st) {
+		// The head never knew it: nothing to report (a report would
+		// end the current incarnation's process of the same id).
+		a.log.Info("a process of an earlier cluster incarnation ended", "proc", st.ID, "its_incarnation", st.Incarnation, "reason", st.Reason)
+		return
+	}
 	a.obs.agent.ProcEnded(st.OOMKills)
 	ps := toWire(st, a.cfg.Node)
 	a.ledger.ended(ps)

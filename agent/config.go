@@ -76,6 +76,16 @@ type Config struct {
 
 	// Dev is set by `ducc agent --dev`; it is not read from files.
 	Dev bool
+	// BootstrapNew is set by `ducc agent --bootstrap-new`: a head-eligible
+	// agent whose Raft state is corrupt or missing moves it aside and
+	// starts as a new one (an empty cluster, or a new member of a running
+	// head group). Not read from files: it must be an operator's decision
+	// at one start, not a standing setting.
+	BootstrapNew bool
+	// StopLeftovers is set by `ducc agent --stop-leftovers`: the agent
+	// stops the processes an earlier cluster incarnation left running on
+	// the node (otherwise it only reports them). Not read from files.
+	StopLeftovers bool
 }
 
 // WebConfig is the web section.

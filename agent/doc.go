@@ -20,4 +20,7 @@
 //
 // An agent never kills work because it stops or loses the head: processes
 // keep running, and the next agent on the same data dir re-adopts them.
+// Processes an earlier cluster incarnation left running (its Raft state
+// was lost and the cluster started anew) are leftovers: reported, and
+// stopped only with `ducc agent --stop-leftovers` (leftovers.go).
 package agent

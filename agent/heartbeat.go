@@ -64,7 +64,9 @@ func (a *Agent) heartbeat() wire.Heartbeat {
 		hb.Addrs = append(hb.Addrs, addr.String())
 	}
 	a.inv.sample(&hb)
-	for _, st := range a.procs.List() {
+	ours, left := a.leftovers(a.procs.List())
+	hb.Leftovers = wireLeftovers(left)
+	for _, st := range ours {
 		if st.State == proc.Exited || st.State == proc.LaunchFailed {
 			continue // reported through unacked
 		}

@@ -46,6 +46,11 @@ func (a *Agent) reconcile(ctx context.Context, ds wire.DesiredState) {
 	if !a.ledger.apply(ds) {
 		return // not newer than what is applied
 	}
+	if changed, err := a.inc.follow(ds.Incarnation); err != nil {
+		a.log.Warn("cannot keep the cluster incarnation in the data dir", "err", err)
+	} else if changed {
+		a.log.Info("following cluster incarnation", "incarnation", ds.Incarnation)
+	}
 	want := make(map[string]bool, len(ds.Procs))
 	for _, p := range ds.Procs {
 		want[p.ID] = true
@@ -56,8 +61,13 @@ func (a *Agent) reconcile(ctx context.Context, ds wire.DesiredState) {
 			a.log.Warn("cannot forget acknowledged process", "proc", id, "err", err)
 		}
 	}
+	// Leftovers of another incarnation are not in have: not stopped as
+	// unwanted, not taken for the process of the same id (whose start
+	// then fails: the head's next work ids are above theirs).
+	ours, left := a.leftovers(a.procs.List())
+	a.tendLeftovers(ctx, left)
 	have := map[string]proc.Status{}
-	for _, st := range a.procs.List() {
+	for _, st := range ours {
 		have[st.ID] = st
 	}
 	for _, spec := range ds.Procs {
@@ -89,7 +99,7 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 	}
 	defer a.starting.end(spec.ID)
 	ps := proc.Spec{
-		ID: spec.ID, WorkID: spec.WorkID, Kind: string(spec.Kind), Node: a.cfg.Node,
+		ID: spec.ID, WorkID: spec.WorkID, Kind: string(spec.Kind), Node: a.cfg.Node, Incarnation: a.inc.current(),
 		User: spec.User, UID: spec.UID, GID: spec.GID, Groups: spec.Groups,
 		Path: spec.Path, Args: spec.Args, Env: spec.Env, Dir: spec.Dir,
 		LogDir: spec.LogDir, MemoryLimit: spec.MemoryLimit,

@@ -108,6 +108,9 @@ type ledger struct {
 	seq     uint64
 	applied uint64
 	unacked map[string]wire.ProcStatus
+	// inc is the cluster incarnation of the desired state applied: the
+	// versions of another incarnation's head start anew.
+	inc string
 }
 
 func newLedger() *ledger { return &ledger{unacked: map[string]wire.ProcStatus{}} }
@@ -121,10 +124,20 @@ func (l *ledger) ended(ps wire.ProcStatus) {
 
 // apply records that the desired state ds is applied and forgets what it
 // acknowledges. It returns false, changing nothing, when ds is not newer
-// than the state applied.
+// than the state applied. A desired state of another cluster incarnation
+// than the one applied is newer whatever its version, and the ended
+// processes not acknowledged are dropped: the new incarnation's head
+// knows nothing of them (a report could end its process of the same id).
 func (l *ledger) apply(ds wire.DesiredState) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if ds.Incarnation != "" && ds.Incarnation != l.inc {
+		if l.inc != "" {
+			l.applied = 0
+			clear(l.unacked)
+		}
+		l.inc = ds.Incarnation
+	}
 	if ds.Version <= l.applied {
 		return false
 	}

@@ -52,6 +52,9 @@ func TestLedger(t *testing.T) {
 		{wire.DesiredState{Version: 2, Ack: []string{"2.1"}}, false, 1}, // not newer: ignored
 		{wire.DesiredState{Version: 1, Ack: []string{"2.1"}}, false, 1},
 		{wire.DesiredState{Version: 3, Ack: []string{"2.1", "9.9"}}, true, 0},
+		{wire.DesiredState{Version: 1 << 30, Incarnation: "a"}, true, 0}, // the first incarnation named
+		{wire.DesiredState{Version: 5, Incarnation: "a"}, false, 0},
+		{wire.DesiredState{Version: 5, Incarnation: "b"}, true, 0}, // a new incarnation's versions start anew
 	}
 	for i, s := range steps {
 		if got := l.apply(s.ds); got != s.applied {
@@ -118,5 +121,19 @@ func TestLeaderTrackerHead(t *testing.T) {
 	l.announced(4, 0)
 	if h, pushed := l.head(); h == a3 || pushed || l.heartbeatInterval() != 0 {
 		t.Errorf("new term: %q %v, %v", h, pushed, l.heartbeatInterval())
+	}
+}
+
+// TestLedgerNewIncarnationDropsUnacked: ended processes of an earlier
+// incarnation are not reported to the next one's head.
+func TestLedgerNewIncarnationDropsUnacked(t *testing.T) {
+	l := newLedger()
+	l.apply(wire.DesiredState{Version: 9 << 20, Incarnation: "a"})
+	l.ended(wire.ProcStatus{ID: "1.1", State: wire.ProcExited})
+	if !l.apply(wire.DesiredState{Version: 1, Incarnation: "b"}) {
+		t.Fatal("a new incarnation's first desired state was ignored")
+	}
+	if _, applied, unacked := l.next(); applied != 1 || len(unacked) != 0 {
+		t.Errorf("after a new incarnation: applied %d, unacknowledged %+v", applied, unacked)
 	}
 }

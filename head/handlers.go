@@ -327,6 +327,7 @@ func (h *Head) Nodes() wire.NodeList {
 			MemTotal: n.HB.MemTotal, MemSchedulable: n.HB.MemSchedulable, MemUsed: n.HB.MemUsed,
 			Shares: int(n.HB.MemSchedulable / quantum), SharesUsed: used[n.Name], Procs: procs[n.Name],
 			LastHeartbeat: n.LastSeen.UnixMilli(), CPUs: n.HB.CPUs, Load1: n.HB.Load1, Addrs: n.HB.Addrs,
+			Leftovers: n.HB.Leftovers,
 		})
 	}
 	return out
@@ -348,6 +349,7 @@ func (h *Head) Status() wire.StatusInfo {
 	if h.cfg.Voters != nil {
 		st.Voters = h.cfg.Voters()
 	}
+	h.cfg.FSM.View(func(v *state.View) { st.Incarnation = v.Incarnation() })
 	for _, n := range h.orch.Nodes() {
 		st.NodesAll++
 		if n.State == "Up" {

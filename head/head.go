@@ -120,6 +120,7 @@ func New(cfg Config) *Head {
 
 // Run runs the head until ctx ends.
 func (h *Head) Run(ctx context.Context) {
+	h.nameIncarnation(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { h.retain(ctx) })
 	h.orch.Run(ctx)
@@ -129,6 +130,9 @@ func (h *Head) Run(ctx context.Context) {
 
 // Heartbeat folds one agent heartbeat in.
 func (h *Head) Heartbeat(ctx context.Context, hb wire.Heartbeat, peer string) {
+	if len(hb.Leftovers) > 0 {
+		h.raiseIDFloor(ctx, hb)
+	}
 	h.orch.Heartbeat(ctx, hb, peer)
 }
 

@@ -42,6 +42,14 @@ type entry struct {
 	escalated bool          // Stop had to kill after the grace period
 	stopped   bool          // Stop was called (the shim may not have seen the signal before the cgroup kill)
 	group     cgroup.Group  // the process's cgroup, kept from Start or adoption; nil: load it by name
+	inc       string        // Spec.Incarnation, reported in Status
+}
+
+// status is the entry's Status with what the spec adds; Manager.mu held.
+func (e *entry) status() Status {
+	st := e.st
+	st.Incarnation = e.inc
+	return st
 }
 
 // NewManager prepares DataDir/procs and removes what runs (Manager.Run) of
@@ -85,7 +93,7 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (Status, error) {
 	if err := spec.validate(); err != nil {
 		return Status{}, err
 	}
-	e := &entry{st: Status{ID: spec.ID, State: Starting, MemoryLimit: spec.MemoryLimit}, done: make(chan struct{})}
+	e := &entry{st: Status{ID: spec.ID, State: Starting, MemoryLimit: spec.MemoryLimit}, inc: spec.Incarnation, done: make(chan struct{})}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -423,7 +431,7 @@ func (m *Manager) adoptOne(id string) (Status, *entry, bool) {
 		m.log.Warn("adopt: skipping directory without a readable spec", "id", id, "err", err)
 		return Status{}, nil, false
 	}
-	e := &entry{st: Status{ID: id, State: Starting, MemoryLimit: spec.MemoryLimit}, done: make(chan struct{})}
+	e := &entry{st: Status{ID: id, State: Starting, MemoryLimit: spec.MemoryLimit}, inc: spec.Incarnation, done: make(chan struct{})}
 	var st Status
 	if err := readJSON(filepath.Join(dir, statusFile), &st); err == nil {
 		e.st = st
@@ -579,7 +587,7 @@ func (m *Manager) Status(id string) (Status, bool) {
 	if !ok {
 		return Status{}, false
 	}
-	return e.st, true
+	return e.status(), true
 }
 
 // List returns every known process, sorted by id.
@@ -587,7 +595,7 @@ func (m *Manager) List() []Status {
 	m.mu.Lock()
 	out := make([]Status, 0, len(m.procs))
 	for _, e := range m.procs {
-		out = append(out, e.st)
+		out = append(out, e.status())
 	}
 	m.mu.Unlock()
 	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.ID, b.ID) })

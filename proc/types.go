@@ -16,6 +16,9 @@ type Spec struct {
 	WorkID uint64 `json:"work_id"` // for the log file name
 	Kind   string `json:"kind"`    // a label for the log file name: the head's process kind ("JP", "SVC", "POP")
 	Node   string `json:"node"`    // node name, for the log file name
+	// Incarnation is the cluster incarnation that asked for the process
+	// (a label: the agent tells leftovers of an earlier cluster by it).
+	Incarnation string `json:"incarnation,omitempty"`
 
 	// Target user. As root the shim always switches to UID/GID/Groups; if
 	// User is set and UID and GID are 0 (and User is not "root"), the shim
@@ -107,6 +110,9 @@ type Status struct {
 	// accounting.
 	MaxRSS     int64   `json:"max_rss,omitempty"`
 	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
+	// Incarnation is Spec.Incarnation (Manager.Status and List fill it
+	// in).
+	Incarnation string `json:"incarnation,omitempty"`
 }
 
 // Config configures a Manager.

@@ -208,6 +208,9 @@ type NodeInfo struct {
 	Load1          float64 `cbor:"12,keyasint,omitempty" json:"load1,omitempty"`
 	// Addrs are the agent's libp2p addresses, from its heartbeat.
 	Addrs []string `cbor:"13,keyasint,omitempty" json:"addrs,omitempty"`
+	// Leftovers are processes of an earlier cluster incarnation still
+	// running on the node (Heartbeat.Leftovers).
+	Leftovers []Leftover `cbor:"14,keyasint,omitempty" json:"leftovers,omitempty"`
 }
 
 // NodeList is a list of nodes.
@@ -231,6 +234,10 @@ type StatusInfo struct {
 	Cluster   string   `cbor:"12,keyasint,omitempty" json:"cluster,omitempty"`
 	// Voters are the members of the head group with their state.
 	Voters []VoterInfo `cbor:"13,keyasint,omitempty" json:"voters,omitempty"`
+	// Incarnation is the id of this cluster's incarnation: a cluster
+	// started anew (--bootstrap-new) after its Raft state was lost has
+	// another one (DesiredState.Incarnation).
+	Incarnation string `cbor:"20,keyasint,omitempty" json:"incarnation,omitempty"`
 }
 
 // VoterInfo is one member of the head group (a Raft server) as the head

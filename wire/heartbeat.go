@@ -77,6 +77,7 @@ func (s *HeartbeatShaper) Shape(hb Heartbeat, head string, pushed bool) Heartbea
 		Node: hb.Node, PeerID: hb.PeerID, Seq: hb.Seq, Time: hb.Time,
 		MemUsed: hb.MemUsed, SwapUsed: hb.SwapUsed, Load1: hb.Load1,
 		DesiredVersion: hb.DesiredVersion, HeadEligible: hb.HeadEligible, Raft: hb.Raft, Delta: true,
+		Leftovers: hb.Leftovers,
 	}
 	for _, p := range hb.Procs {
 		if was, ok := prev[p.ID]; !ok || was != marks[p.ID] || p.Ended() {
@@ -88,7 +89,8 @@ func (s *HeartbeatShaper) Shape(hb Heartbeat, head string, pushed bool) Heartbea
 
 // Over returns the delta heartbeat d laid over prev, the node's last full
 // (or merged) heartbeat: a heartbeat with d's sequence, time, load,
-// desired version, standing and processes (only those d carries) and
+// desired version, standing, processes (only those d carries) and
+// leftovers and
 // prev's inventory, no longer marked Delta. A full d is returned
 // unchanged.
 func (d Heartbeat) Over(prev Heartbeat) Heartbeat {
@@ -99,6 +101,6 @@ func (d Heartbeat) Over(prev Heartbeat) Heartbeat {
 	m.Node, m.PeerID, m.Seq, m.Time = d.Node, d.PeerID, d.Seq, d.Time
 	m.MemUsed, m.SwapUsed, m.Load1 = d.MemUsed, d.SwapUsed, d.Load1
 	m.DesiredVersion, m.HeadEligible, m.Raft = d.DesiredVersion, d.HeadEligible, d.Raft
-	m.Procs, m.Delta = d.Procs, false
+	m.Procs, m.Leftovers, m.Delta = d.Procs, d.Leftovers, false
 	return m
 }

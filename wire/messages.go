@@ -89,6 +89,25 @@ type Heartbeat struct {
 	// acknowledged. The head keeps the rest from the last full heartbeat
 	// (HeartbeatShaper decides; docs/decisions.md, "Small heartbeats").
 	Delta bool `cbor:"19,keyasint,omitempty" json:"delta,omitempty"`
+	// Leftovers are processes of another cluster incarnation still
+	// running on the node (at most MaxLeftovers), kept out of Procs; every
+	// heartbeat carries them, full or delta.
+	Leftovers []Leftover `cbor:"20,keyasint,omitempty" json:"leftovers,omitempty"`
+}
+
+// MaxLeftovers bounds Heartbeat.Leftovers.
+const MaxLeftovers = 64
+
+// Leftover is a process that an earlier cluster incarnation (a cluster
+// whose Raft state was lost, replaced with `ducc agent --bootstrap-new`)
+// started and that still runs: the current head knows nothing of it, so
+// its agent neither stops it nor takes it for the current cluster's
+// process of the same id; an administrator decides (docs/operations.md).
+type Leftover struct {
+	ID          string `cbor:"1,keyasint" json:"id"`
+	WorkID      uint64 `cbor:"2,keyasint" json:"work_id"`
+	Incarnation string `cbor:"3,keyasint" json:"incarnation"`
+	PID         int    `cbor:"4,keyasint,omitempty" json:"pid,omitempty"`
 }
 
 // RaftWaiting is Heartbeat.Raft of a head-eligible agent that is not yet in
@@ -130,6 +149,10 @@ type DesiredState struct {
 	Procs   []ProcSpec `cbor:"3,keyasint,omitempty" json:"procs,omitempty"`
 	Ack     []string   `cbor:"4,keyasint,omitempty" json:"ack,omitempty"`
 	Head    string     `cbor:"5,keyasint,omitempty" json:"head,omitempty"` // peer id of the sender
+	// Incarnation is the cluster's incarnation id, made when its Raft
+	// state began: the agent records it with every process it starts and
+	// tells processes of another incarnation by it.
+	Incarnation string `cbor:"6,keyasint,omitempty" json:"incarnation,omitempty"`
 }
 
 // LeaderAnnounce is published by the head on TopicLeader.

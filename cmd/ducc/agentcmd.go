@@ -22,6 +22,8 @@ func newAgentCmd() *cobra.Command {
 		node     string
 		logLevel string
 		listen   []string
+		bootNew  bool
+		stopLeft bool
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -90,6 +92,10 @@ data dir, the node is head and worker, and the local API listens on
 			if len(listen) > 0 {
 				cfg.Listen = listen
 			}
+			if bootNew && !cfg.Head {
+				return usageErr("--bootstrap-new: this agent is not head-eligible (head.eligible in its config); it keeps no Raft state")
+			}
+			cfg.BootstrapNew, cfg.StopLeftovers = bootNew, stopLeft
 			a, err := agent.New(cfg, version, logger)
 			if err != nil {
 				return &exitError{code: exitFailed, msg: err.Error()}
@@ -109,6 +115,10 @@ data dir, the node is head and worker, and the local API listens on
 	f.StringVar(&memory, "memory", "", "declare the node's schedulable memory, e.g. 16G (default: measured)")
 	f.StringVar(&node, "node", "", "node name (default: host name)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.BoolVar(&bootNew, "bootstrap-new", false, "if this head-eligible agent's Raft state is corrupt or missing, move it aside and start anew: "+
+		"an empty cluster, or a new member of a running head group (docs/operations.md); refused over a sound state")
+	f.BoolVar(&stopLeft, "stop-leftovers", false, "stop the processes an earlier cluster incarnation left running on this node "+
+		"(its Raft state was lost and the cluster started anew); without it they are only reported (ducc nodes)")
 	f.StringSliceVar(&listen, "listen", nil, "libp2p listen multiaddrs (dev default /ip4/127.0.0.1/tcp/0)")
 	return cmd
 }

@@ -35,7 +35,15 @@ func newNodesCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s ago\n", n.Name, n.State, units.FormatSize(n.MemTotal),
 					units.FormatSize(n.MemSchedulable), units.FormatSize(n.MemUsed), n.SharesUsed, n.Shares, n.Procs, age)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, n := range list.Nodes {
+				if len(n.Leftovers) > 0 {
+					fmt.Fprintln(cmd.OutOrStdout(), leftoverNote(n))
+				}
+			}
+			return nil
 		},
 	}
 }
@@ -55,6 +63,9 @@ func newStatusCmd(g *globals) *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintf(tw, "Cluster:\t%s\n", st.Cluster)
+			if st.Incarnation != "" {
+				fmt.Fprintf(tw, "Incarnation:\t%s\n", st.Incarnation)
+			}
 			fmt.Fprintf(tw, "Head:\t%s (%s)\n", st.Head, st.HeadPeer)
 			fmt.Fprintf(tw, "Raft:\t%s, term %d, applied index %d\n", st.RaftState, st.RaftTerm, st.RaftIndex)
 			if len(st.Voters) == 0 {
@@ -114,4 +125,16 @@ func voterNames(vs []wire.VoterInfo) string {
 		names[i] = fmt.Sprintf("%s (%s)", name, v.State)
 	}
 	return strings.Join(names, ", ")
+}
+
+// leftoverNote says which processes of an earlier cluster incarnation
+// still run on a node, and how an administrator stops them.
+func leftoverNote(n wire.NodeInfo) string {
+	procs := make([]string, len(n.Leftovers))
+	for i, l := range n.Leftovers {
+		procs[i] = fmt.Sprintf("%s (pid %d, incarnation %s)", l.ID, l.PID, l.Incarnation)
+	}
+	return fmt.Sprintf("%s: %d process(es) of an earlier cluster incarnation still run, left alone: %s; "+
+		"to stop them, restart the agent on %s with --stop-leftovers (docs/operations.md)",
+		n.Name, len(n.Leftovers), strings.Join(procs, ", "), n.Name)
 }

@@ -25,6 +25,7 @@ func (o *Orchestrator) desired(node string) wire.DesiredState {
 	}
 	o.mu.Unlock()
 	o.cfg.FSM.View(func(v *state.View) {
+		ds.Incarnation = v.Incarnation()
 		for w, p := range v.NodeProcs(node) {
 			if w.Kind == wire.WorkReservation {
 				continue // reservations hold a node; nothing runs for them

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -29,6 +28,9 @@ type candidateConfig struct {
 	Elect time.Duration
 	// HeadConfig is the template for the head started on leadership.
 	HeadConfig head.Config
+	// BootstrapNew moves an unusable Raft state aside and starts as a
+	// new member (openRaftStore).
+	BootstrapNew bool
 }
 
 // candidate is a Raft member that runs a Head while it is the leader.
@@ -52,13 +54,10 @@ type candidate struct {
 // head's Raft group; a group of several forms later (Bootstrap, AddVoter).
 func newCandidate(cfg candidateConfig) (*candidate, error) {
 	log := cfg.Logger.With("component", "raft")
-	dir := filepath.Join(cfg.DataDir, "raft")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create raft dir: %w", err)
-	}
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+	dir := filepath.Join(cfg.DataDir, raftDirName)
+	store, err := openRaftStore(cfg.DataDir, cfg.BootstrapNew, log)
 	if err != nil {
-		return nil, fmt.Errorf("open raft log %s: %w", filepath.Join(dir, "raft.db"), err)
+		return nil, err
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, wire.NewHCLogger(cfg.Logger, "raft"))
 	if err != nil {
@@ -107,7 +106,9 @@ func newCandidate(cfg candidateConfig) (*candidate, error) {
 	}
 	c := &candidate{cfg: cfg, log: log, raft: r, fsm: fsm, store: store, guard: guard, trans: trans}
 	c.commit = newCommitter(func(data []byte, timeout time.Duration) raft.ApplyFuture { return r.Apply(data, timeout) }, log)
-	c.member.Store(has || cfg.BootstrapExpect <= 1)
+	if has || cfg.BootstrapExpect <= 1 {
+		c.setMember()
+	}
 	return c, nil
 }
 
@@ -124,7 +125,7 @@ func (c *candidate) Member() bool {
 	}
 	for _, s := range f.Configuration().Servers {
 		if s.ID == raft.ServerID(c.cfg.Host.ID().String()) {
-			c.member.Store(true)
+			c.setMember()
 			return true
 		}
 	}
@@ -142,7 +143,7 @@ func (c *candidate) Bootstrap(peers []string) error {
 	if err := c.raft.BootstrapCluster(conf).Error(); err != nil {
 		return fmt.Errorf("bootstrap raft with %d members: %w", len(peers), err)
 	}
-	c.member.Store(true)
+	c.setMember()
 	c.log.Info("bootstrapped the head group", "members", peers)
 	return nil
 }

@@ -2,8 +2,10 @@
 // (or `ducc sim`) builds a Server from its libp2p host and gossipsub
 // topics; the Server then
 //
-//   - runs the node's Raft member (the log in data_dir/raft on bbolt, the
-//     transport over libp2p streams) and, while the member leads, the head
+//   - runs the node's Raft member (the log in data_dir/raft on bbolt,
+//     checked before it opens: a corrupt, empty or missing state is a
+//     RaftStateError, raftstore.go; the transport over libp2p streams)
+//     and, while the member leads, the head
 //     of that term (head.Head), after a Barrier so that a new leader
 //     continues exactly where the old one stopped; the head's applies go
 //     through a group commit (committer): commands of concurrent callers

@@ -30,6 +30,11 @@ type Config struct {
 	// BootstrapExpect is how many head-eligible agents form the first
 	// Raft group (1: this one alone, at once).
 	BootstrapExpect int
+	// BootstrapNew starts a new, empty cluster on purpose when the Raft
+	// state in DataDir is corrupt or missing (`ducc agent
+	// --bootstrap-new`): the old state is moved aside. Without it such a
+	// state is a *RaftStateError and the server does not start.
+	BootstrapNew bool
 	// Elect is the Raft heartbeat and election timeout (500 ms if zero).
 	Elect time.Duration
 	// Heartbeat is the agents' heartbeat period: the server announces
@@ -146,9 +151,12 @@ func New(cfg Config) (*Server, error) {
 		Retention: cfg.Retention,
 	}
 	cand, err := newCandidate(candidateConfig{
-		DataDir: cfg.DataDir, Host: cfg.Host, BootstrapExpect: cfg.BootstrapExpect,
+		DataDir: cfg.DataDir, Host: cfg.Host, BootstrapExpect: cfg.BootstrapExpect, BootstrapNew: cfg.BootstrapNew,
 		Logger: cfg.Logger, Elect: cfg.Elect, HeadConfig: hc,
 	})
+	if rse := (*RaftStateError)(nil); errors.As(err, &rse) {
+		return nil, rse // says all there is to say
+	}
 	if err != nil {
 		return nil, fmt.Errorf("head server: %w", err)
 	}

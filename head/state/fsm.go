@@ -34,6 +34,8 @@ type FSM struct {
 	// quiesce states.
 	sched     []byte
 	nodeAdmin map[string]string
+	// incarnation is the cluster's incarnation id (CmdIncarnation).
+	incarnation string
 	// idx indexes live work and processes for the hot paths.
 	idx index
 	// hist holds finished work in end order, purged jobs' items and the
@@ -146,6 +148,10 @@ func (v *View) NodeAdmin() map[string]string {
 	return out
 }
 
+// Incarnation is the cluster's incarnation id, "" until the first head
+// named it.
+func (v *View) Incarnation() string { return v.f.incarnation }
+
 // NextID is the id the next submission will get.
 func (v *View) NextID() uint64 { return v.f.nextID }
 
@@ -194,6 +200,14 @@ func (f *FSM) apply(c *Command) Result {
 		} else {
 			f.nodeAdmin[c.Node] = c.Reason
 		}
+		return Result{}
+	case CmdIncarnation:
+		if f.incarnation == "" {
+			f.incarnation = c.Reason
+		}
+		return Result{}
+	case CmdIDFloor:
+		f.nextID = max(f.nextID, c.WorkID)
 		return Result{}
 	case CmdSvcRegister:
 		return f.svcRegister(c)
@@ -470,6 +484,8 @@ type snapHeader struct {
 	// History says that the history part (history.write) follows the
 	// work.
 	History bool `cbor:"20,keyasint,omitempty"`
+	// Incarnation is FSM.incarnation.
+	Incarnation string `cbor:"10,keyasint,omitempty"`
 }
 
 const snapChunk = 50_000
@@ -485,7 +501,8 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	if err := wire.WriteMsg(&buf, snapHeader{Version: 1, NextID: f.nextID, Count: len(ids), Scheduler: f.sched, NodeAdmin: f.nodeAdmin, History: true}); err != nil {
+	if err := wire.WriteMsg(&buf, snapHeader{Version: 1, NextID: f.nextID, Count: len(ids), Scheduler: f.sched, NodeAdmin: f.nodeAdmin,
+		History: true, Incarnation: f.incarnation}); err != nil {
 		return nil, fmt.Errorf("encode snapshot: %w", err)
 	}
 	for _, id := range ids {
@@ -562,6 +579,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.hist = hist
 	f.sched = h.Scheduler
 	f.nodeAdmin = h.NodeAdmin
+	f.incarnation = h.Incarnation
 	if f.nodeAdmin == nil {
 		f.nodeAdmin = map[string]string{}
 	}

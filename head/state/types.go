@@ -182,6 +182,12 @@ const (
 	CmdSvcChange   = 14 // change a service (WorkID, Service)
 	CmdDepsMet     = 15 // the services a work waits for are available (WorkID)
 	CmdPurge       = 16 // retention: purge finished work, held results, records (Purge)
+	// CmdIncarnation names the cluster's incarnation (Reason = its id)
+	// unless it has a name already; CmdIDFloor makes the next work id at
+	// least WorkID, so that ids continue above those of an earlier
+	// incarnation still seen on the nodes (docs/decisions.md).
+	CmdIncarnation = 30
+	CmdIDFloor     = 31
 )
 
 // Command is one durable change. Exactly the fields its Type needs are set.
