@@ -44,6 +44,7 @@ type Agent struct {
 	starting *busySet       // processes being started
 	stopping *busySet       // processes being stopped
 	feeders  *feeders       // job processes being fed
+	pumps    *pumps         // driver processes being pumped
 	obs      *agentObs      // metrics
 	joiner   *joiner        // keeps us connected to the join peers
 	bg       sync.WaitGroup // background stops and reports
@@ -66,7 +67,7 @@ func New(cfg *Config, version string, logger *slog.Logger) (*Agent, error) {
 		cfg: cfg, version: version, log: logger.With("component", "agent", "node", cfg.Node), lock: lock,
 		base: logger.With("node", cfg.Node), obs: newAgentObs(version),
 		desire: make(chan wire.DesiredState, 1), leader: newLeaderTracker(), ledger: newLedger(),
-		starting: newBusySet(), stopping: newBusySet(), feeders: newFeeders(),
+		starting: newBusySet(), stopping: newBusySet(), feeders: newFeeders(), pumps: newPumps(),
 	}, nil
 }
 
@@ -210,11 +211,12 @@ func (a *Agent) startProcs(ctx context.Context) error {
 func (a *Agent) onExit(st proc.Status) {
 	a.obs.agent.ProcEnded(st.OOMKills)
 	ps := toWire(st, a.cfg.Node)
-	a.ledger.ended(ps)
 	a.feeders.stop(st.ID)
 	a.bg.Add(1)
 	go func() {
 		defer a.bg.Done()
+		a.driverExited(&ps) // a driver's last items go first
+		a.ledger.ended(ps)
 		a.report(context.Background(), []wire.ProcStatus{ps})
 	}()
 }

@@ -227,7 +227,7 @@ func (h *Head) info(c wire.Caller, w *state.Work) wire.WorkInfo {
 		pi := wire.ProcInfo{
 			ID: p.ID, Node: p.Node, State: p.State, PID: p.PID, MemoryLimit: p.MemoryLimit,
 			StartedAt: p.StartedAt, EndedAt: p.EndedAt, ExitCode: p.ExitCode, Reason: p.Reason, LogPath: p.LogPath,
-			OOMKills: p.OOMKills,
+			OOMKills: p.OOMKills, Kind: p.Kind,
 		}
 		if live, ok := h.orch.Live(p.ID); ok {
 			pi.RSS, pi.CPUSeconds = live.RSS, live.CPUSeconds

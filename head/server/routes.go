@@ -38,6 +38,8 @@ func Dispatch(ctx context.Context, h *head.Head, method string, c wire.Caller, r
 		return h.Results(c, *req.(*wire.ResultsRequest))
 	case wire.MethodExchange:
 		return h.Exchange(ctx, *req.(*wire.ExchangeRequest))
+	case wire.MethodDriver:
+		return h.Driver(ctx, *req.(*wire.DriverRequest))
 	case wire.MethodClasses:
 		return h.Classes(), nil
 	case wire.MethodReserve:

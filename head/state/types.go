@@ -11,6 +11,9 @@ const (
 	StateReceived            = "Received"
 	StateWaitingForServices  = "WaitingForServices"
 	StateWaitingForResources = "WaitingForResources"
+	// StateWaitingForDriver: a job's driver process is being placed, started
+	// or initialized (docs/jobs.md, "Driver process protocol").
+	StateWaitingForDriver = "WaitingForDriver"
 	StateAssigned            = "Assigned"
 	StateInitializing        = "Initializing"
 	StateRunning             = "Running"
@@ -33,6 +36,10 @@ const (
 	CompletionCanceledByDriver = "CanceledByDriver"
 	CompletionInitFailure      = "ProcessInitializationFailure"
 	CompletionCanceledBySystem = "CanceledBySystem"
+	// A job's driver process ended before it said ready, or after that
+	// before its last item (docs/jobs.md).
+	CompletionDriverInitFailure = "DriverInitializationFailure"
+	CompletionDriverFailed      = "DriverProcessFailed"
 )
 
 // Work is one piece of work: a job, a service, a managed reservation or a
@@ -101,6 +108,28 @@ func (w *Work) Copy() *Work {
 	return &c
 }
 
+// JobProcs returns the job processes that have not ended: Live without
+// the driver process.
+func (w *Work) JobProcs() []*Proc {
+	var out []*Proc
+	for _, p := range w.Procs {
+		if !p.Ended() && !p.IsDriver() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Driver returns the job's driver process (ended or not), or nil.
+func (w *Work) Driver() *Proc {
+	for _, p := range w.Procs {
+		if p.IsDriver() {
+			return p
+		}
+	}
+	return nil
+}
+
 // Live returns the processes that have not ended.
 func (w *Work) Live() []*Proc {
 	var out []*Proc
@@ -143,7 +172,13 @@ type Proc struct {
 	// OOMKills: processes of its tree the OOM killer killed at its memory
 	// cap (wire.ProcStatus.OOMKills), recorded when it ends.
 	OOMKills uint64 `cbor:"23,keyasint,omitempty"`
+	// Kind is wire.ProcDriver for a job's driver process; "" is the
+	// ordinary process of the work's kind (wire.WorkKind.Proc).
+	Kind wire.ProcKind `cbor:"24,keyasint,omitempty"`
 }
+
+// IsDriver reports whether p is a job's driver process.
+func (p *Proc) IsDriver() bool { return p.Kind == wire.ProcDriver }
 
 // Ended reports whether the process has finished for good.
 func (p *Proc) Ended() bool {
@@ -173,6 +208,10 @@ const (
 	CmdSvcRegister = 13 // register a service (Work with Service)
 	CmdSvcChange   = 14 // change a service (WorkID, Service)
 	CmdDepsMet     = 15 // the services a work waits for are available (WorkID)
+	// CmdDriverItems: items from a job's driver process (ProcID, Items,
+	// Count = the driver's number of the first, Last, Reason = a failure
+	// the agent saw); a chunk applied again adds nothing.
+	CmdDriverItems = 16
 )
 
 // Command is one durable change. Exactly the fields its Type needs are set.
@@ -199,6 +238,8 @@ type Command struct {
 	Config   []byte             `cbor:"16,keyasint,omitempty"`
 	Node     string             `cbor:"17,keyasint,omitempty"`
 	Service  *ServiceChange     `cbor:"18,keyasint,omitempty"`
+	// CmdDriverItems: the driver's {"total": N}, 0 if not said.
+	Total int `cbor:"19,keyasint,omitempty"`
 }
 
 // Node admin states (docs/scheduling.md, Nodes); "" means normal.
@@ -213,6 +254,8 @@ type Assignment struct {
 	Shares      int    `cbor:"2,keyasint"`
 	MemoryLimit int64  `cbor:"3,keyasint"`
 	Instance    int    `cbor:"4,keyasint,omitempty"` // service instance id
+	// Kind is wire.ProcDriver to place a job's driver process.
+	Kind wire.ProcKind `cbor:"5,keyasint,omitempty"`
 }
 
 // Batch is the payload of one Raft log entry: many commands applied in
