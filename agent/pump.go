@@ -321,8 +321,8 @@ func (p *driverPump) run(events <-chan driverEvent) {
 			if p.endAcked {
 				p.log.Info("driver sent its last item", "items", p.base)
 			}
-			p.in.Close() // the driver exits at the end of its stdin
-			p.drainLog(events)
+			p.in.Close()
+			p.finish(events)
 			return
 		}
 		if ask := rep.Room - p.owed - len(p.pending); !p.end && ask > 0 && (p.owed <= 0 || ask >= pumpMinAsk) {
@@ -336,13 +336,28 @@ func (p *driverPump) run(events <-chan driverEvent) {
 	}
 }
 
-// drainLog reads the driver's last lines (they go to its log) until its
-// stdout closes or ctx ends.
-func (p *driverPump) drainLog(events <-chan driverEvent) {
+// pumpExitWait is how long a driver that sent its last item (or whose job
+// needs no more) has to exit by itself before it is stopped.
+const pumpExitWait = 5 * time.Second
+
+// finish reads the driver's last lines (they go to its log) until its
+// stdout closes; a driver that has not exited pumpExitWait later is
+// stopped like a job process that is no longer needed.
+func (p *driverPump) finish(events <-chan driverEvent) {
+	if p.eof {
+		return
+	}
+	t := time.NewTimer(pumpExitWait)
+	defer t.Stop()
 	for {
 		select {
 		case <-p.ctx.Done():
 			return
+		case <-t.C:
+			if p.a != nil && p.a.procs != nil {
+				p.a.stop(p.ctx, p.spec.ID, time.Duration(p.spec.GraceMS)*time.Millisecond, "the driver sent its last work item")
+			}
+			t.Reset(time.Hour)
 		case _, ok := <-events:
 			if !ok {
 				return
