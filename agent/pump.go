@@ -126,7 +126,7 @@ func (a *Agent) launchPump(ctx context.Context, e *pumpEntry, spec wire.ProcSpec
 func (a *Agent) pump(ctx context.Context, spec wire.ProcSpec, started time.Time) {
 	log := a.log.With("proc", spec.ID, "job", spec.WorkID)
 	inPath, outPath := a.procs.Pipes(spec.ID)
-	p := &driverPump{a: a, ctx: ctx, log: log, spec: spec, started: started}
+	p := &driverPump{a: a, ctx: ctx, log: log, spec: spec, started: started, node: a.cfg.Node}
 	// A pump that finds the marker of an earlier one runs in a restarted
 	// agent: the lines the old one had read and not sent are lost, so the
 	// job cannot go on without losing or repeating items.
@@ -164,6 +164,7 @@ func (a *Agent) pump(ctx context.Context, spec wire.ProcSpec, started time.Time)
 // driverPump is the state of one pump.
 type driverPump struct {
 	a       *Agent
+	node    string
 	ctx     context.Context
 	log     *slog.Logger
 	spec    wire.ProcSpec
@@ -188,7 +189,7 @@ func (p *driverPump) call(req wire.DriverRequest, rep *wire.DriverReply) error {
 	if p.callHeadF != nil {
 		return p.callHeadF(p.ctx, req, rep)
 	}
-	return p.a.callHead(p.ctx, wire.MethodDriver, wire.Caller{Node: p.a.cfg.Node}, req, rep)
+	return p.a.callHead(p.ctx, wire.MethodDriver, wire.Caller{Node: p.node}, req, rep)
 }
 
 // fail tells the head that the driver's items cannot be trusted any more.
@@ -196,7 +197,7 @@ func (p *driverPump) fail(why string) {
 	p.log.Error("driver failed", "why", why)
 	var rep wire.DriverReply
 	for p.ctx.Err() == nil {
-		req := wire.DriverRequest{JobID: p.spec.WorkID, ProcID: p.spec.ID, Node: p.a.cfg.Node, Failed: why}
+		req := wire.DriverRequest{JobID: p.spec.WorkID, ProcID: p.spec.ID, Node: p.node, Failed: why}
 		if err := p.call(req, &rep); err == nil || wire.ErrorCode(err) == wire.CodeUsage {
 			return
 		}
@@ -290,7 +291,7 @@ func (p *driverPump) run(events <-chan driverEvent) {
 			bytes += len(p.pending[n]) + 16
 			n++
 		}
-		req := wire.DriverRequest{JobID: p.spec.WorkID, ProcID: p.spec.ID, Node: p.a.cfg.Node, Ready: true, InitMS: p.initMS,
+		req := wire.DriverRequest{JobID: p.spec.WorkID, ProcID: p.spec.ID, Node: p.node, Ready: true, InitMS: p.initMS,
 			Base: p.base, Items: p.pending[:n], End: p.end && n == len(p.pending), Total: p.total}
 		if n == 0 && !p.end && p.owed <= 0 {
 			req.WaitMS = longPollWait.Milliseconds() // wait for room
@@ -354,7 +355,7 @@ func (p *driverPump) finish(events <-chan driverEvent) {
 		case <-p.ctx.Done():
 			return
 		case <-t.C:
-			if p.a != nil && p.a.procs != nil {
+			if p.a != nil {
 				p.a.stop(p.ctx, p.spec.ID, time.Duration(p.spec.GraceMS)*time.Millisecond, "the driver sent its last work item")
 			}
 			t.Reset(time.Hour)
