@@ -31,7 +31,7 @@ import (
 const (
 	pumpChunkItems = 50_000  // items per MethodDriver call at most
 	pumpChunkBytes = 4 << 20 // and about this many bytes
-	pumpMinAsk     = 256     // ask the driver for at least this many while it still owes items
+	pumpMinAsk     = 256     // ask the driver for at least this many (the high-water mark is at least 1000)
 	pumpMarker     = "driver.pump"
 )
 
@@ -326,7 +326,9 @@ func (p *driverPump) run(events <-chan driverEvent) {
 			p.finish(events)
 			return
 		}
-		if ask := rep.Room - p.owed - len(p.pending); !p.end && ask > 0 && (p.owed <= 0 || ask >= pumpMinAsk) {
+		// Ask in batches: a small room fills up again by itself, and the
+		// next long poll returns when the job has room for a batch.
+		if ask := rep.Room - p.owed - len(p.pending); !p.end && ask > 0 && ask >= pumpMinAsk {
 			if _, err := fmt.Fprintf(p.in, "{\"more\": %d}\n", ask); err != nil {
 				p.log.Warn("cannot ask the driver for more items", "err", err)
 				p.sleep()

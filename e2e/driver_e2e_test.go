@@ -203,3 +203,37 @@ func TestDriverMillionItemsBounded(t *testing.T) {
 	t.Logf("%d items through a driver in %s (%.0f items/s); at most %d queued, %d processes, %d samples",
 		n, el.Round(time.Second), float64(n)/el.Seconds(), maxQueued, maxProcs, samples)
 }
+
+// BenchmarkDriverJob100k: 100,000 items produced by a driver process and
+// consumed by a trivial stream worker (compare BenchmarkJobStream100k,
+// the same items from a file).
+func BenchmarkDriverJob100k(b *testing.B) {
+	const n = 100_000
+	py := needPython(b)
+	c := startCluster(b)
+	driver, worker := filepath.Join(c.dir, "driver.py"), filepath.Join(c.dir, "fast.py")
+	for p, src := range map[string]string{driver: testDriver, worker: fastWorker} {
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var total time.Duration
+	b.ResetTimer()
+	for range b.N {
+		out, errs, code := c.ducc("submit", "--driver-executable", py, "--driver-executable-args", fmt.Sprintf("%s %d", driver, n),
+			"--process-executable", py, "--process-executable-args", worker, "--process-memory-size", "1G",
+			"--log-directory", filepath.Join(c.dir, "logs"))
+		if code != 0 {
+			b.Fatalf("submit: %s %s", out, errs)
+		}
+		id := strings.Fields(out)[1]
+		w := c.waitEnd(b, id, 10*time.Minute)
+		if w.Completion != "EndOfJob" || w.Job.Done != n {
+			b.Fatalf("job ended %s: %+v", w.Completion, w.Job)
+		}
+		total += time.UnixMilli(w.EndedAt).Sub(time.UnixMilli(w.SubmittedAt))
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(n*b.N)/total.Seconds(), "items/s")
+	b.ReportMetric(float64(total.Microseconds())/float64(n*b.N), "µs/item")
+}

@@ -23,7 +23,9 @@ func HighWater(pipelines, procs int) int {
 // that the driver is ready, adds the items it produced (numbered, so that
 // a chunk sent again after a failover adds nothing twice), and tells how
 // many more the job wants. With WaitMS it holds the call while the job's
-// queue is at its high-water mark, until items are dispatched.
+// queue is above half its high-water mark, until enough items were
+// dispatched: the driver is then asked for items in batches of at least
+// half the mark, not one small batch per dispatch.
 func (d *Driver) Driver(ctx context.Context, req wire.DriverRequest) (wire.DriverReply, error) {
 	j := d.job(req.JobID)
 	now := d.now()
@@ -70,8 +72,8 @@ func (d *Driver) Driver(ctx context.Context, req wire.DriverRequest) (wire.Drive
 	}
 	deadline := now.Add(min(time.Duration(req.WaitMS)*time.Millisecond, maxWait))
 	for {
-		rep, wait := d.driverRoom(j)
-		if rep.Stop || rep.Room > 0 || wait == nil || !d.now().Before(deadline) {
+		rep, hw, wait := d.driverRoom(j)
+		if rep.Stop || rep.Room >= hw/2 || req.WaitMS <= 0 || !d.now().Before(deadline) {
 			return rep, nil
 		}
 		select {
@@ -85,12 +87,11 @@ func (d *Driver) Driver(ctx context.Context, req wire.DriverRequest) (wire.Drive
 }
 
 // driverRoom says how many items the job has and how many more it would
-// queue, and returns the channel to wait on for dispatches when it wants
-// none.
-func (d *Driver) driverRoom(j *job) (wire.DriverReply, <-chan struct{}) {
+// queue, with the job's high-water mark and the channel closed at the next
+// dispatch.
+func (d *Driver) driverRoom(j *job) (rep wire.DriverReply, hw int, dispatched <-chan struct{}) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	var rep wire.DriverReply
 	rep.Stop = true
 	d.fsm.View(func(v *state.View) {
 		w := v.Work(j.id)
@@ -105,11 +106,8 @@ func (d *Driver) driverRoom(j *job) (wire.DriverReply, <-chan struct{}) {
 			return
 		}
 		rep.Stop = false
-		hw := HighWater(w.Job.Spec.Pipelines, len(w.JobProcs()))
+		hw = HighWater(w.Job.Spec.Pipelines, len(w.JobProcs()))
 		rep.Room = max(hw-d.queued(j, w.Job), 0)
 	})
-	if rep.Stop || rep.Room > 0 {
-		return rep, nil
-	}
-	return rep, j.drained
+	return rep, hw, j.drained
 }
