@@ -252,7 +252,7 @@ func (h *Head) Driver(ctx context.Context, r wire.DriverRequest) (wire.DriverRep
 		// The driver broke the protocol: the job ends DriverProcessFailed.
 		r.Items, r.End, r.Failed = nil, false, fmt.Sprintf("its item %d: %v", r.Base, err)
 	}
-	return h.jd.Driver(ctx, r)
+	return h.jd.Pump(ctx, r)
 }
 
 // Exchange serves the agents feeding job processes.

@@ -28,7 +28,7 @@
 // process protocol", is the contract with the driver. The orchestrator
 // places the driver (a process of kind wire.ProcDriver, one small FIXED_SHARE
 // allocation) before any job process; the agent that runs it pumps its
-// items here (wire.MethodDriver, Driver): the call says the driver is ready,
+// items here (wire.MethodDriver, Pump): the call says the driver is ready,
 // carries the items it printed since the last call in a chunk numbered by
 // its first item (DriverRequest.Base), and learns how many more items the
 // job wants now (DriverReply.Room): HighWater, max(1000, 4 × pipelines ×

@@ -19,14 +19,14 @@ func HighWater(pipelines, procs int) int {
 	return max(minHighWater, 4*max(pipelines, 1)*procs)
 }
 
-// Driver serves the agent that pumps a job's driver process: it records
+// Pump serves the agent that pumps a job's driver process: it records
 // that the driver is ready, adds the items it produced (numbered, so that
 // a chunk sent again after a failover adds nothing twice), and tells how
 // many more the job wants. With WaitMS it holds the call while the job's
 // queue is above half its high-water mark, until enough items were
 // dispatched: the driver is then asked for items in batches of at least
 // half the mark, not one small batch per dispatch.
-func (d *Driver) Driver(ctx context.Context, req wire.DriverRequest) (wire.DriverReply, error) {
+func (d *Driver) Pump(ctx context.Context, req wire.DriverRequest) (wire.DriverReply, error) {
 	j := d.job(req.JobID)
 	now := d.now()
 	var p state.Proc

@@ -42,7 +42,7 @@ func items(from, n int) []string {
 func drive(t *testing.T, d *Driver, req wire.DriverRequest) wire.DriverReply {
 	t.Helper()
 	req.JobID, req.ProcID, req.Ready = 1, "1.1", true
-	rep, err := d.Driver(context.Background(), req)
+	rep, err := d.Pump(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestDriverBackPressure(t *testing.T) {
 	// (its clock never passes the deadline: it returns on the dispatch).
 	got := make(chan wire.DriverReply, 1)
 	go func() {
-		rep, _ := d.Driver(ctx, wire.DriverRequest{JobID: 1, ProcID: "1.1", Ready: true, Base: 1010, WaitMS: 1000})
+		rep, _ := d.Pump(ctx, wire.DriverRequest{JobID: 1, ProcID: "1.1", Ready: true, Base: 1010, WaitMS: 1000})
 		got <- rep
 	}()
 	ex(t, d, "1.2", 600, nil) // it says it holds none of its 10: they go back to the queue
@@ -115,11 +115,11 @@ func TestDriverBackPressure(t *testing.T) {
 func TestDriverRefusals(t *testing.T) {
 	f, app, c := setupDriven(t, wire.JobSpec{})
 	d := New(f, app, c.now, slog.Default())
-	if _, err := d.Driver(context.Background(), wire.DriverRequest{JobID: 1, ProcID: "1.7", Ready: true}); wire.ErrorCode(err) != wire.CodeUsage {
+	if _, err := d.Pump(context.Background(), wire.DriverRequest{JobID: 1, ProcID: "1.7", Ready: true}); wire.ErrorCode(err) != wire.CodeUsage {
 		t.Errorf("unknown driver process: %v", err)
 	}
 	drive(t, d, wire.DriverRequest{})
-	if _, err := d.Driver(context.Background(), wire.DriverRequest{JobID: 1, ProcID: "1.1", Base: 5, Items: items(5, 1)}); wire.ErrorCode(err) != wire.CodeUsage {
+	if _, err := d.Pump(context.Background(), wire.DriverRequest{JobID: 1, ProcID: "1.1", Base: 5, Items: items(5, 1)}); wire.ErrorCode(err) != wire.CodeUsage {
 		t.Errorf("a gap: %v", err)
 	}
 	app.Apply(context.Background(), state.Command{Type: state.CmdCancel, Time: 9, WorkID: 1, By: "u"})
