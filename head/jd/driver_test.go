@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/head/state/statetest"
@@ -129,6 +131,28 @@ func TestDriverRefusals(t *testing.T) {
 	f.View(func(v *state.View) {
 		if n := len(v.Work(1).Job.Items); n != 0 {
 			t.Errorf("a canceled job took %d items", n)
+		}
+	})
+}
+
+// A driver that does not say ready within process_initialization_time_max
+// is stopped, and the job ends DriverInitializationFailure saying so.
+func TestDriverInitTimeLimit(t *testing.T) {
+	f, app, c := setupDriven(t, wire.JobSpec{InitTimeMaxMS: 1000})
+	d := New(f, app, c.now, slog.New(slog.DiscardHandler))
+	c.t = time.UnixMilli(3).Add(500 * time.Millisecond)
+	d.Tick(context.Background(), c.t)
+	c.t = c.t.Add(time.Second)
+	d.Tick(context.Background(), c.t)
+	f.View(func(v *state.View) {
+		if p := v.Work(1).Procs[0]; !p.Stop || !p.StopCounts {
+			t.Fatalf("the driver was not stopped: %+v", p)
+		}
+	})
+	app.Apply(context.Background(), state.Command{Type: state.CmdProc, Time: 9, Proc: &wire.ProcStatus{ID: "1.1", WorkID: 1, State: wire.ProcExited, ExitCode: -1, Signal: "SIGTERM", Reason: "killed by SIGTERM"}})
+	f.View(func(v *state.View) {
+		if w := v.Work(1); w.Completion != state.CompletionDriverInitFailure || !strings.Contains(w.Reason, "did not initialize within 1s") {
+			t.Errorf("job ended %s %q", w.Completion, w.Reason)
 		}
 	})
 }

@@ -570,7 +570,7 @@ func (d *Driver) Tick(ctx context.Context, now time.Time) {
 			}
 			limit := time.Duration(w.Job.Spec.InitTimeMaxMS) * time.Millisecond
 			for _, p := range w.Live() {
-				if p.IsDriver() || p.Stop || p.ReadyAt != 0 || p.StartedAt == 0 || now.Sub(time.UnixMilli(p.StartedAt)) <= limit {
+				if p.Stop || p.ReadyAt != 0 || p.StartedAt == 0 || now.Sub(time.UnixMilli(p.StartedAt)) <= limit {
 					continue
 				}
 				cmds = append(cmds, state.Command{Type: state.CmdStopProc, Time: now.UnixMilli(), WorkID: w.ID, ProcID: p.ID,
