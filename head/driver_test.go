@@ -25,6 +25,9 @@ func TestSubmitJobWithDriver(t *testing.T) {
 		t.Fatalf("first process %+v, want the driver", drv)
 	}
 	f.report(t, "n1", wire.ProcStatus{ID: drv.ID, WorkID: id, State: wire.ProcRunning, PID: 7, Node: "n1"})
+	if info := f.show(t, id); info.State != state.StateWaitingForDriver || info.Reason != "driver process "+drv.ID+" is initializing" {
+		t.Errorf("before the driver is ready: %s %q", info.State, info.Reason)
+	}
 	var rep wire.DriverReply
 	f.mustCall(t, wire.MethodDriver, root, wire.DriverRequest{JobID: id, ProcID: drv.ID, Node: "n1", Ready: true, Items: []string{"x", "y"}}, &rep)
 	if rep.Have != 2 || rep.Room != 998 || rep.Stop {

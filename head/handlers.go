@@ -210,6 +210,12 @@ func (h *Head) info(c wire.Caller, w *state.Work) wire.WorkInfo {
 		if p := h.orch.Pending(w.ID); p != "" {
 			info.Reason = p
 		}
+		if w.State == state.StateWaitingForDriver && info.Reason == "" {
+			info.Reason = "placing the driver process"
+			if d := w.Driver(); d != nil {
+				info.Reason = "driver process " + d.ID + " is initializing"
+			}
+		}
 		if w.State == state.StateWaitingForServices {
 			info.Reason = h.sm.Waiting(w.ID)
 			if info.Reason == "" {
