@@ -24,9 +24,10 @@ import (
 // stdin only while the head has room for them (DriverReply.Room: the job's
 // queue is under its high-water mark), reads up to N {"item": "..."} lines
 // back and sends them to the head in numbered chunks (MethodDriver), until
-// the driver prints {"end": true}; then it closes the driver's stdin and
-// the driver exits. Neither the pump nor the head ever holds more than
-// about a high-water mark of items that no job process has taken.
+// the driver prints {"end": true} and exits (one still running a few seconds
+// after the head has every item is stopped). Neither the pump nor the head
+// ever holds more than about a high-water mark of items that no job process
+// has taken.
 
 const (
 	pumpChunkItems = 50_000  // items per MethodDriver call at most
