@@ -8,7 +8,7 @@ import (
 func TestDriverKeys(t *testing.T) {
 	for _, tc := range []struct {
 		name, props, err string
-		check           func(t *testing.T, j *Job)
+		check            func(t *testing.T, j *Job)
 	}{
 		{name: "driver", props: "process_executable = w\ndriver_executable = /opt/reader\ndriver_executable_args = --corpus \"/data/c 1\"\ndriver_memory_size = 1G\n",
 			check: func(t *testing.T, j *Job) {

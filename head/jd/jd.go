@@ -42,7 +42,7 @@ type job struct {
 	inflight map[int]flight // item → holder
 	procs    map[string]*jproc
 	notify   chan struct{}
-	drained  chan struct{} // closed when items are handed out (a driver process may send more)
+	drained  chan struct{}   // closed when items are handed out (a driver process may send more)
 	timedOut map[int]string  // item → timeout text, for items whose process is being killed
 	killing  map[string]bool // processes being killed for a timeout
 }

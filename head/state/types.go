@@ -11,14 +11,16 @@ const (
 	StateReceived            = "Received"
 	StateWaitingForServices  = "WaitingForServices"
 	StateWaitingForResources = "WaitingForResources"
-	// StateWaitingForDriver: a job's driver process is being placed, started
-	// or initialized (docs/jobs.md, "Driver process protocol").
-	StateWaitingForDriver = "WaitingForDriver"
 	StateAssigned            = "Assigned"
 	StateInitializing        = "Initializing"
 	StateRunning             = "Running"
 	StateCompleting          = "Completing"
 	StateCompleted           = "Completed"
+
+	// StateWaitingForDriver: a job's driver process is being placed, started
+	// or initialized (docs/jobs.md, "Driver process protocol"); it comes
+	// before WaitingForResources.
+	StateWaitingForDriver = "WaitingForDriver"
 )
 
 // Completion reasons (docs/jobs.md).
