@@ -44,6 +44,7 @@ type Agent struct {
 	starting *busySet       // processes being started
 	stopping *busySet       // processes being stopped
 	feeders  *feeders       // job processes being fed
+	pumps    *pumps         // driver processes being pumped
 	obs      *agentObs      // metrics
 	joiner   *joiner        // keeps us connected to the join peers
 	inc      *incarnation   // the cluster incarnation followed
@@ -71,7 +72,7 @@ func New(cfg *Config, version string, logger *slog.Logger) (*Agent, error) {
 		cfg: cfg, version: version, log: logger.With("component", "agent", "node", cfg.Node), lock: lock,
 		base: logger.With("node", cfg.Node), obs: newAgentObs(version),
 		desire: make(chan wire.DesiredState, 1), leader: newLeaderTracker(), ledger: led,
-		starting: newBusySet(), stopping: newBusySet(), feeders: newFeeders(), inc: inc,
+		starting: newBusySet(), stopping: newBusySet(), feeders: newFeeders(), inc: inc, pumps: newPumps(),
 	}, nil
 }
 
@@ -234,11 +235,12 @@ func (a *Agent) onExit(st proc.Status) {
 	}
 	a.obs.agent.ProcEnded(st.OOMKills)
 	ps := toWire(st, a.cfg.Node)
-	a.ledger.ended(ps)
 	a.feeders.stop(st.ID)
 	a.bg.Add(1)
 	go func() {
 		defer a.bg.Done()
+		a.driverExited(&ps) // a driver's last items go first
+		a.ledger.ended(ps)
 		a.report(context.Background(), []wire.ProcStatus{ps})
 	}()
 }

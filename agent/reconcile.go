@@ -79,6 +79,8 @@ func (a *Agent) reconcile(ctx context.Context, ds wire.DesiredState) {
 			a.start(ctx, spec)
 		case !spec.Stop && running && st.State == proc.Running && spec.Kind == wire.ProcJob:
 			a.startFeeder(ctx, spec, st) // a re-adopted job process
+		case !spec.Stop && running && st.State == proc.Running && spec.Kind == wire.ProcDriver:
+			a.startPump(ctx, spec, st.StartedAt) // a re-adopted driver process
 		}
 	}
 	for id, st := range have {
@@ -110,6 +112,15 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 			a.log.Warn("bad umask from the head; using 0022", "proc", spec.ID, "umask", spec.Umask)
 		}
 	}
+	var pe *pumpEntry
+	if spec.Kind == wire.ProcDriver {
+		ps.Stdin = true // the agent pumps its items over FIFOs
+		// Registered first: a driver that fails at once is reported with
+		// the end of its log, after its pump saw its output.
+		if pe = a.pumps.register(spec.ID, spec.UID); pe == nil {
+			return
+		}
+	}
 	if spec.Kind == wire.ProcJob {
 		ps.Stdin = true // the agent feeds items over FIFOs
 		if spec.Protocol == wire.ProtocolExec {
@@ -120,6 +131,10 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 		}
 	}
 	st, err := a.procs.Start(ctx, ps)
+	if pe != nil && (err != nil || st.State != proc.Running) {
+		close(pe.done) // no pump will run
+		a.pumps.take(spec.ID)
+	}
 	if err != nil {
 		// The process manager could not even try (e.g. the data dir is
 		// unwritable): report a launch failure so the work does not hang.
@@ -135,6 +150,9 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 		a.log.Info("process started", "proc", spec.ID, "pid", st.PID, "user", spec.User, "memory_limit", spec.MemoryLimit)
 		if spec.Kind == wire.ProcJob {
 			a.startFeeder(ctx, spec, st)
+		}
+		if pe != nil {
+			a.launchPump(ctx, pe, spec, st.StartedAt)
 		}
 		a.report(ctx, []wire.ProcStatus{toWire(st, a.cfg.Node)})
 	}

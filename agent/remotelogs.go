@@ -17,7 +17,7 @@ import (
 
 // logName is the file name of a process log:
 // <work id>-<TYPE>-<node>-<pid>.log (docs/operations.md).
-var logName = regexp.MustCompile(`^([0-9]+)-(` + string(wire.ProcJob) + `|` + string(wire.ProcService) + `|` + string(wire.ProcPOP) + `)-(.+)-[0-9]+\.log$`)
+var logName = regexp.MustCompile(`^([0-9]+)-(` + string(wire.ProcJob) + `|` + string(wire.ProcService) + `|` + string(wire.ProcPOP) + `|` + string(wire.ProcDriver) + `)-(.+)-[0-9]+\.log$`)
 
 // servableLog checks that path is the log of process procID on this node,
 // so that a peer can read process logs and nothing else.

@@ -97,7 +97,7 @@ func (h *Head) checkSubmit(c wire.Caller, class string, memory int64) error {
 			if w.Class != class {
 				continue
 			}
-			mem := w.Memory * int64(max(len(w.Live()), 1))
+			mem := w.Memory * int64(max(len(w.JobProcs()), 1)) // job processes: a driver process is small and fixed
 			if w.User == c.User {
 				usage.User.Jobs++
 				usage.User.Memory += mem

@@ -33,7 +33,7 @@ func TestUnknownMethodAndMalformedBody(t *testing.T) {
 	// A body that is not the request of the method is a usage error, for
 	// every method that reads one.
 	for _, m := range []string{wire.MethodRun, wire.MethodCancel, wire.MethodShow, wire.MethodWait, wire.MethodJobs,
-		wire.MethodSubmit, wire.MethodItems, wire.MethodResults, wire.MethodExchange, wire.MethodReserve,
+		wire.MethodSubmit, wire.MethodItems, wire.MethodResults, wire.MethodExchange, wire.MethodDriver, wire.MethodReserve,
 		wire.MethodReconfigure, wire.MethodNodeAdmin, wire.MethodServiceRegister, wire.MethodServiceControl,
 		wire.MethodServiceQuery, wire.MethodReport} {
 		t.Run(m, func(t *testing.T) {

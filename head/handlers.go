@@ -264,6 +264,12 @@ func (h *Head) info(c wire.Caller, w *state.Work) wire.WorkInfo {
 		if p := h.orch.Pending(w.ID); p != "" {
 			info.Reason = p
 		}
+		if w.State == state.StateWaitingForDriver && info.Reason == "" {
+			info.Reason = "placing the driver process"
+			if d := w.Driver(); d != nil {
+				info.Reason = "driver process " + d.ID + " is initializing"
+			}
+		}
 		if w.State == state.StateWaitingForServices {
 			info.Reason = h.sm.Waiting(w.ID)
 			if info.Reason == "" {
@@ -281,7 +287,7 @@ func (h *Head) info(c wire.Caller, w *state.Work) wire.WorkInfo {
 		pi := wire.ProcInfo{
 			ID: p.ID, Node: p.Node, State: p.State, PID: p.PID, MemoryLimit: p.MemoryLimit,
 			StartedAt: p.StartedAt, EndedAt: p.EndedAt, ExitCode: p.ExitCode, Reason: p.Reason, LogPath: p.LogPath,
-			OOMKills: p.OOMKills,
+			OOMKills: p.OOMKills, Kind: p.Kind,
 		}
 		if live, ok := h.orch.Live(p.ID); ok {
 			pi.RSS, pi.CPUSeconds = live.RSS, live.CPUSeconds

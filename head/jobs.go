@@ -32,6 +32,23 @@ func (h *Head) SubmitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobReq
 	if err := spec.CheckItems(r.Items); err != nil {
 		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "%v", err)
 	}
+	driverClass := ""
+	if s.DriverExecutable != "" {
+		if len(r.Items) > 0 || r.More {
+			return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "a job with a driver_executable gets its items from the driver process; send none")
+		}
+		dc, err := driverClassOf(sc, class)
+		if err != nil {
+			return wire.SubmitReply{}, err
+		}
+		if s.DriverMemory == 0 {
+			s.DriverMemory = wire.DefaultDriverMemory
+		}
+		if err := h.fitsSomeNode(s.DriverMemory, sc.Quantum(dc.Nodepool)); err != nil {
+			return wire.SubmitReply{}, err
+		}
+		driverClass = dc.Name
+	}
 	if err := h.checkSubmit(c, class.Name, s.Memory); err != nil {
 		return wire.SubmitReply{}, err
 	}
@@ -52,7 +69,7 @@ func (h *Head) SubmitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobReq
 		Kind: wire.WorkJob, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: s.Memory, Path: s.Executable, Args: s.Args, Env: jobEnv(c, s),
 		Dir: dir, LogDir: s.LogDirectory, Description: s.Description, MachineList: s.MachineList,
-		Job: &state.Job{Spec: s}, Deps: s.ServiceDependency, Umask: s.Umask,
+		Job: &state.Job{Spec: s, DriverClass: driverClass}, Deps: s.ServiceDependency, Umask: s.Umask,
 		ShareGroup: s.ShareGroup, ShareGID: s.ShareGID,
 	}
 	if s.WorkerProtocol == wire.ProtocolExec {
@@ -86,6 +103,20 @@ func jobEnv(c wire.Caller, s wire.JobSpec) []string {
 	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "USER=" + c.User, "LOGNAME=" + c.User,
 		"DUCC_PIPELINES=" + strconv.Itoa(max(s.Pipelines, 1))}
 	return append(env, s.Environment...)
+}
+
+// driverClassOf picks the class of a job's driver process (DUCC's JD
+// share, a small FIXED allocation): the job's own class when it is
+// FIXED_SHARE, else the default FIXED_SHARE class.
+func driverClassOf(sc *rm.Config, job *rm.Class) (*rm.Class, error) {
+	if job.Policy == rm.FixedShare {
+		return job, nil
+	}
+	c, err := sc.DefaultClass(rm.FixedShare)
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeUsage, "a driver process runs in a FIXED_SHARE class: %v", err)
+	}
+	return c, nil
 }
 
 // jobClass resolves the class of a job: FAIR_SHARE or FIXED_SHARE.
@@ -207,7 +238,10 @@ func (h *Head) jobInfo(w *state.Work, info *wire.WorkInfo) {
 	}
 	st := w.Job.Stats()
 	st.Dispatched = h.jd.InFlight(w.ID)
-	st.Processes = len(w.Live())
+	if q, _, ok := h.jd.Demand(w.ID); ok && !w.Ended() {
+		st.Queued = q
+	}
+	st.Processes = len(w.JobProcs())
 	if w.Ended() {
 		h.rates.forget(w.ID)
 	} else {
@@ -227,6 +261,15 @@ func (h *Head) jobInfo(w *state.Work, info *wire.WorkInfo) {
 			info.State = state.StateCompleting
 		}
 	}
+}
+
+// Driver serves the agents pumping driver processes (docs/jobs.md).
+func (h *Head) Driver(ctx context.Context, r wire.DriverRequest) (wire.DriverReply, error) {
+	if err := spec.CheckItems(r.Items); err != nil {
+		// The driver broke the protocol: the job ends DriverProcessFailed.
+		r.Items, r.End, r.Failed = nil, false, fmt.Sprintf("its item %d: %v", r.Base, err)
+	}
+	return h.jd.Pump(ctx, r)
 }
 
 // Exchange serves the agents feeding job processes.

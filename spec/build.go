@@ -62,6 +62,12 @@ func BuildJob(raw Raw, cwd string) (*Job, error) {
 	if j.InputFile != "" && j.HaveItems {
 		return nil, errors.New("both input_file and input_items are given: keep one")
 	}
+	if j.Spec.DriverExecutable != "" && (j.InputFile != "" || j.HaveItems) {
+		return nil, errors.New("driver_executable produces the work items: drop input_file and input_items (a job has one item source)")
+	}
+	if j.Spec.DriverExecutable == "" && len(j.Spec.DriverArgs) > 0 {
+		return nil, errors.New("driver_executable_args needs a driver_executable")
+	}
 	if j.CancelOnInterrupt {
 		j.Wait = true
 	}

@@ -54,6 +54,9 @@ func ValidateJob(s wire.JobSpec) error {
 	if s.Executable == "" {
 		return errors.New("process_executable is required: the worker command that processes the items")
 	}
+	if s.DriverExecutable == "" && len(s.DriverArgs) > 0 {
+		return errors.New("driver_executable_args needs a driver_executable")
+	}
 	j := Job{Spec: s}
 	return checkFields(KindJob, &j)
 }

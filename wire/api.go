@@ -129,6 +129,8 @@ type ProcInfo struct {
 	// OOMKills counts the processes of its tree the OOM killer killed at
 	// its memory cap (ProcStatus.OOMKills); the reason says so too.
 	OOMKills uint64 `cbor:"16,keyasint,omitempty" json:"oom_kills,omitempty"`
+	// Kind is ProcDriver for a job's driver process, "" otherwise.
+	Kind ProcKind `cbor:"17,keyasint,omitempty" json:"kind,omitempty"`
 }
 
 // WorkInfo describes one piece of work (job, managed reservation, ...).

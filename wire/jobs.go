@@ -8,6 +8,7 @@ const (
 	MethodItems    = "items"       // ItemsRequest → Empty (more items of a submission)
 	MethodResults  = "results"     // ResultsRequest → ResultsReply
 	MethodExchange = "jd.exchange" // ExchangeRequest → ExchangeReply (agent ↔ job driver)
+	MethodDriver   = "jd.driver"   // DriverRequest → DriverReply (agent pumping a driver process ↔ job driver)
 )
 
 // Worker protocols.
@@ -49,6 +50,51 @@ type JobSpec struct {
 	// is its gid, looked up by the CLI on the submitter's node.
 	ShareGroup string `cbor:"40,keyasint,omitempty" json:"share_with_group,omitempty"`
 	ShareGID   uint32 `cbor:"41,keyasint,omitempty" json:"share_gid,omitempty"`
+	// DriverExecutable, when set, is the job's driver process: it produces
+	// the work items over the driver protocol (docs/jobs.md) instead of the
+	// submitter sending them. DriverMemory is its memory cap in bytes.
+	DriverExecutable string   `cbor:"21,keyasint,omitempty" json:"driver_executable,omitempty"`
+	DriverArgs       []string `cbor:"22,keyasint,omitempty" json:"driver_executable_args,omitempty"`
+	DriverMemory     int64    `cbor:"23,keyasint,omitempty" json:"driver_memory_size,omitempty"`
+}
+
+// DefaultDriverMemory is a driver process's memory cap when the spec
+// gives none.
+const DefaultDriverMemory = 512 << 20
+
+// DriverRequest is the call of the agent that runs a job's driver process
+// (docs/jobs.md, "Driver process protocol"): it says the driver is ready,
+// hands over the items it produced since its last call, and learns how
+// many more the job driver wants. Base numbers the items: Items[0] is the
+// driver's item Base (0 is its first), so a chunk sent again (the answer
+// was lost in a failover) is not added twice.
+type DriverRequest struct {
+	JobID  uint64   `cbor:"1,keyasint"`
+	ProcID string   `cbor:"2,keyasint"`
+	Node   string   `cbor:"3,keyasint"`
+	Ready  bool     `cbor:"4,keyasint,omitempty"` // the driver said {"ready": true}
+	InitMS int64    `cbor:"5,keyasint,omitempty"` // how long its initialization took
+	Base   int      `cbor:"6,keyasint,omitempty"`
+	Items  []string `cbor:"7,keyasint,omitempty"`
+	End    bool     `cbor:"8,keyasint,omitempty"` // the driver said {"end": true}: these are the last items
+	Total  int      `cbor:"9,keyasint,omitempty"` // the driver's {"total": N}, 0 if not said
+	// WaitMS lets the job driver hold the call this long while the job
+	// has enough items queued (long poll).
+	WaitMS int64 `cbor:"10,keyasint,omitempty"`
+	// Failed says the agent lost track of the driver's items (it
+	// restarted while the driver ran): the job ends DriverProcessFailed.
+	Failed string `cbor:"11,keyasint,omitempty"`
+}
+
+// DriverReply answers a DriverRequest. Have is how many of the driver's
+// items the job has: the Base of the next chunk. Room is how many more
+// items the job driver would queue now (the high-water mark less the
+// items queued); Stop means the job needs no more items (it ended or is
+// being canceled): stop asking the driver.
+type DriverReply struct {
+	Have int  `cbor:"1,keyasint"`
+	Room int  `cbor:"2,keyasint,omitempty"`
+	Stop bool `cbor:"3,keyasint,omitempty"`
 }
 
 // SubmitJobRequest submits a job with its first chunk of items. With More
@@ -111,6 +157,8 @@ type JobStats struct {
 	Pipelines  int     `cbor:"13,keyasint,omitempty" json:"pipelines,omitempty"`
 	Protocol   string  `cbor:"14,keyasint,omitempty" json:"worker_protocol,omitempty"`
 	InitMeanMS float64 `cbor:"15,keyasint,omitempty" json:"init_mean_ms,omitempty"`
+	// Queued is how many items wait to be handed out (not in flight).
+	Queued int `cbor:"16,keyasint,omitempty" json:"queued,omitempty"`
 }
 
 // WorkItem is one item handed to a job process.

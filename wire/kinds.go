@@ -22,6 +22,9 @@ const (
 	ProcJob     ProcKind = "JP"  // a job process, fed work items by the agent
 	ProcService ProcKind = "SVC" // a service instance
 	ProcPOP     ProcKind = "POP" // the one process of a managed reservation ("plain old process")
+	// ProcDriver is a job's driver process (DUCC's JD): it produces the
+	// job's work items over the driver protocol of docs/jobs.md.
+	ProcDriver ProcKind = "JD"
 )
 
 // Proc is the kind of the processes of a work of kind k. Reservations run

@@ -92,6 +92,7 @@ func methodTable() []Method {
 		// Agent → head.
 		m(MethodReport, FromAgent, ro, newOf[Report](), newOf[Empty]()),
 		m(MethodExchange, FromAgent, rw, newOf[ExchangeRequest](), newOf[ExchangeReply]()),
+		m(MethodDriver, FromAgent, rw, newOf[DriverRequest](), newOf[DriverReply]()),
 		m(MethodRaftJoin, FromAgent, rw, newOf[Empty](), newOf[Empty]()),
 		m(MethodLogAccess, FromAgent, ro, newOf[IDRequest](), newOf[LogAccess]()),
 		// Head → agent.

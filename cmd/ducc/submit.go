@@ -40,7 +40,8 @@ follow '--'.
 
 Work items are lines of text: from --input-file FILE (or input_file in the spec),
 else input_items (YAML), else standard input when it is not a terminal. Empty
-lines are skipped.
+lines are skipped. Or a driver process produces them: driver_executable
+(docs/jobs.md, "Driver process protocol").
 
 The job runs in the current directory unless working_directory says otherwise,
 with no environment beyond PATH, HOME and USER and what 'environment' lists.
@@ -63,22 +64,31 @@ See docs/jobs.md for the keys and the worker protocols.`,
 			if err != nil {
 				return err
 			}
-			src, closeSrc, err := openItems(jr, cmd.InOrStdin())
-			if err != nil {
-				return err
-			}
-			if file != "" && jr.InputFile == "" && !jr.HaveItems {
-				src = &notEmpty{src: src, file: file}
-			}
-			defer closeSrc()
 			c := newClient(g)
 			ctx := cmd.Context()
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			id, _, err := submitJob(ctx, c, jr.Spec, src, cmd.ErrOrStderr())
-			if err != nil {
-				return err
+			var id uint64
+			if jr.Spec.DriverExecutable != "" {
+				// The driver process produces the items (docs/jobs.md).
+				var rep wire.SubmitReply
+				if err := c.call(ctx, wire.MethodSubmit, wire.SubmitJobRequest{Spec: jr.Spec}, &rep); err != nil {
+					return err
+				}
+				id = rep.ID
+			} else {
+				src, closeSrc, err := openItems(jr, cmd.InOrStdin())
+				if err != nil {
+					return err
+				}
+				if file != "" && jr.InputFile == "" && !jr.HaveItems {
+					src = &notEmpty{src: src, file: file}
+				}
+				defer closeSrc()
+				if id, _, err = submitJob(ctx, c, jr.Spec, src, cmd.ErrOrStderr()); err != nil {
+					return err
+				}
 			}
 			if jr.AttachConsole {
 				fmt.Fprintf(cmd.ErrOrStderr(), "ducc: attach_console is not supported; follow a job process with 'ducc logs %d -f'\n", id)

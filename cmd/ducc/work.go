@@ -280,7 +280,11 @@ func printWork(w io.Writer, x wire.WorkInfo) {
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  ID\tNODE\tPID\tSTATE\tLIMIT\tRSS\tEXIT\tREASON\tLOG")
 	for _, p := range x.Procs {
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", p.ID, p.Node, p.PID, p.State,
+		id := p.ID
+		if p.Kind == wire.ProcDriver {
+			id += " (driver)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", id, p.Node, p.PID, p.State,
 			units.FormatSize(p.MemoryLimit), units.FormatSize(int64(p.RSS)), p.ExitCode, p.Reason, p.LogPath)
 	}
 	tw.Flush()

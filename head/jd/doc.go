@@ -20,4 +20,28 @@
 // first outcome, so an item redone elsewhere counts once), and its failures
 // are dropped (the item was re-queued without counting an attempt). An
 // answer takes an item out of flight only for the process that holds it.
+//
+// # Driver processes
+//
+// A job may get its items from a driver process (DUCC's job driver with the
+// user's collection reader) instead of its submitter; docs/jobs.md, "Driver
+// process protocol", is the contract with the driver. The orchestrator
+// places the driver (a process of kind wire.ProcDriver, one small FIXED_SHARE
+// allocation) before any job process; the agent that runs it pumps its
+// items here (wire.MethodDriver, Pump): the call says the driver is ready,
+// carries the items it printed since the last call in a chunk numbered by
+// its first item (DriverRequest.Base), and learns how many more items the
+// job wants now (DriverReply.Room): HighWater, max(1000, 4 × pipelines ×
+// job processes), less the items queued and not yet handed out. The agent
+// asks the driver for no more than that, so neither the head nor the agent
+// ever holds more than about a high-water mark of undispatched items. With
+// WaitMS the call waits while the queue is full, until items are handed out.
+//
+// The chunks go through Raft (state.CmdDriverItems), where a chunk applied
+// again adds only the items the job does not have yet: after a failover the
+// agent sends again the chunk whose answer it did not get, and the new head
+// neither loses nor duplicates an item. The last chunk (End) commits the job
+// like the last chunk of a submission. A driver that ends before it is
+// ready, or before its last chunk, ends the job (state.CompletionDriverInitFailure,
+// state.CompletionDriverFailed); it is not restarted.
 package jd

@@ -42,6 +42,7 @@ type job struct {
 	inflight map[int]flight // item → holder
 	procs    map[string]*jproc
 	notify   chan struct{}
+	drained  chan struct{}   // closed when items are handed out (a driver process may send more)
 	timedOut map[int]string  // item → timeout text, for items whose process is being killed
 	killing  map[string]bool // processes being killed for a timeout
 }
@@ -69,7 +70,7 @@ func (d *Driver) job(id uint64) *job {
 	defer d.mu.Unlock()
 	j := d.jobs[id]
 	if j == nil {
-		j = &job{id: id, inflight: map[int]flight{}, procs: map[string]*jproc{}, notify: make(chan struct{}), timedOut: map[int]string{}, killing: map[string]bool{}}
+		j = &job{id: id, inflight: map[int]flight{}, procs: map[string]*jproc{}, notify: make(chan struct{}), drained: make(chan struct{}), timedOut: map[int]string{}, killing: map[string]bool{}}
 		// Items retried before the failover go first.
 		d.fsm.View(func(v *state.View) {
 			if w := v.Work(id); w != nil && w.Job != nil {
@@ -314,7 +315,7 @@ func (d *Driver) gateOpen(j *job, w *state.Work, now time.Time) bool {
 		return true
 	}
 	for _, p := range w.Procs {
-		if p.Ended() || p.ReadyAt == 0 {
+		if p.Ended() || p.ReadyAt == 0 || p.IsDriver() {
 			continue
 		}
 		if jp := j.procs[p.ID]; jp == nil || !jp.reported {
@@ -346,6 +347,10 @@ func (d *Driver) take(j *job, items []state.Item, proc string, n int, now time.T
 			continue
 		}
 		give(i)
+	}
+	if len(out) > 0 {
+		close(j.drained)
+		j.drained = make(chan struct{})
 	}
 	return out
 }

@@ -101,6 +101,11 @@ func procSpec(w *state.Work, p *state.Proc, grace time.Duration) wire.ProcSpec {
 	if w.Job != nil {
 		ps.Protocol, ps.Pipelines = w.Job.Spec.WorkerProtocol, w.Job.Spec.Pipelines
 	}
+	if p.IsDriver() {
+		// The job's driver process (docs/jobs.md): the job's environment,
+		// directory and logs, its own command.
+		ps.Kind, ps.Path, ps.Args, ps.Protocol, ps.Pipelines = wire.ProcDriver, w.Job.Spec.DriverExecutable, w.Job.Spec.DriverArgs, "", 0
+	}
 	if w.Kind == wire.WorkService {
 		// Stable instance ids (docs/services.md): in the environment and in place
 		// of ${DUCC_SERVICE_INSTANCE} in the arguments.

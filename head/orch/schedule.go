@@ -27,13 +27,40 @@ const (
 
 func svcKey(id uint64, inst int) uint64 { return svcBit | id<<svcInstBits | uint64(inst) }
 
+// A job's driver process is an rm work of its own (one FIXED_SHARE
+// process, like a managed reservation) under the synthetic id drvBit | job
+// id.
+const drvBit = uint64(1) << 62
+
+func drvKey(id uint64) uint64 { return drvBit | id }
+
 // fromKey maps an rm work id back to the work and, for services, the
 // instance.
 func fromKey(k uint64) (id uint64, inst int) {
 	if k&svcBit == 0 {
-		return k, 0
+		return k &^ drvBit, 0
 	}
 	return (k &^ svcBit) >> svcInstBits, int(k & svcInstMask)
+}
+
+// isDriverKey reports whether an rm work id is a job's driver process.
+func isDriverKey(k uint64) bool { return k&svcBit == 0 && k&drvBit != 0 }
+
+// driverWork adds the rm work of a job's driver process: the one that
+// runs, or the one to place while the job waits for its driver. A driver
+// is placed once: one that ended ends the job unless it had sent every
+// item (docs/jobs.md).
+func driverWork(w *state.Work, in *rm.Input) {
+	j := w.Job
+	rw := rm.Work{ID: drvKey(w.ID), Kind: rm.ManagedReservation, User: w.User, Class: j.DriverClass,
+		Memory: j.Spec.DriverMemory, SubmitTime: time.UnixMilli(w.SubmittedAt), MachineList: w.MachineList}
+	switch dr := w.Driver(); {
+	case dr != nil && !dr.Ended():
+		rw.Procs = []rm.Proc{rmProc(w, dr)}
+	case dr != nil || w.Canceling || j.Committed:
+		return
+	}
+	in.Work = append(in.Work, rw)
 }
 
 // rmProc turns a live process into the scheduler's view of it.
@@ -119,11 +146,16 @@ func (o *Orchestrator) input(now time.Time, nodes []Node, active []*state.Work) 
 			ID: w.ID, Kind: rmKinds[w.Kind], User: w.User, Class: w.Class, Memory: w.Memory,
 			SubmitTime: time.UnixMilli(w.SubmittedAt), MachineList: w.MachineList,
 		}
+		if w.Job != nil && w.Job.HasDriver() {
+			driverWork(w, &in)
+		}
 		if w.Job != nil && !o.jobDemand(w, &rw) {
-			continue // not all items received yet
+			continue // not all items received yet, or its driver is not ready
 		}
 		for _, pr := range w.Live() {
-			rw.Procs = append(rw.Procs, rmProc(w, pr))
+			if !pr.IsDriver() {
+				rw.Procs = append(rw.Procs, rmProc(w, pr))
+			}
 		}
 		if w.Canceling && len(rw.Procs) == 0 {
 			continue // ends as soon as the cancel is applied; wants nothing
@@ -153,8 +185,11 @@ func planCommands(plan rm.Plan, active []*state.Work, ts int64) ([]state.Command
 		if canceling[id] {
 			continue
 		}
-		cmds = append(cmds, state.Command{Type: state.CmdAssign, Time: ts, WorkID: id,
-			Assign: &state.Assignment{Node: s.Node, Shares: s.Shares, MemoryLimit: s.Memory, Instance: inst}})
+		a := &state.Assignment{Node: s.Node, Shares: s.Shares, MemoryLimit: s.Memory, Instance: inst}
+		if isDriverKey(s.WorkID) {
+			a.Kind = wire.ProcDriver
+		}
+		cmds = append(cmds, state.Command{Type: state.CmdAssign, Time: ts, WorkID: id, Assign: a})
 	}
 	for _, s := range plan.Stops {
 		text := s.Text
@@ -183,7 +218,7 @@ func planCommands(plan rm.Plan, active []*state.Work, ts int64) ([]state.Command
 // job whose queue is empty wants no more processes than hold work.
 func (o *Orchestrator) jobDemand(w *state.Work, rw *rm.Work) bool {
 	j := w.Job
-	if !j.Committed {
+	if !j.Committed && !(j.HasDriver() && j.DriverReady) {
 		return false
 	}
 	s := j.Spec

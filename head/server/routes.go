@@ -40,6 +40,8 @@ func Dispatch(ctx context.Context, h *head.Head, method string, c wire.Caller, r
 		return h.History(c, *req.(*wire.HistoryRequest))
 	case wire.MethodExchange:
 		return h.Exchange(ctx, *req.(*wire.ExchangeRequest))
+	case wire.MethodDriver:
+		return h.Driver(ctx, *req.(*wire.DriverRequest))
 	case wire.MethodClasses:
 		return h.Classes(), nil
 	case wire.MethodReserve:

@@ -219,6 +219,8 @@ func (f *FSM) apply(c *Command) Result {
 		return f.purge(c)
 	case CmdItems:
 		return f.items(c)
+	case CmdDriverItems:
+		return f.driverItems(c)
 	case CmdOutcomes:
 		return f.outcomes(c)
 	case CmdReady:
@@ -265,7 +267,15 @@ func (f *FSM) submit(c *Command) Result {
 		items := w.Job.Items
 		w.Job.Items = make([]Item, 0, len(items))
 		w.Job.Items = append(w.Job.Items, items...)
-		if c.Last {
+		switch {
+		case w.Job.HasDriver():
+			// Its driver process sends the items (CmdDriverItems).
+			w.Job.Items = w.Job.Items[:0]
+			w.State = StateWaitingForDriver
+			if len(w.Deps) > 0 {
+				w.State = StateWaitingForServices
+			}
+		case c.Last:
 			f.commit(&w, c.Time)
 		}
 	}
@@ -292,6 +302,11 @@ func (f *FSM) assign(c *Command) Result {
 			}
 		}
 	}
+	if c.Assign.Kind == wire.ProcDriver {
+		if w.Job == nil || !w.Job.HasDriver() || w.Driver() != nil {
+			return Result{Err: fmt.Errorf("assign: work %d wants no driver process", w.ID)}
+		}
+	}
 	n := w.NextProc + 1
 	w.NextProc = n
 	p := &Proc{
@@ -302,8 +317,12 @@ func (f *FSM) assign(c *Command) Result {
 		State:       wire.ProcStarting,
 		AssignedAt:  c.Time,
 		Instance:    c.Assign.Instance,
+		Kind:        c.Assign.Kind,
 	}
 	w.Procs = append(w.Procs, p)
+	if p.IsDriver() {
+		return Result{ID: w.ID, ProcID: p.ID} // the job stays WaitingForDriver
+	}
 	if w.State == StateWaitingForResources || w.State == StateReceived {
 		w.State = StateAssigned
 	}

@@ -38,7 +38,16 @@ type Job struct {
 	MSMax   int64   `cbor:"16,keyasint,omitempty"`
 	// NItems is set in snapshots, where items travel in separate frames.
 	NItems int `cbor:"17,keyasint,omitempty"`
+	// A job with a driver process (Spec.DriverExecutable): the FIXED_SHARE
+	// class its driver runs in, whether the driver said ready, and the
+	// total it announced ({"total": N}; 0 = not said).
+	DriverClass string `cbor:"18,keyasint,omitempty"`
+	DriverReady bool   `cbor:"19,keyasint,omitempty"`
+	DriverTotal int    `cbor:"20,keyasint,omitempty"`
 }
+
+// HasDriver reports whether a driver process produces the job's items.
+func (j *Job) HasDriver() bool { return j.Spec.DriverExecutable != "" }
 
 // Item is one work item and its outcome.
 type Item struct {
@@ -67,6 +76,9 @@ func (j *Job) Stats() wire.JobStats {
 		st.MeanMS = j.MSSum / n
 		st.StddevMS = math.Sqrt(math.Max(j.MSSumSq/n-st.MeanMS*st.MeanMS, 0))
 	}
+	if !j.Committed && j.DriverTotal > st.Total {
+		st.Total = j.DriverTotal // the driver's announced total, while it sends items
+	}
 	if j.InitCount > 0 {
 		st.InitMeanMS = float64(j.InitMSSum) / float64(j.InitCount)
 	}
@@ -92,6 +104,48 @@ func (f *FSM) items(c *Command) Result {
 	}
 	for _, it := range c.Items {
 		j.Items = append(j.Items, Item{Data: it})
+	}
+	if c.Last {
+		f.commit(w, c.Time)
+	}
+	return Result{ID: w.ID}
+}
+
+// driverItems appends a chunk of items from the job's driver process.
+// Chunks are numbered (Count is the driver's number of the chunk's first
+// item), so a chunk sent again after a lost answer adds only what the
+// state lacks; a chunk past the end (a gap) is refused. Reason set: the
+// agent lost track of the driver, and the job ends DriverProcessFailed.
+func (f *FSM) driverItems(c *Command) Result {
+	w, j, err := f.job(c)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if w.Ended() || w.Canceling || j.Committed {
+		return Result{ID: w.ID} // a resent last chunk, or nothing is wanted any more
+	}
+	p := w.proc(c.ProcID)
+	if p == nil || !p.IsDriver() || p.Ended() {
+		return Result{Err: fmt.Errorf("job %d has no live driver process %s", w.ID, c.ProcID)}
+	}
+	if c.Total > 0 {
+		j.DriverTotal = c.Total
+	}
+	if c.Reason != "" {
+		f.finish(w, c.Time, CompletionDriverFailed, "the driver process "+p.ID+" failed: "+c.Reason, 1)
+		return Result{ID: w.ID}
+	}
+	base, have := int(c.Count), len(j.Items)
+	if base > have {
+		return Result{Err: fmt.Errorf("job %d: driver items from %d, but the job has only %d", w.ID, base, have)}
+	}
+	if skip := have - base; skip < len(c.Items) {
+		for _, it := range c.Items[skip:] {
+			j.Items = append(j.Items, Item{Data: it})
+		}
+		if have == 0 {
+			f.reschedule = true // the first items: the job wants processes now
+		}
 	}
 	if c.Last {
 		f.commit(w, c.Time)
@@ -172,6 +226,14 @@ func (f *FSM) ready(c *Command) Result {
 		return Result{ID: w.ID}
 	}
 	p.ReadyAt, p.InitMS = c.Time, c.Count
+	if p.IsDriver() {
+		j.DriverReady = true
+		if w.State == StateWaitingForDriver {
+			w.State = StateWaitingForResources
+		}
+		f.reschedule = true // the job may get processes now
+		return Result{ID: w.ID}
+	}
 	j.EverReady = true
 	j.InitMSSum += c.Count
 	j.InitCount++
@@ -193,6 +255,10 @@ func (w *Work) proc(id string) *Proc {
 // jobAfterProc applies the job rules after one of its processes changed.
 func (f *FSM) jobAfterProc(w *Work, p *Proc, now int64) {
 	j := w.Job
+	if p.IsDriver() {
+		f.driverAfterProc(w, p, now)
+		return
+	}
 	switch {
 	case p.Ended():
 		if p.Stop && !p.StopCounts {
@@ -214,6 +280,35 @@ func (f *FSM) jobAfterProc(w *Work, p *Proc, now int64) {
 		return
 	}
 	f.jobRules(w, now)
+}
+
+// driverAfterProc ends a job whose driver process ended before the job had
+// all its items: DUCC's DriverInitializationFailure before the driver
+// said ready, DriverProcessFailed after (docs/jobs.md). A driver stopped
+// because the job ended or is canceled ends nothing.
+func (f *FSM) driverAfterProc(w *Work, p *Proc, now int64) {
+	j := w.Job
+	if !p.Ended() {
+		return
+	}
+	if w.Canceling {
+		if len(w.Live()) == 0 {
+			f.finish(w, now, cancelCompletion(w), cancelReason(w), 0)
+		}
+		return
+	}
+	if w.Ended() || j.Committed {
+		return
+	}
+	why := p.Reason
+	if why == "" {
+		why = "no reason recorded"
+	}
+	if !j.DriverReady {
+		f.finish(w, now, CompletionDriverInitFailure, "the driver process "+p.ID+" failed to initialize: "+why, 1)
+		return
+	}
+	f.finish(w, now, CompletionDriverFailed, "the driver process "+p.ID+" ended before its last work item: "+why, 1)
 }
 
 // jobRules ends a job when its items are resolved or its failures passed
@@ -242,7 +337,7 @@ func (f *FSM) jobRules(w *Work, now int64) {
 
 func lastReason(w *Work) string {
 	for i := len(w.Procs) - 1; i >= 0; i-- {
-		if p := w.Procs[i]; p.Ended() && p.Reason != "" {
+		if p := w.Procs[i]; p.Ended() && p.Reason != "" && !p.IsDriver() {
 			return p.Reason
 		}
 	}

@@ -273,6 +273,9 @@ func (f *FSM) depsMet(c *Command) Result {
 	}
 	if w.State == StateWaitingForServices {
 		w.State = StateWaitingForResources
+		if w.Job != nil && w.Job.HasDriver() && !w.Job.DriverReady {
+			w.State = StateWaitingForDriver
+		}
 	}
 	return Result{ID: w.ID}
 }

@@ -16,6 +16,11 @@ const (
 	StateRunning             = "Running"
 	StateCompleting          = "Completing"
 	StateCompleted           = "Completed"
+
+	// StateWaitingForDriver: a job's driver process is being placed, started
+	// or initialized (docs/jobs.md, "Driver process protocol"); it comes
+	// before WaitingForResources.
+	StateWaitingForDriver = "WaitingForDriver"
 )
 
 // Completion reasons (docs/jobs.md).
@@ -33,6 +38,10 @@ const (
 	CompletionCanceledByDriver = "CanceledByDriver"
 	CompletionInitFailure      = "ProcessInitializationFailure"
 	CompletionCanceledBySystem = "CanceledBySystem"
+	// A job's driver process ended before it said ready, or after that
+	// before its last item (docs/jobs.md).
+	CompletionDriverInitFailure = "DriverInitializationFailure"
+	CompletionDriverFailed      = "DriverProcessFailed"
 )
 
 // Work is one piece of work: a job, a service, a managed reservation or a
@@ -105,6 +114,28 @@ func (w *Work) Copy() *Work {
 	return &c
 }
 
+// JobProcs returns the job processes that have not ended: Live without
+// the driver process.
+func (w *Work) JobProcs() []*Proc {
+	var out []*Proc
+	for _, p := range w.Procs {
+		if !p.Ended() && !p.IsDriver() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Driver returns the job's driver process (ended or not), or nil.
+func (w *Work) Driver() *Proc {
+	for _, p := range w.Procs {
+		if p.IsDriver() {
+			return p
+		}
+	}
+	return nil
+}
+
 // Live returns the processes that have not ended.
 func (w *Work) Live() []*Proc {
 	var out []*Proc
@@ -151,7 +182,13 @@ type Proc struct {
 	// it waited for, as its shim measured them at exit (accounting).
 	MaxRSS     int64   `cbor:"25,keyasint,omitempty"`
 	CPUSeconds float64 `cbor:"24,keyasint,omitempty"`
+	// Kind is wire.ProcDriver for a job's driver process; "" is the
+	// ordinary process of the work's kind (wire.WorkKind.Proc).
+	Kind wire.ProcKind `cbor:"26,keyasint,omitempty"`
 }
+
+// IsDriver reports whether p is a job's driver process.
+func (p *Proc) IsDriver() bool { return p.Kind == wire.ProcDriver }
 
 // Ended reports whether the process has finished for good.
 func (p *Proc) Ended() bool {
@@ -188,6 +225,10 @@ const (
 	// incarnation still seen on the nodes (docs/decisions.md).
 	CmdIncarnation = 30
 	CmdIDFloor     = 31
+	// CmdDriverItems: items from a job's driver process (ProcID, Items,
+	// Count = the driver's number of the first, Last, Reason = a failure
+	// the agent saw); a chunk applied again adds nothing.
+	CmdDriverItems = 17
 )
 
 // Command is one durable change. Exactly the fields its Type needs are set.
@@ -215,6 +256,8 @@ type Command struct {
 	Node     string             `cbor:"17,keyasint,omitempty"`
 	Service  *ServiceChange     `cbor:"18,keyasint,omitempty"`
 	Purge    *Purge             `cbor:"19,keyasint,omitempty"`
+	// CmdDriverItems: the driver's {"total": N}, 0 if not said.
+	Total int `cbor:"20,keyasint,omitempty"`
 }
 
 // Node admin states (docs/scheduling.md, Nodes); "" means normal.
@@ -229,6 +272,8 @@ type Assignment struct {
 	Shares      int    `cbor:"2,keyasint"`
 	MemoryLimit int64  `cbor:"3,keyasint"`
 	Instance    int    `cbor:"4,keyasint,omitempty"` // service instance id
+	// Kind is wire.ProcDriver to place a job's driver process.
+	Kind wire.ProcKind `cbor:"5,keyasint,omitempty"`
 }
 
 // Batch is the payload of one Raft log entry: many commands applied in
