@@ -15,6 +15,7 @@ import (
 	"github.com/ducc-project/ducc/head/server"
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/head/state/statetest"
+	"github.com/ducc-project/ducc/web"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -123,6 +124,8 @@ type options struct {
 	scheduler string // YAML; "" is the shipped rm.DefaultConfig
 	// seed runs before the head starts, to give it durable state.
 	seed func(t *testing.T, app *statetest.Applier)
+	// metrics are the head's metrics (nil: none).
+	metrics *web.HeadMetrics
 }
 
 func newFixture(t *testing.T, o options) *fixture {
@@ -146,7 +149,7 @@ func newFixture(t *testing.T, o options) *fixture {
 	f.h = head.New(head.Config{
 		FSM: f.fsm, Apply: f.app, Node: "head-node", Peer: "head-peer", Version: "test",
 		Push: f.push, Scheduler: sc, Administrators: []string{"carol"},
-		NodeTimeout: 10 * time.Second, Now: f.clock.Now,
+		NodeTimeout: 10 * time.Second, Now: f.clock.Now, Metrics: o.metrics,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -116,6 +116,8 @@ func New(cfg Config) *Head {
 
 // Run runs the head until ctx ends.
 func (h *Head) Run(ctx context.Context) {
+	// This agent exports the cluster-wide series while its head runs.
+	defer h.cfg.Metrics.ServeCluster(h.clusterMetrics)()
 	h.orch.Run(ctx)
 	h.sm.Wait()
 }

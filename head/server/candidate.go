@@ -105,6 +105,7 @@ func newCandidate(cfg candidateConfig) (*candidate, error) {
 	}
 	c := &candidate{cfg: cfg, log: log, raft: r, fsm: fsm, store: store, trans: trans}
 	c.commit = newCommitter(func(data []byte, timeout time.Duration) raft.ApplyFuture { return r.Apply(data, timeout) }, log)
+	c.commit.observe = cfg.HeadConfig.Metrics.ObserveCommit
 	c.member.Store(has || cfg.BootstrapExpect <= 1)
 	return c, nil
 }
@@ -221,8 +222,13 @@ func (c *candidate) Run(ctx context.Context) {
 	defer c.raft.DeregisterObserver(observer)
 	check := time.NewTicker(time.Second)
 	defer check.Stop()
+	var leaderID raft.ServerID
 	for {
 		c.cfg.HeadConfig.Metrics.SetRaftState(c.raft.State().String())
+		if _, id := c.raft.LeaderWithID(); id != "" && id != leaderID {
+			leaderID = id
+			c.cfg.HeadConfig.Metrics.LeaderChanged()
+		}
 		leader := c.raft.State() == raft.Leader
 		switch {
 		case leader && cancel == nil:
