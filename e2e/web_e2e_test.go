@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -150,12 +151,14 @@ func TestWebMetrics(t *testing.T) {
 	pending := `ducc_work_pending{class="fixed",reason="Resources"}`
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		after = scrape(t, base)
+		body = scrapeBody(t, base)
+		after = parseMetrics(body)
 		if after[pending] >= 1 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	seen := families(body)
 	moved := []struct {
 		series string
 		want   func(b, a float64) bool
@@ -206,6 +209,10 @@ func TestWebMetrics(t *testing.T) {
 	body = scrapeBody(t, base)
 	promtoolCheck(t, "after work", body)
 	end := parseMetrics(body)
+	for f := range families(body) {
+		seen[f] = true
+	}
+	checkDocumented(t, seen)
 	checkMoved(before, end, []struct {
 		series string
 		want   func(b, a float64) bool
@@ -216,6 +223,48 @@ func TestWebMetrics(t *testing.T) {
 		{`ducc_work_completed_total{kind="managed",reason="CanceledByUser"}`, func(b, a float64) bool { return a == b+2 }},
 		{"ducc_head_work_items_done_total", func(b, a float64) bool { return a >= b+5 }},
 	})
+}
+
+// families are the metric families an exposition declares (# TYPE).
+func families(body string) map[string]bool {
+	out := map[string]bool{}
+	for _, line := range strings.Split(body, "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == "#" && f[1] == "TYPE" {
+			out[f[2]] = true
+		}
+	}
+	return out
+}
+
+// checkDocumented checks that every ducc series a real agent exported is
+// in the table of docs/operations.md, and that every series the shipped
+// Grafana dashboard queries was exported.
+func checkDocumented(t *testing.T, seen map[string]bool) {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f := range seen {
+		if strings.HasPrefix(f, "ducc_") && !strings.Contains(string(doc), "| `"+f+"` |") {
+			t.Errorf("/metrics exports %s, which the table in docs/operations.md does not list", f)
+		}
+	}
+	dash, err := os.ReadFile(filepath.Join("..", "packaging", "grafana", "ducc-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range regexp.MustCompile(`\b(ducc|process)_[a-z0-9_]+`).FindAllString(string(dash), -1) {
+		base := name
+		for _, suf := range []string{"_bucket", "_sum", "_count"} {
+			if b, ok := strings.CutSuffix(name, suf); ok && seen[b] {
+				base = b
+			}
+		}
+		if !seen[base] {
+			t.Errorf("the Grafana dashboard queries %s, which /metrics did not export", name)
+		}
+	}
 }
 
 func grep(m map[string]float64, prefix string) []string {
