@@ -69,12 +69,6 @@ func parseMetrics(body string) map[string]float64 {
 	return out
 }
 
-// scrape fetches /metrics and returns series → value.
-func scrape(t *testing.T, base string) map[string]float64 {
-	t.Helper()
-	return parseMetrics(scrapeBody(t, base))
-}
-
 // promtoolCheck runs `promtool check metrics` (Debian's prometheus
 // package) on an exposition; the subtest skips where promtool is missing.
 func promtoolCheck(t *testing.T, name, body string) {
