@@ -69,6 +69,12 @@ func parseMetrics(body string) map[string]float64 {
 	return out
 }
 
+// scrape fetches /metrics and returns series → value.
+func scrape(t *testing.T, base string) map[string]float64 {
+	t.Helper()
+	return parseMetrics(scrapeBody(t, base))
+}
+
 // promtoolCheck runs `promtool check metrics` (Debian's prometheus
 // package) on an exposition; the subtest skips where promtool is missing.
 func promtoolCheck(t *testing.T, name, body string) {
@@ -217,6 +223,10 @@ func TestWebMetrics(t *testing.T) {
 		{`ducc_work_completed_total{kind="managed",reason="CanceledByUser"}`, func(b, a float64) bool { return a == b+2 }},
 		{"ducc_head_work_items_done_total", func(b, a float64) bool { return a >= b+5 }},
 	})
+	// Everything ended: no work is counted as active any more.
+	if active := grep(scrape(t, base), "ducc_work{"); len(active) > 0 {
+		t.Errorf("ended work still counted: %v", active)
+	}
 }
 
 // families are the metric families an exposition declares (# TYPE).
