@@ -73,7 +73,7 @@ type ServiceSample struct {
 type ItemTotals struct {
 	Failed    uint64 // failed for good
 	Retried   uint64 // failed attempts tried again
-	Preempted uint64 // taken back from a stopped process
+	Preempted uint64 // taken back from a process that ended before answering them
 }
 
 // CompletedCount is a number of pieces of work of one kind that ended for
@@ -117,7 +117,7 @@ func newClusterSeries() *clusterSeries {
 		svcHealthy: d("ducc_service_healthy", "1 if the last ping of a service said it is healthy.", []string{"endpoint"}, nil),
 		failed:     d("ducc_work_items_failed_total", "Work items that failed for good (their retries used up).", nil, nil),
 		retried:    d("ducc_work_items_retried_total", "Failed work item attempts that were tried again.", nil, nil),
-		preempted:  d("ducc_work_items_preempted_total", "Work items taken back from a process that was stopped or whose node was declared down, and queued again.", nil, nil),
+		preempted:  d("ducc_work_items_preempted_total", "Work items taken back from a process that ended before answering them (preempted, stopped, crashed, or on a node declared down) and queued again.", nil, nil),
 		ended:      d("ducc_work_completed_total", "Work that ended, by kind and completion reason.", []string{"kind", "reason"}, nil),
 	}
 }

@@ -12,7 +12,7 @@ import "github.com/ducc-project/ducc/wire"
 type Totals struct {
 	ItemsFailed    uint64 // items that failed for good (retries used up)
 	ItemsRetried   uint64 // failed attempts that were tried again
-	ItemsPreempted uint64 // items taken back from a process that stopped or whose node was declared down
+	ItemsPreempted uint64 // items taken back from a process that ended before answering them
 	// Completed counts work that ended, by kind and completion reason
 	// (CompletionEndOfJob, ...).
 	Completed map[CompletionKey]uint64
