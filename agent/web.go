@@ -39,7 +39,7 @@ type agentObs struct {
 
 func newAgentObs(version string) *agentObs {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{Namespace: "ducc_agent"}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "ducc_build_info", Help: "Always 1; the version label is this agent's version.",
 		ConstLabels: prometheus.Labels{"version": version},

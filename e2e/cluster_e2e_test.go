@@ -167,6 +167,8 @@ func TestMultiNodeCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("cluster metrics only from the head", func(t *testing.T) { checkClusterMetricsFromHead(t, c) })
+
 	t.Run("wrong cluster key refused", func(t *testing.T) {
 		x := c.addNode("x1", 30, false)
 		badKey := filepath.Join(c.dir, "other.key")

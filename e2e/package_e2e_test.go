@@ -68,6 +68,10 @@ func TestPackageDeb(t *testing.T) {
 			t.Errorf("the package did not install %s: %v", f, err)
 		}
 	}
+	// The Grafana dashboard of the metrics (docs/operations.md).
+	if _, err := os.Stat("/usr/share/ducc/grafana/ducc-dashboard.json"); err != nil {
+		t.Errorf("the package did not install the Grafana dashboard: %v", err)
+	}
 	// DUCC's command names are links to ducc that run its commands.
 	for _, name := range []string{"ducc_submit", "ducc_cancel", "ducc_reserve", "ducc_unreserve", "ducc_process_submit", "ducc_process_cancel", "ducc_services"} {
 		if dst, err := os.Readlink("/usr/bin/" + name); err != nil || dst != "ducc" {

@@ -15,6 +15,7 @@ import (
 	"github.com/ducc-project/ducc/head/server"
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/head/state/statetest"
+	"github.com/ducc-project/ducc/web"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -125,6 +126,8 @@ type options struct {
 	seed func(t *testing.T, app *statetest.Applier)
 	// retention of finished work (the head's defaults if zero).
 	retention head.Retention
+	// metrics are the head's metrics (nil: none).
+	metrics *web.HeadMetrics
 }
 
 func newFixture(t *testing.T, o options) *fixture {
@@ -148,7 +151,7 @@ func newFixture(t *testing.T, o options) *fixture {
 	f.h = head.New(head.Config{
 		FSM: f.fsm, Apply: f.app, Node: "head-node", Peer: "head-peer", Version: "test",
 		Push: f.push, Scheduler: sc, Administrators: []string{"carol"},
-		NodeTimeout: 10 * time.Second, Now: f.clock.Now, Retention: o.retention,
+		NodeTimeout: 10 * time.Second, Now: f.clock.Now, Retention: o.retention, Metrics: o.metrics,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -120,6 +120,8 @@ func New(cfg Config) *Head {
 
 // Run runs the head until ctx ends.
 func (h *Head) Run(ctx context.Context) {
+	// This agent exports the cluster-wide series while its head runs.
+	defer h.cfg.Metrics.ServeCluster(h.clusterMetrics)()
 	h.nameIncarnation(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { h.retain(ctx) })

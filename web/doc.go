@@ -48,6 +48,10 @@
 // scrape every node. docs/security.md says it for operators.
 //
 // Metrics: HeadMetrics and AgentMetrics are registered by their owners and
-// have nil-safe methods; the cluster collector (NewClusterCollector) asks
-// the Source at scrape time for work, nodes and status.
+// have nil-safe methods. The cluster-wide series (Cluster) are exported
+// only by the agent whose head serves a view (HeadMetrics.ServeCluster),
+// so sum() across agents counts them once; every agent asks the Source at
+// scrape time whether the head answers and who it is
+// (NewClusterCollector: ducc_head_reachable, ducc_is_head).
+// docs/operations.md lists every series.
 package web

@@ -11,13 +11,25 @@ var raftStates = []string{"Leader", "Follower", "Candidate", "Shutdown"}
 
 // HeadMetrics are the head's own series. A nil *HeadMetrics is valid and
 // records nothing, so callers need no checks.
+//
+// They are of two sorts. The series of the head's own work (cycle time,
+// applies, commits, preemptions, items done) are counted by the agent
+// whose head did the work, so each event is counted once and
+// sum(rate(...)) across agents is right. The cluster-wide series (work,
+// classes, nodes, services, item and completion totals; see Cluster) are
+// exported only by the agent that is the head at the time of the scrape
+// (ServeCluster), so sum() does not count them once per agent.
 type HeadMetrics struct {
-	cycle     prometheus.Histogram
-	apply     prometheus.Histogram
-	preempted prometheus.Counter
-	itemsDone prometheus.Counter
-	queueWait prometheus.Histogram
-	raftState *prometheus.GaugeVec
+	cycle         prometheus.Histogram
+	apply         prometheus.Histogram
+	commit        prometheus.Histogram
+	commitCmds    prometheus.Histogram
+	preempted     prometheus.Counter
+	itemsDone     prometheus.Counter
+	queueWait     prometheus.Histogram
+	raftState     *prometheus.GaugeVec
+	leaderChanges prometheus.Counter
+	cluster       *clusterSeries
 }
 
 // NewHeadMetrics creates the head's metrics and registers them on reg
@@ -42,17 +54,57 @@ func NewHeadMetrics(reg prometheus.Registerer) *HeadMetrics {
 			Name: "ducc_head_queue_wait_seconds", Help: "Time from submission to the first process of a piece of work starting.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 4, 10), // 5ms .. 22min
 		}),
+		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "ducc_raft_commit_seconds", Help: "Time from handing one log entry of the head's group commit to Raft to its being committed and applied.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9),
+		}),
+		commitCmds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "ducc_raft_commit_commands", Help: "Commands per log entry of the head's group commit (callers share entries).",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 6), // 1 .. 1024
+		}),
 		raftState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ducc_raft_state", Help: "1 for this agent's current Raft state (Leader, Follower, Candidate, Shutdown).",
 		}, []string{"state"}),
+		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ducc_raft_leader_changes_total", Help: "Leaders this member of the head group saw elected (each member counts them; use max across members).",
+		}),
+		cluster: newClusterSeries(),
 	}
 	for _, s := range raftStates {
 		m.raftState.WithLabelValues(s)
 	}
 	if reg != nil {
-		reg.MustRegister(m.cycle, m.apply, m.preempted, m.itemsDone, m.queueWait, m.raftState)
+		reg.MustRegister(m.cycle, m.apply, m.commit, m.commitCmds, m.preempted, m.itemsDone, m.queueWait, m.raftState,
+			m.leaderChanges, m.cluster)
 	}
 	return m
+}
+
+// ObserveCommit records one log entry of the group commit: its commands
+// and the time from Raft apply to its result.
+func (m *HeadMetrics) ObserveCommit(commands int, d time.Duration) {
+	if m != nil {
+		m.commit.Observe(d.Seconds())
+		m.commitCmds.Observe(float64(commands))
+	}
+}
+
+// LeaderChanged counts a new leader this member saw elected.
+func (m *HeadMetrics) LeaderChanged() {
+	if m != nil {
+		m.leaderChanges.Inc()
+	}
+}
+
+// ServeCluster makes this agent export the cluster-wide series, read
+// from view at each scrape, until the returned stop is called. The head
+// calls it for its term; a later ServeCluster replaces an earlier one,
+// whose stop then does nothing.
+func (m *HeadMetrics) ServeCluster(view func() Cluster) (stop func()) {
+	if m == nil {
+		return func() {}
+	}
+	return m.cluster.serve(view)
 }
 
 // ObserveCycle records one scheduling cycle.
@@ -105,12 +157,14 @@ func (m *HeadMetrics) SetRaftState(state string) {
 // AgentMetrics are a node agent's series. A nil *AgentMetrics is valid
 // and records nothing.
 type AgentMetrics struct {
-	started   prometheus.Counter
-	ended     prometheus.Counter
-	oom       prometheus.Counter
-	heartbeat prometheus.Histogram
-	procs     prometheus.Gauge
-	memory    *prometheus.GaugeVec
+	started     prometheus.Counter
+	ended       prometheus.Counter
+	oom         prometheus.Counter
+	heartbeat   prometheus.Histogram
+	procs       prometheus.Gauge
+	memTotal    prometheus.Gauge
+	memSchedule prometheus.Gauge
+	memUsed     prometheus.Gauge
 }
 
 // NewAgentMetrics creates an agent's metrics and registers them on reg
@@ -133,12 +187,18 @@ func NewAgentMetrics(reg prometheus.Registerer) *AgentMetrics {
 		procs: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ducc_agent_processes", Help: "Processes this agent manages now.",
 		}),
-		memory: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ducc_node_memory_bytes", Help: "This node's memory: total, schedulable (what the scheduler may hand out), used.",
-		}, []string{"kind"}),
+		memTotal: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ducc_node_memory_total_bytes", Help: "This node's memory.",
+		}),
+		memSchedule: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ducc_node_memory_schedulable_bytes", Help: "This node's memory the scheduler may hand out: total less memory_reserved, or the memory the agent declares.",
+		}),
+		memUsed: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ducc_node_memory_used_bytes", Help: "This node's memory in use.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.started, m.ended, m.oom, m.heartbeat, m.procs, m.memory)
+		reg.MustRegister(m.started, m.ended, m.oom, m.heartbeat, m.procs, m.memTotal, m.memSchedule, m.memUsed)
 	}
 	return m
 }
@@ -179,7 +239,7 @@ func (m *AgentMetrics) SetNode(total, schedulable, used int64) {
 	if m == nil {
 		return
 	}
-	m.memory.WithLabelValues("total").Set(float64(total))
-	m.memory.WithLabelValues("schedulable").Set(float64(schedulable))
-	m.memory.WithLabelValues("used").Set(float64(used))
+	m.memTotal.Set(float64(total))
+	m.memSchedule.Set(float64(schedulable))
+	m.memUsed.Set(float64(used))
 }

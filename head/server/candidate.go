@@ -106,6 +106,7 @@ func newCandidate(cfg candidateConfig) (*candidate, error) {
 	}
 	c := &candidate{cfg: cfg, log: log, raft: r, fsm: fsm, store: store, guard: guard, trans: trans}
 	c.commit = newCommitter(func(data []byte, timeout time.Duration) raft.ApplyFuture { return r.Apply(data, timeout) }, log)
+	c.commit.observe = cfg.HeadConfig.Metrics.ObserveCommit
 	if has || cfg.BootstrapExpect <= 1 {
 		c.setMember()
 	}
@@ -224,8 +225,13 @@ func (c *candidate) Run(ctx context.Context) {
 	defer c.raft.DeregisterObserver(observer)
 	check := time.NewTicker(time.Second)
 	defer check.Stop()
+	var leaderID raft.ServerID
 	for {
 		c.cfg.HeadConfig.Metrics.SetRaftState(c.raft.State().String())
+		if _, id := c.raft.LeaderWithID(); id != "" && id != leaderID {
+			leaderID = id
+			c.cfg.HeadConfig.Metrics.LeaderChanged()
+		}
 		leader := c.raft.State() == raft.Leader
 		switch {
 		case leader && cancel == nil:

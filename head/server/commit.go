@@ -46,6 +46,9 @@ type committer struct {
 	apply applyFunc
 	log   *slog.Logger
 	wake  chan struct{}
+	// observe, if set, is told the commands and the commit time of each
+	// entry committed (metrics).
+	observe func(commands int, took time.Duration)
 
 	mu     sync.Mutex
 	queue  []*applyReq
@@ -238,7 +241,11 @@ func (c *committer) finish(e *entry) {
 		if err = e.future.Error(); err == nil {
 			res, _ = e.future.Response().([]state.Result)
 		}
-		c.log.Debug("raft apply", "callers", len(e.reqs), "commands", e.commands, "bytes", e.bytes, "took", time.Since(e.started))
+		took := time.Since(e.started)
+		c.log.Debug("raft apply", "callers", len(e.reqs), "commands", e.commands, "bytes", e.bytes, "took", took)
+		if err == nil && c.observe != nil {
+			c.observe(e.commands, took)
+		}
 	}
 	switch {
 	case err == nil && len(res) != e.commands:

@@ -352,3 +352,43 @@ func TestCommitterRaft(t *testing.T) {
 		t.Fatalf("%d entries for %d calls", entries, workers*each)
 	}
 }
+
+// TestCommitterObservesEntries: every committed entry is reported with
+// its commands (for ducc_raft_commit_seconds and _commands); a failed one
+// is not.
+func TestCommitterObservesEntries(t *testing.T) {
+	f := &fakeRaft{fsm: state.New()}
+	c := newCommitter(f.apply, wiretest.Logger(t))
+	var mu sync.Mutex
+	var seen []int
+	c.observe = func(commands int, took time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		if took < 0 {
+			t.Errorf("negative commit time %v", took)
+		}
+		seen = append(seen, commands)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	if _, err := c.Apply(context.Background(), submitCmd("a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Apply(context.Background(), submitCmd("b"), cancelMissing); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.fail = raft.ErrLeadershipLost
+	f.mu.Unlock()
+	if _, err := c.Apply(context.Background(), submitCmd("c")); err == nil {
+		t.Fatal("an entry Raft refused succeeded")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(seen) != "[1 2]" {
+		t.Errorf("observed entries of %v commands, want [1 2]", seen)
+	}
+}

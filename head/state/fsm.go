@@ -29,6 +29,8 @@ type FSM struct {
 	scheduling chan struct{}
 	reschedule bool
 	index      uint64
+	// totals counts applied events for metrics (totals.go).
+	totals Totals
 	// sched is the scheduler configuration applied by `ducc admin
 	// reconfigure` (YAML), nil until then; nodeAdmin holds vary-off and
 	// quiesce states.
@@ -228,6 +230,7 @@ func (f *FSM) apply(c *Command) Result {
 	case CmdRequeued:
 		if _, j, err := f.job(c); err == nil {
 			j.Preempted += int(c.Count)
+			f.totals.ItemsPreempted += uint64(max(c.Count, 0))
 		}
 		return Result{ID: c.WorkID}
 	case CmdStopProc:
@@ -477,6 +480,7 @@ func (f *FSM) finish(w *Work, now int64, completion, reason string, exit int) {
 		return
 	}
 	f.reschedule = true // its processes are stopped, its memory freed
+	f.totals.completed(w, completion)
 	w.State = StateCompleted
 	w.Completion = completion
 	w.Reason = reason

@@ -206,10 +206,12 @@ func (f *FSM) outcomes(c *Command) Result {
 		if int(it.Attempts) < j.Spec.MaxItemRetries {
 			it.Attempts++
 			j.Retried++
+			f.totals.ItemsRetried++
 			continue
 		}
 		it.State = ItemFailed
 		j.Failed++
+		f.totals.ItemsFailed++
 	}
 	f.jobRules(w, c.Time)
 	return Result{ID: w.ID}
