@@ -293,6 +293,10 @@ func (h *Head) Status() wire.StatusInfo {
 	if h.cfg.Voters != nil {
 		st.Voters = h.cfg.Voters()
 	}
+	if h.cfg.Snapshots != nil {
+		in := h.cfg.Snapshots()
+		st.Snapshot = &in
+	}
 	for _, n := range h.orch.Nodes() {
 		st.NodesAll++
 		if n.State == "Up" {

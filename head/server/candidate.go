@@ -29,6 +29,8 @@ type candidateConfig struct {
 	Elect time.Duration
 	// HeadConfig is the template for the head started on leadership.
 	HeadConfig head.Config
+	// Snapshots is the snapshot policy (zero: the defaults).
+	Snapshots snapshotPolicy
 }
 
 // candidate is a Raft member that runs a Head while it is the leader.
@@ -36,12 +38,17 @@ type candidate struct {
 	cfg   candidateConfig
 	log   *slog.Logger
 	raft  *raft.Raft
-	fsm   *state.FSM
+	fsm   *raftFSM
 	store *raftboltdb.BoltStore
 	trans *raft.NetworkTransport
 
 	member atomic.Bool
 	commit *committer
+	// started is when newCandidate began and lastAtStart the log's last
+	// index then: the replay of the log after the snapshot is reported
+	// (reportReplay).
+	started     time.Time
+	lastAtStart uint64
 
 	mu   sync.Mutex
 	head *head.Head
@@ -50,10 +57,15 @@ type candidate struct {
 // newCandidate opens the Raft log in DataDir/raft and bootstraps a lone
 // head's Raft group; a group of several forms later (Bootstrap, AddVoter).
 func newCandidate(cfg candidateConfig) (*candidate, error) {
+	started := time.Now()
+	cfg.Snapshots = cfg.Snapshots.orDefault()
 	log := cfg.Logger.With("component", "raft")
 	dir := filepath.Join(cfg.DataDir, "raft")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create raft dir: %w", err)
+	}
+	if err := compactRaftDB(filepath.Join(dir, "raft.db"), log); err != nil {
+		return nil, err
 	}
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
 	if err != nil {
@@ -79,10 +91,13 @@ func newCandidate(cfg candidateConfig) (*candidate, error) {
 	rc.ElectionTimeout = elect
 	rc.LeaderLeaseTimeout = elect / 2
 	rc.CommitTimeout = 5 * time.Millisecond
-	rc.SnapshotThreshold = 8192
-	rc.SnapshotInterval = 2 * time.Minute
+	// The snapshotter (snapshots.go) applies the snapshot policy every
+	// second; Raft's own check on entries is a slower second trigger.
+	rc.SnapshotThreshold = cfg.Snapshots.Entries
+	rc.SnapshotInterval = 30 * time.Second
+	rc.TrailingLogs = cfg.Snapshots.Trailing
 	rc.Logger = wire.NewHCLogger(cfg.Logger, "raft")
-	fsm := state.New()
+	fsm := newRaftFSM(log)
 	has, err := raft.HasExistingState(store, store, snaps)
 	if err != nil {
 		store.Close()
@@ -98,12 +113,17 @@ func newCandidate(cfg candidateConfig) (*candidate, error) {
 			return nil, fmt.Errorf("bootstrap raft: %w", err)
 		}
 	}
+	last, err := store.LastIndex()
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("read raft log: %w", err)
+	}
 	r, err := raft.NewRaft(rc, fsm, store, store, snaps, trans)
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
-	c := &candidate{cfg: cfg, log: log, raft: r, fsm: fsm, store: store, trans: trans}
+	c := &candidate{cfg: cfg, log: log, raft: r, fsm: fsm, store: store, trans: trans, started: started, lastAtStart: last}
 	c.commit = newCommitter(func(data []byte, timeout time.Duration) raft.ApplyFuture { return r.Apply(data, timeout) }, log)
 	c.member.Store(has || cfg.BootstrapExpect <= 1)
 	return c, nil
@@ -173,7 +193,7 @@ func (c *candidate) RemoveServer(peerID string) error {
 }
 
 // FSM returns the replicated state.
-func (c *candidate) FSM() *state.FSM { return c.fsm }
+func (c *candidate) FSM() *state.FSM { return c.fsm.FSM }
 
 // Raft returns the Raft member.
 func (c *candidate) Raft() *raft.Raft { return c.raft }
@@ -194,6 +214,12 @@ func (c *candidate) Run(ctx context.Context) {
 	committing := make(chan struct{})
 	go func() { defer close(committing); c.commit.run(commitCtx) }()
 	defer func() { stopCommit(); <-committing }()
+	snapCtx, stopSnap := context.WithCancel(ctx)
+	var snapping sync.WaitGroup
+	snapping.Add(2)
+	go func() { defer snapping.Done(); c.snapshotter(snapCtx) }()
+	go func() { defer snapping.Done(); c.reportReplay(snapCtx, c.started, c.lastAtStart) }()
+	defer func() { stopSnap(); snapping.Wait() }()
 	var (
 		cancel context.CancelFunc
 		done   chan struct{}
@@ -232,7 +258,7 @@ func (c *candidate) Run(ctx context.Context) {
 			}
 			hctx, hcancel := context.WithCancel(ctx)
 			cfg := c.cfg.HeadConfig
-			cfg.FSM, cfg.Apply, cfg.Raft = c.fsm, c, c.raft
+			cfg.FSM, cfg.Apply, cfg.Raft = c.fsm.FSM, c, c.raft
 			h := head.New(cfg)
 			cancel, done = hcancel, make(chan struct{})
 			c.mu.Lock()

@@ -78,6 +78,9 @@ type Config struct {
 	// Now is the clock that decides which members of the head group are
 	// unreachable (time.Now if nil).
 	Now func() time.Time
+	// snapshots is the Raft snapshot policy; zero takes the defaults
+	// (snapshots.go), tests set smaller thresholds.
+	snapshots snapshotPolicy
 }
 
 // Hooks observe a server. They run on the server's goroutines and must
@@ -128,10 +131,11 @@ func New(cfg Config) (*Server, error) {
 		Scheduler: cfg.Scheduler, Administrators: cfg.Administrators, NodeTimeout: cfg.NodeTimeout,
 		Heartbeat: cfg.Heartbeat, MaxHeartbeatsPerSecond: cfg.MaxHeartbeatsPerSecond,
 		Metrics: cfg.Metrics, Logger: cfg.Logger, FailoverGrace: cfg.FailoverGrace, Voters: s.voters,
+		Snapshots: func() wire.SnapshotInfo { return s.cand.fsm.info() },
 	}
 	cand, err := newCandidate(candidateConfig{
 		DataDir: cfg.DataDir, Host: cfg.Host, BootstrapExpect: cfg.BootstrapExpect,
-		Logger: cfg.Logger, Elect: cfg.Elect, HeadConfig: hc,
+		Logger: cfg.Logger, Elect: cfg.Elect, HeadConfig: hc, Snapshots: cfg.snapshots,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("head server: %w", err)

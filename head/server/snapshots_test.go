@@ -1,0 +1,153 @@
+package server
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/head/state/statetest"
+	"github.com/ducc-project/ducc/wire/wiretest"
+)
+
+// runServerIn starts a lone head server on node with its data in dir and
+// returns a function that stops and closes it.
+func runServerIn(t *testing.T, node *wiretest.Node, dir string, policy snapshotPolicy) (*Server, func()) {
+	t.Helper()
+	s, err := New(Config{
+		Host: node.Host, Heartbeats: node.Heartbeats, Leaders: node.Leaders,
+		DataDir: dir, BootstrapExpect: 1, Elect: 100 * time.Millisecond, Heartbeat: 100 * time.Millisecond,
+		Node: "n1", Version: "test", Scheduler: rm.DefaultConfig(), NodeTimeout: time.Minute,
+		Logger: wiretest.Logger(t), snapshots: policy,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		<-done
+		if err := s.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	return s, stop
+}
+
+// dump is what a restart must keep of the state.
+type dump struct {
+	Work   []*state.Work
+	NextID uint64
+	Items  [][]state.Item
+}
+
+func dumpState(f *state.FSM) dump {
+	var d dump
+	f.View(func(v *state.View) {
+		d.NextID = v.NextID()
+		for _, w := range v.All() {
+			d.Work = append(d.Work, w.Copy())
+			if w.Job != nil {
+				d.Items = append(d.Items, append([]state.Item(nil), w.Job.Items...))
+			}
+		}
+	})
+	return d
+}
+
+// TestSnapshotCompactAndRestore applies a job history longer than the
+// snapshot policy's threshold through a real Raft log in bbolt, and checks
+// that a snapshot was taken, that the log was compacted behind it, and that
+// a restart restores the snapshot (replaying only the entries after it)
+// to the same state.
+func TestSnapshotCompactAndRestore(t *testing.T) {
+	policy := snapshotPolicy{Entries: 200, Bytes: 1 << 30, Trailing: 20}
+	node := wiretest.NewNode(t, wiretest.Key(t))
+	dir := t.TempDir()
+	s, stop := runServerIn(t, node, dir, policy)
+	wiretest.Eventually(t, "the election", s.Leading)
+	ctx := ctxFor(t)
+	// 376 entries: a snapshot after the first 250, then fewer entries than
+	// the threshold, which a restart replays after the snapshot.
+	history := statetest.JobHistory(4, 3000)
+	apply := func(entries [][]state.Command) {
+		for i, cmds := range entries {
+			if _, err := s.cand.Apply(ctx, cmds...); err != nil {
+				t.Fatalf("apply entry %d: %v", i, err)
+			}
+		}
+	}
+	apply(history[:250])
+	wiretest.Eventually(t, "a snapshot", func() bool { return s.cand.fsm.info().Index > 0 })
+	first, err := s.cand.store.FirstIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapIndex := s.cand.fsm.info().Index
+	if first <= 1 || first > snapIndex {
+		t.Errorf("log starts at %d after a snapshot at %d: not compacted", first, snapIndex)
+	}
+	apply(history[250:])
+	want := dumpState(s.cand.FSM())
+	if len(want.Work) != 4 || len(want.Items[3]) != 3000 {
+		t.Fatalf("history applied wrong: %d works", len(want.Work))
+	}
+	stop()
+
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(dir, "raft"), 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := snaps.List()
+	if err != nil || len(list) == 0 {
+		t.Fatalf("no snapshot on disk: %v", err)
+	}
+	latest := list[0].Index
+
+	s, _ = runServerIn(t, node, dir, policy)
+	in := s.cand.fsm.info()
+	if in.RestoredIndex != latest || in.RestoredAt == 0 {
+		t.Errorf("restored index %d, want the snapshot's %d", in.RestoredIndex, latest)
+	}
+	if s.cand.lastAtStart <= latest {
+		t.Errorf("nothing to replay after the snapshot at %d (log ends at %d)", latest, s.cand.lastAtStart)
+	}
+	wiretest.Eventually(t, "the election after the restart", s.Leading)
+	wiretest.Eventually(t, "the replay of the log after the snapshot", func() bool {
+		return s.cand.raft.AppliedIndex() >= s.cand.lastAtStart
+	})
+	if got := dumpState(s.cand.FSM()); !reflect.DeepEqual(got, want) {
+		t.Errorf("state after the restart differs: %d works, next id %d; want %d, %d", len(got.Work), got.NextID, len(want.Work), want.NextID)
+	}
+}
+
+func TestSnapshotPolicy(t *testing.T) {
+	p := snapshotPolicy{}.orDefault()
+	tests := []struct {
+		entries, bytes uint64
+		want           bool
+	}{
+		{0, 0, false},
+		{snapshotEntries - 1, snapshotBytes - 1, false},
+		{snapshotEntries, 0, true},
+		{1, snapshotBytes, true},
+	}
+	for _, tc := range tests {
+		if got := p.due(tc.entries, tc.bytes); got != tc.want {
+			t.Errorf("due(%d entries, %d bytes) = %v, want %v", tc.entries, tc.bytes, got, tc.want)
+		}
+	}
+}
