@@ -92,9 +92,9 @@ func newCandidate(cfg candidateConfig) (*candidate, error) {
 	rc.LeaderLeaseTimeout = elect / 2
 	rc.CommitTimeout = 5 * time.Millisecond
 	// The snapshotter (snapshots.go) applies the snapshot policy every
-	// second; Raft's own check on entries is a slower second trigger.
-	rc.SnapshotThreshold = cfg.Snapshots.Entries
-	rc.SnapshotInterval = 30 * time.Second
+	// second; Raft's own check, on entries only, is a backstop far behind.
+	rc.SnapshotThreshold = 16 * cfg.Snapshots.Entries
+	rc.SnapshotInterval = 2 * time.Minute
 	rc.TrailingLogs = cfg.Snapshots.Trailing
 	rc.Logger = wire.NewHCLogger(cfg.Logger, "raft")
 	fsm := newRaftFSM(log)

@@ -19,10 +19,14 @@ import (
 // whichever comes first, checked every snapshotCheck; Raft then deletes
 // the log up to the snapshot but for trailingLogs entries, which a
 // follower a little behind can still fetch instead of the whole snapshot.
-// So the live log stays under about snapshotBytes plus trailingLogs
-// entries, raft.db (bbolt reuses freed pages; the file never shrinks by
-// itself, see compactRaftDB) stays about that large whatever the history,
-// and a restart replays at most that much after the snapshot.
+// A snapshot writes the whole state, so it also waits until the log since
+// the last one holds half as many bytes as that snapshot: writing
+// snapshots costs at most about twice the log's own bytes however large
+// the history grows. So the live log stays under about the larger of
+// snapshotBytes and half the snapshot, plus trailingLogs entries; raft.db
+// (bbolt reuses freed pages; the file never shrinks by itself, see
+// compactRaftDB) stays about that large whatever the history, and a
+// restart replays at most that much after the snapshot.
 const (
 	snapshotEntries = 4096
 	snapshotBytes   = 16 << 20
@@ -49,10 +53,10 @@ func (p snapshotPolicy) orDefault() snapshotPolicy {
 	return p
 }
 
-// due reports whether entries or bytes applied since the last snapshot
-// call for a new one.
-func (p snapshotPolicy) due(entries, bytes uint64) bool {
-	return entries >= p.Entries || bytes >= p.Bytes
+// due reports whether entries or bytes applied since the last snapshot,
+// which was lastSize bytes, call for a new one.
+func (p snapshotPolicy) due(entries, bytes, lastSize uint64) bool {
+	return (entries >= p.Entries || bytes >= p.Bytes) && bytes >= lastSize/2
 }
 
 // raftFSM is the state as Raft sees it: it counts what was applied since
@@ -93,11 +97,11 @@ func (f *raftFSM) Apply(l *raft.Log) any {
 }
 
 // sinceSnapshot returns the entries and bytes applied since the last
-// snapshot.
-func (f *raftFSM) sinceSnapshot() (entries, bytes uint64) {
+// snapshot, and that snapshot's size.
+func (f *raftFSM) sinceSnapshot() (entries, bytes, lastSize uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.entries.Load() - f.snapAt[0], f.bytes.Load() - f.snapAt[1]
+	return f.entries.Load() - f.snapAt[0], f.bytes.Load() - f.snapAt[1], uint64(f.snapSize)
 }
 
 // Snapshot implements raft.FSM. Raft calls it between applies, so the
@@ -199,7 +203,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 // snapshotter takes a snapshot whenever the policy asks for one, until
 // ctx ends. Raft's own check (SnapshotThreshold every SnapshotInterval)
-// stays as a slower second trigger on entries.
+// is only a backstop.
 func (c *candidate) snapshotter(ctx context.Context) {
 	t := time.NewTicker(snapshotCheck)
 	defer t.Stop()
@@ -209,8 +213,8 @@ func (c *candidate) snapshotter(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		entries, bytes := c.fsm.sinceSnapshot()
-		if !c.cfg.Snapshots.due(entries, bytes) {
+		entries, bytes, lastSize := c.fsm.sinceSnapshot()
+		if !c.cfg.Snapshots.due(entries, bytes, lastSize) {
 			continue
 		}
 		start := time.Now()

@@ -137,17 +137,21 @@ func TestSnapshotCompactAndRestore(t *testing.T) {
 func TestSnapshotPolicy(t *testing.T) {
 	p := snapshotPolicy{}.orDefault()
 	tests := []struct {
-		entries, bytes uint64
-		want           bool
+		entries, bytes, lastSize uint64
+		want                     bool
 	}{
-		{0, 0, false},
-		{snapshotEntries - 1, snapshotBytes - 1, false},
-		{snapshotEntries, 0, true},
-		{1, snapshotBytes, true},
+		{0, 0, 0, false},
+		{snapshotEntries - 1, snapshotBytes - 1, 0, false},
+		{snapshotEntries, 0, 0, true},
+		{1, snapshotBytes, 0, true},
+		{snapshotEntries, 10 << 20, 16 << 20, true},
+		{snapshotEntries, 10 << 20, 30 << 20, false}, // the snapshot costs more than the log since
+		{snapshotEntries * 10, snapshotBytes, 32 << 20, true},
+		{snapshotEntries * 10, snapshotBytes, 40 << 20, false},
 	}
 	for _, tc := range tests {
-		if got := p.due(tc.entries, tc.bytes); got != tc.want {
-			t.Errorf("due(%d entries, %d bytes) = %v, want %v", tc.entries, tc.bytes, got, tc.want)
+		if got := p.due(tc.entries, tc.bytes, tc.lastSize); got != tc.want {
+			t.Errorf("due(%d entries, %d bytes, last %d) = %v, want %v", tc.entries, tc.bytes, tc.lastSize, got, tc.want)
 		}
 	}
 }
