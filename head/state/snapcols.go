@@ -35,6 +35,8 @@ type strCol struct {
 	any  bool
 }
 
+func newStrCol(n int) strCol { return strCol{ends: make([]uint32, 0, n)} }
+
 func (c *strCol) add(s string) {
 	c.buf = append(c.buf, s...)
 	c.ends = append(c.ends, uint32(len(c.buf)))
@@ -54,13 +56,14 @@ func (c *strCol) take() (string, []uint32) {
 func splitCols(items []Item) []*itemCols {
 	var out []*itemCols
 	for len(items) > 0 {
-		var data, result, errs strCol
+		size := min(len(items), snapChunk)
+		data, result, errs := newStrCol(size), newStrCol(size), newStrCol(size)
 		c := &itemCols{}
 		procs := map[string]uint32{}
-		var state []byte
-		var attempts []uint16
-		var millis []int64
-		var proc []uint32
+		state := make([]byte, 0, size)
+		attempts := make([]uint16, 0, size)
+		millis := make([]int64, 0, size)
+		proc := make([]uint32, 0, size)
 		n := 0
 		for n < len(items) && n < snapChunk && len(data.buf)+len(result.buf)+len(errs.buf) < colBytes {
 			it := &items[n]

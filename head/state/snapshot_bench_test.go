@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -34,7 +35,17 @@ func (s *bufSink) Close() error  { return nil }
 
 func persist(tb testing.TB, f *state.FSM) []byte {
 	tb.Helper()
+	b, _ := persistTimed(tb, f)
+	return b
+}
+
+// persistTimed also returns how long Snapshot took: the time the state's
+// lock is held (Persist runs beside applies).
+func persistTimed(tb testing.TB, f *state.FSM) ([]byte, time.Duration) {
+	tb.Helper()
+	start := time.Now()
 	snap, err := f.Snapshot()
+	locked := time.Since(start)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -43,7 +54,7 @@ func persist(tb testing.TB, f *state.FSM) []byte {
 		tb.Fatal(err)
 	}
 	snap.Release()
-	return s.Bytes()
+	return s.Bytes(), locked
 }
 
 // BenchmarkSnapshot600k takes and writes a snapshot of a state that holds
@@ -53,10 +64,13 @@ func persist(tb testing.TB, f *state.FSM) []byte {
 func BenchmarkSnapshot600k(b *testing.B) {
 	f := history(b, 30, 20_000)
 	var n int
+	var locked time.Duration
 	for b.Loop() {
-		n = len(persist(b, f))
+		data, d := persistTimed(b, f)
+		n, locked = len(data), locked+d
 	}
 	b.ReportMetric(float64(n)/1e6, "MB")
+	b.ReportMetric(float64(locked.Microseconds())/1e3/float64(b.N), "locked-ms")
 }
 
 // BenchmarkRestore600k restores that snapshot into a new state.
