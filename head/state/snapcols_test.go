@@ -115,12 +115,15 @@ func TestRestoreRefusesBadColumns(t *testing.T) {
 		c    itemCols
 	}{
 		{"no items", itemCols{}},
-		{"short data offsets", itemCols{N: 2, Data: "ab", DataEnd: []uint32{2}}},
-		{"offset past the data", itemCols{N: 1, Data: "ab", DataEnd: []uint32{3}}},
-		{"offsets backwards", itemCols{N: 2, Data: "ab", DataEnd: []uint32{2, 1}}},
-		{"short state column", itemCols{N: 2, Data: "ab", DataEnd: []uint32{1, 2}, State: []byte{1}}},
-		{"unknown process", itemCols{N: 1, Data: "a", DataEnd: []uint32{1}, Proc: []uint32{2}, Procs: []string{"1.1"}}},
-		{"results without offsets", itemCols{N: 1, Data: "a", DataEnd: []uint32{1}, Result: "r"}},
+		{"too many items", itemCols{N: snapChunk + 1}},
+		{"no data lengths", itemCols{N: 1, Data: "a"}},
+		{"short data lengths", itemCols{N: 2, Data: "ab", DataLen: []byte{2}}},
+		{"string past the data", itemCols{N: 1, Data: "ab", DataLen: []byte{3}}},
+		{"lengths short of the data", itemCols{N: 2, Data: "abc", DataLen: []byte{1, 1}}},
+		{"short state column", itemCols{N: 2, Data: "ab", DataLen: []byte{1, 1}, State: []byte{1}}},
+		{"short attempts", itemCols{N: 2, Data: "ab", DataLen: []byte{1, 1}, Attempts: []byte{1}}},
+		{"unknown process", itemCols{N: 1, Data: "a", DataLen: []byte{1}, Proc: []byte{2}, Procs: []string{"1.1"}}},
+		{"results without lengths", itemCols{N: 1, Data: "a", DataLen: []byte{1}, Result: "r"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
