@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
@@ -153,5 +154,39 @@ func TestSnapshotPolicy(t *testing.T) {
 		if got := p.due(tc.entries, tc.bytes, tc.lastSize); got != tc.want {
 			t.Errorf("due(%d entries, %d bytes, last %d) = %v, want %v", tc.entries, tc.bytes, tc.lastSize, got, tc.want)
 		}
+	}
+}
+
+// TestSnapshotSentToNewMember: a member that joins after the log was
+// compacted gets the leader's snapshot (Raft's InstallSnapshot) and
+// restores it to the leader's state.
+func TestSnapshotSentToNewMember(t *testing.T) {
+	policy := snapshotPolicy{Entries: 100, Bytes: 1 << 30, Trailing: 10}
+	psk := wiretest.Key(t)
+	a := startServer(t, psk, "head1", func(c *Config) { c.snapshots = policy })
+	a.waitLeading(t)
+	ctx := ctxFor(t)
+	for i, cmds := range statetest.JobHistory(2, 2000) {
+		if _, err := a.cand.Apply(ctx, cmds...); err != nil {
+			t.Fatalf("apply entry %d: %v", i, err)
+		}
+	}
+	wiretest.Eventually(t, "a snapshot and a compacted log", func() bool {
+		first, err := a.cand.store.FirstIndex()
+		return err == nil && first > 1 && a.cand.fsm.info().Index > 0
+	})
+	want := dumpState(a.cand.FSM())
+	leader := a.node.Host.ID()
+	b := startServer(t, psk, "head2", func(c *Config) {
+		c.BootstrapExpect = 3 // never bootstraps on its own
+		c.FollowedLeader = func() peer.ID { return leader }
+		c.snapshots = policy
+	})
+	wiretest.Connect(t, b.node, a.node)
+	wiretest.Eventually(t, "the new member to restore the leader's snapshot", func() bool {
+		return b.cand.fsm.info().RestoredIndex > 0 && b.cand.raft.AppliedIndex() >= a.cand.raft.AppliedIndex()
+	})
+	if got := dumpState(b.cand.FSM()); !reflect.DeepEqual(got, want) {
+		t.Errorf("the new member's state differs: %d works, next id %d; want %d, %d", len(got.Work), got.NextID, len(want.Work), want.NextID)
 	}
 }
