@@ -207,11 +207,16 @@ func (c *countingReader) Read(p []byte) (int, error) {
 func (c *candidate) snapshotter(ctx context.Context) {
 	t := time.NewTicker(snapshotCheck)
 	defer t.Stop()
+	skip := 0 // checks left out after a failure (a full disk: retry, but not every second)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if skip > 0 {
+			skip--
+			continue
 		}
 		entries, bytes, lastSize := c.fsm.sinceSnapshot()
 		if !c.cfg.Snapshots.due(entries, bytes, lastSize) {
@@ -219,7 +224,8 @@ func (c *candidate) snapshotter(ctx context.Context) {
 		}
 		start := time.Now()
 		if err := c.raft.Snapshot().Error(); err != nil {
-			c.log.Warn("cannot take a raft snapshot", "entries", entries, "bytes", bytes, "err", err)
+			c.log.Warn("cannot take a raft snapshot; retrying in 30 s", "entries", entries, "bytes", bytes, "err", err)
+			skip = 30
 			continue
 		}
 		in := c.fsm.info()
@@ -233,6 +239,9 @@ func (c *candidate) snapshotter(ctx context.Context) {
 // the restored snapshot, up to last (the log's last index at start), are
 // applied; a member applies them once it knows they are committed.
 func (c *candidate) reportReplay(ctx context.Context, started time.Time, last uint64) {
+	if last == 0 {
+		return // no log yet: a new member
+	}
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for c.raft.AppliedIndex() < last {
