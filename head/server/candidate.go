@@ -292,8 +292,10 @@ func (c *candidate) Apply(ctx context.Context, cmds ...state.Command) ([]state.R
 	return res, err
 }
 
-// Close shuts Raft down and closes the log.
+// Close takes a last snapshot when much log was applied since the one
+// before (finalSnapshot), then shuts Raft down and closes the log.
 func (c *candidate) Close() error {
+	c.finalSnapshot()
 	err := c.raft.Shutdown().Error()
 	c.trans.Close()
 	if cerr := c.store.Close(); err == nil {

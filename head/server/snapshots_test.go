@@ -82,7 +82,8 @@ func TestSnapshotCompactAndRestore(t *testing.T) {
 	wiretest.Eventually(t, "the election", s.Leading)
 	ctx := ctxFor(t)
 	// 376 entries: a snapshot after the first 250, then fewer entries than
-	// the threshold, which a restart replays after the snapshot.
+	// the threshold (and than finalEntries, so that the stop takes no
+	// snapshot), which a restart replays after the snapshot.
 	history := statetest.JobHistory(4, 3000)
 	apply := func(entries [][]state.Command) {
 		for i, cmds := range entries {
@@ -189,5 +190,38 @@ func TestSnapshotSentToNewMember(t *testing.T) {
 	})
 	if got := dumpState(b.cand.FSM()); !reflect.DeepEqual(got, want) {
 		t.Errorf("the new member's state differs: %d works, next id %d; want %d, %d", len(got.Work), got.NextID, len(want.Work), want.NextID)
+	}
+}
+
+// TestFinalSnapshot: a member that stops after finalEntries or more
+// entries since its last snapshot takes one, and its next start has
+// nothing to replay.
+func TestFinalSnapshot(t *testing.T) {
+	policy := snapshotPolicy{Entries: 1 << 20, Bytes: 1 << 30, Trailing: 20} // no scheduled snapshot
+	node := wiretest.NewNode(t, wiretest.Key(t))
+	dir := t.TempDir()
+	s, stop := runServerIn(t, node, dir, policy)
+	wiretest.Eventually(t, "the election", s.Leading)
+	ctx := ctxFor(t)
+	history := statetest.JobHistory(3, 3000)
+	if len(history) < finalEntries {
+		t.Fatalf("%d entries: too few for a final snapshot", len(history))
+	}
+	for i, cmds := range history {
+		if _, err := s.cand.Apply(ctx, cmds...); err != nil {
+			t.Fatalf("apply entry %d: %v", i, err)
+		}
+	}
+	if in := s.cand.fsm.info(); in.Index != 0 {
+		t.Fatalf("a scheduled snapshot at %d", in.Index)
+	}
+	want := dumpState(s.cand.FSM())
+	stop()
+	s, _ = runServerIn(t, node, dir, policy)
+	if in := s.cand.fsm.info(); in.RestoredIndex == 0 || in.RestoredIndex+1 < s.cand.lastAtStart {
+		t.Errorf("restored index %d, log ends at %d: the stop took no snapshot of it", in.RestoredIndex, s.cand.lastAtStart)
+	}
+	if got := dumpState(s.cand.FSM()); !reflect.DeepEqual(got, want) {
+		t.Errorf("state after the restart differs: %d works, next id %d; want %d, %d", len(got.Work), got.NextID, len(want.Work), want.NextID)
 	}
 }
