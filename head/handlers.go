@@ -356,6 +356,10 @@ func (h *Head) Status() wire.StatusInfo {
 		st.Voters = h.cfg.Voters()
 	}
 	h.cfg.FSM.View(func(v *state.View) { st.Incarnation = v.Incarnation() })
+	if h.cfg.Snapshots != nil {
+		in := h.cfg.Snapshots()
+		st.Snapshot = &in
+	}
 	for _, n := range h.orch.Nodes() {
 		st.NodesAll++
 		if n.State == "Up" {

@@ -42,6 +42,8 @@ type Config struct {
 	FailoverGrace time.Duration
 	// Voters lists the members of the head group for Status (nil: none).
 	Voters func() []wire.VoterInfo
+	// Snapshots describes the Raft snapshots for Status (nil: nothing).
+	Snapshots func() wire.SnapshotInfo
 	// Heartbeat is the agents' configured heartbeat interval and
 	// MaxHeartbeatsPerSecond the intake the head stretches it to keep
 	// (orch.Config).

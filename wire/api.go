@@ -240,6 +240,24 @@ type StatusInfo struct {
 	// started anew (--bootstrap-new) after its Raft state was lost has
 	// another one (DesiredState.Incarnation).
 	Incarnation string `cbor:"20,keyasint,omitempty" json:"incarnation,omitempty"`
+	// Snapshot describes the head's Raft snapshots (nil from an older head).
+	Snapshot *SnapshotInfo `cbor:"14,keyasint,omitempty" json:"snapshot,omitempty"`
+}
+
+// SnapshotInfo describes a head group member's Raft snapshots: the last
+// one it took or restored, how much log it applied since, and the restore
+// of its last start.
+type SnapshotInfo struct {
+	Index        uint64 `cbor:"1,keyasint,omitempty" json:"index,omitempty"`
+	Size         int64  `cbor:"2,keyasint,omitempty" json:"size,omitempty"` // bytes
+	SinceEntries uint64 `cbor:"3,keyasint,omitempty" json:"since_entries,omitempty"`
+	SinceBytes   uint64 `cbor:"4,keyasint,omitempty" json:"since_bytes,omitempty"`
+	// RestoredIndex is the index of the last snapshot restored (0: none
+	// since this member started), RestoredAt when (unix ms) and
+	// RestoreMS how long it took.
+	RestoredIndex uint64 `cbor:"5,keyasint,omitempty" json:"restored_index,omitempty"`
+	RestoredAt    int64  `cbor:"6,keyasint,omitempty" json:"restored_at,omitempty"`
+	RestoreMS     int64  `cbor:"7,keyasint,omitempty" json:"restore_ms,omitempty"`
 }
 
 // VoterInfo is one member of the head group (a Raft server) as the head

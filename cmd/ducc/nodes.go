@@ -68,6 +68,9 @@ func newStatusCmd(g *globals) *cobra.Command {
 			}
 			fmt.Fprintf(tw, "Head:\t%s (%s)\n", st.Head, st.HeadPeer)
 			fmt.Fprintf(tw, "Raft:\t%s, term %d, applied index %d\n", st.RaftState, st.RaftTerm, st.RaftIndex)
+			if sn := st.Snapshot; sn != nil {
+				fmt.Fprintf(tw, "Raft snapshot:\t%s\n", snapshotLine(sn))
+			}
 			if len(st.Voters) == 0 {
 				fmt.Fprintf(tw, "Raft peers:\t%s\n", strings.Join(st.Peers, ", "))
 			}
@@ -137,4 +140,18 @@ func leftoverNote(n wire.NodeInfo) string {
 	return fmt.Sprintf("%s: %d process(es) of an earlier cluster incarnation still run, left alone: %s; "+
 		"to stop them, restart the agent on %s with --stop-leftovers (docs/operations.md)",
 		n.Name, len(n.Leftovers), strings.Join(procs, ", "), n.Name)
+}
+
+// snapshotLine describes the head's last Raft snapshot, the log applied
+// since, and the restore of its last start.
+func snapshotLine(sn *wire.SnapshotInfo) string {
+	line := "none yet"
+	if sn.Index != 0 {
+		line = fmt.Sprintf("index %d, %s", sn.Index, units.FormatSize(sn.Size))
+	}
+	line += fmt.Sprintf("; %d entries (%s) since", sn.SinceEntries, units.FormatSize(int64(sn.SinceBytes)))
+	if sn.RestoredIndex != 0 {
+		line += fmt.Sprintf("; restored index %d in %d ms", sn.RestoredIndex, sn.RestoreMS)
+	}
+	return line
 }

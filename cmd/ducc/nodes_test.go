@@ -27,3 +27,21 @@ func TestVoterState(t *testing.T) {
 		t.Errorf("voterNames: %q", got)
 	}
 }
+
+func TestSnapshotLine(t *testing.T) {
+	tests := []struct {
+		in   wire.SnapshotInfo
+		want string
+	}{
+		{wire.SnapshotInfo{}, "none yet; 0 entries (0 B) since"},
+		{wire.SnapshotInfo{Index: 17092, Size: 14359302, SinceEntries: 1190, SinceBytes: 1445888},
+			"index 17092, 13.7 MiB; 1190 entries (1.4 MiB) since"},
+		{wire.SnapshotInfo{Index: 9, Size: 2048, RestoredIndex: 9, RestoreMS: 152},
+			"index 9, 2 KiB; 0 entries (0 B) since; restored index 9 in 152 ms"},
+	}
+	for _, tc := range tests {
+		if got := snapshotLine(&tc.in); got != tc.want {
+			t.Errorf("snapshotLine(%+v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -31,6 +31,8 @@ type candidateConfig struct {
 	// BootstrapNew moves an unusable Raft state aside and starts as a
 	// new member (openRaftStore).
 	BootstrapNew bool
+	// Snapshots is the snapshot policy (zero: the defaults).
+	Snapshots snapshotPolicy
 }
 
 // candidate is a Raft member that runs a Head while it is the leader.
@@ -38,13 +40,18 @@ type candidate struct {
 	cfg   candidateConfig
 	log   *slog.Logger
 	raft  *raft.Raft
-	fsm   *state.FSM
+	fsm   *raftFSM
 	store *raftboltdb.BoltStore
 	guard *writeGuard // the store as Raft sees it: says why writes fail
 	trans *raft.NetworkTransport
 
 	member atomic.Bool
 	commit *committer
+	// started is when newCandidate began and lastAtStart the log's last
+	// index then: the replay of the log after the snapshot is reported
+	// (reportReplay).
+	started     time.Time
+	lastAtStart uint64
 
 	mu   sync.Mutex
 	head *head.Head
@@ -53,6 +60,8 @@ type candidate struct {
 // newCandidate opens the Raft log in DataDir/raft and bootstraps a lone
 // head's Raft group; a group of several forms later (Bootstrap, AddVoter).
 func newCandidate(cfg candidateConfig) (*candidate, error) {
+	started := time.Now()
+	cfg.Snapshots = cfg.Snapshots.orDefault()
 	log := cfg.Logger.With("component", "raft")
 	dir := filepath.Join(cfg.DataDir, raftDirName)
 	store, err := openRaftStore(cfg.DataDir, cfg.BootstrapNew, log)
@@ -79,10 +88,13 @@ func newCandidate(cfg candidateConfig) (*candidate, error) {
 	rc.ElectionTimeout = elect
 	rc.LeaderLeaseTimeout = elect / 2
 	rc.CommitTimeout = 5 * time.Millisecond
-	rc.SnapshotThreshold = 8192
+	// The snapshotter (snapshots.go) applies the snapshot policy every
+	// second; Raft's own check, on entries only, is a backstop far behind.
+	rc.SnapshotThreshold = 16 * cfg.Snapshots.Entries
 	rc.SnapshotInterval = 2 * time.Minute
+	rc.TrailingLogs = cfg.Snapshots.Trailing
 	rc.Logger = wire.NewHCLogger(cfg.Logger, "raft")
-	fsm := state.New()
+	fsm := newRaftFSM(log)
 	guard := newWriteGuard(store, cfg.DataDir, log, nil)
 	has, err := raft.HasExistingState(store, store, snaps)
 	if err != nil {
@@ -99,12 +111,17 @@ func newCandidate(cfg candidateConfig) (*candidate, error) {
 			return nil, fmt.Errorf("bootstrap raft: %w", err)
 		}
 	}
+	last, err := store.LastIndex()
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("read raft log: %w", err)
+	}
 	r, err := raft.NewRaft(rc, fsm, guard, guard, snaps, trans)
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
-	c := &candidate{cfg: cfg, log: log, raft: r, fsm: fsm, store: store, guard: guard, trans: trans}
+	c := &candidate{cfg: cfg, log: log, raft: r, fsm: fsm, store: store, guard: guard, trans: trans, started: started, lastAtStart: last}
 	c.commit = newCommitter(func(data []byte, timeout time.Duration) raft.ApplyFuture { return r.Apply(data, timeout) }, log)
 	c.commit.observe = cfg.HeadConfig.Metrics.ObserveCommit
 	if has || cfg.BootstrapExpect <= 1 {
@@ -177,7 +194,7 @@ func (c *candidate) RemoveServer(peerID string) error {
 }
 
 // FSM returns the replicated state.
-func (c *candidate) FSM() *state.FSM { return c.fsm }
+func (c *candidate) FSM() *state.FSM { return c.fsm.FSM }
 
 // Raft returns the Raft member.
 func (c *candidate) Raft() *raft.Raft { return c.raft }
@@ -198,6 +215,12 @@ func (c *candidate) Run(ctx context.Context) {
 	committing := make(chan struct{})
 	go func() { defer close(committing); c.commit.run(commitCtx) }()
 	defer func() { stopCommit(); <-committing }()
+	snapCtx, stopSnap := context.WithCancel(ctx)
+	var snapping sync.WaitGroup
+	snapping.Add(2)
+	go func() { defer snapping.Done(); c.snapshotter(snapCtx) }()
+	go func() { defer snapping.Done(); c.reportReplay(snapCtx, c.started, c.lastAtStart) }()
+	defer func() { stopSnap(); snapping.Wait() }()
 	var (
 		cancel context.CancelFunc
 		done   chan struct{}
@@ -241,7 +264,7 @@ func (c *candidate) Run(ctx context.Context) {
 			}
 			hctx, hcancel := context.WithCancel(ctx)
 			cfg := c.cfg.HeadConfig
-			cfg.FSM, cfg.Apply, cfg.Raft = c.fsm, c, c.raft
+			cfg.FSM, cfg.Apply, cfg.Raft = c.fsm.FSM, c, c.raft
 			h := head.New(cfg)
 			cancel, done = hcancel, make(chan struct{})
 			c.mu.Lock()
@@ -275,8 +298,10 @@ func (c *candidate) Apply(ctx context.Context, cmds ...state.Command) ([]state.R
 	return res, err
 }
 
-// Close shuts Raft down and closes the log.
+// Close takes a last snapshot when much log was applied since the one
+// before (finalSnapshot), then shuts Raft down and closes the log.
 func (c *candidate) Close() error {
+	c.finalSnapshot()
 	c.guard.close()
 	err := c.raft.Shutdown().Error()
 	c.trans.Close()

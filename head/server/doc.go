@@ -10,7 +10,10 @@
 //     continues exactly where the old one stopped; the head's applies go
 //     through a group commit (committer): commands of concurrent callers
 //     share one log entry, and each caller returns once its entry is
-//     applied;
+//     applied; the member snapshots its state on a schedule of entries and
+//     bytes and Raft compacts the log behind each snapshot, so raft.db
+//     stays bounded and a restart replays only what follows the newest
+//     snapshot (snapshots.go, raftdb.go; docs/operations.md);
 //   - forms the first Raft group (bootstrap_expect head-eligible agents
 //     that see each other's heartbeats) or asks the leader to add it;
 //   - while it leads, lists the group's members with their state (from

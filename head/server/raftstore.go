@@ -99,6 +99,10 @@ func openRaftStore(dataDir string, bootstrapNew bool, log *slog.Logger) (*raftbo
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create raft dir: %w", err)
 	}
+	// A sound file that is mostly free pages is rewritten smaller first.
+	if err := compactRaftDB(db, log); err != nil {
+		return nil, err
+	}
 	store, err := raftboltdb.New(raftboltdb.Options{Path: db, BoltOptions: &bbolt.Options{Timeout: 10 * time.Second}})
 	if err != nil {
 		return nil, &RaftStateError{DataDir: dataDir, Path: db, Problem: "cannot be opened", Err: err}

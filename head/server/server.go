@@ -92,6 +92,9 @@ type Config struct {
 	// Now is the clock that decides which members of the head group are
 	// unreachable (time.Now if nil).
 	Now func() time.Time
+	// snapshots is the Raft snapshot policy; zero takes the defaults
+	// (snapshots.go), tests set smaller thresholds.
+	snapshots snapshotPolicy
 }
 
 // Retention is head.Retention, for the agent, which does not import head.
@@ -149,10 +152,11 @@ func New(cfg Config) (*Server, error) {
 		Heartbeat: cfg.Heartbeat, MaxHeartbeatsPerSecond: cfg.MaxHeartbeatsPerSecond,
 		Metrics: cfg.Metrics, Logger: cfg.Logger, FailoverGrace: cfg.FailoverGrace, Voters: s.voters,
 		Retention: cfg.Retention,
+		Snapshots: func() wire.SnapshotInfo { return s.cand.fsm.info() },
 	}
 	cand, err := newCandidate(candidateConfig{
 		DataDir: cfg.DataDir, Host: cfg.Host, BootstrapExpect: cfg.BootstrapExpect, BootstrapNew: cfg.BootstrapNew,
-		Logger: cfg.Logger, Elect: cfg.Elect, HeadConfig: hc,
+		Logger: cfg.Logger, Elect: cfg.Elect, HeadConfig: hc, Snapshots: cfg.snapshots,
 	})
 	if rse := (*RaftStateError)(nil); errors.As(err, &rse) {
 		return nil, rse // says all there is to say

@@ -497,7 +497,8 @@ func (f *FSM) finish(w *Work, now int64, completion, reason string, exit int) {
 }
 
 // snapHeader starts a snapshot. Then come Count frames of Work, each job
-// followed by its items in frames of at most snapChunk.
+// followed by its items in frames of at most snapChunk: itemCols since
+// version 2, []Item in version 1 (still read).
 type snapHeader struct {
 	Version   int               `cbor:"1,keyasint"`
 	NextID    uint64            `cbor:"2,keyasint"`
@@ -509,12 +510,19 @@ type snapHeader struct {
 	History bool `cbor:"20,keyasint,omitempty"`
 	// Incarnation is FSM.incarnation.
 	Incarnation string `cbor:"10,keyasint,omitempty"`
+	// Index is the Raft index of the last entry the snapshot holds
+	// (version 2).
+	Index uint64 `cbor:"6,keyasint,omitempty"`
 }
 
-const snapChunk = 50_000
+const (
+	snapVersion = 2
+	snapChunk   = 50_000
+)
 
-// Snapshot implements raft.FSM. It encodes under the read lock so that the
-// snapshot is consistent; Persist only writes bytes.
+// Snapshot implements raft.FSM. Under the read lock it encodes the work
+// and copies the items into column chunks, which share nothing with the
+// state; Persist encodes the chunks while applies go on.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -524,10 +532,12 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	if err := wire.WriteMsg(&buf, snapHeader{Version: 1, NextID: f.nextID, Count: len(ids), Scheduler: f.sched, NodeAdmin: f.nodeAdmin,
-		History: true, Incarnation: f.incarnation}); err != nil {
+	h := snapHeader{Version: snapVersion, NextID: f.nextID, Count: len(ids), Scheduler: f.sched, NodeAdmin: f.nodeAdmin, Index: f.index,
+		History: true, Incarnation: f.incarnation}
+	if err := wire.WriteMsg(&buf, h); err != nil {
 		return nil, fmt.Errorf("encode snapshot: %w", err)
 	}
+	s := &snapshot{}
 	for _, id := range ids {
 		w := *f.work[id]
 		var items []Item
@@ -539,18 +549,21 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		if err := wire.WriteMsg(&buf, &w); err != nil {
 			return nil, fmt.Errorf("encode snapshot of work %d: %w", id, err)
 		}
-		for len(items) > 0 {
-			n := min(len(items), snapChunk)
-			if err := wire.WriteMsg(&buf, items[:n]); err != nil {
-				return nil, fmt.Errorf("encode snapshot items of work %d: %w", id, err)
+		if len(items) > 0 {
+			s.parts = append(s.parts, snapPart{encoded: bytes.Clone(buf.Bytes())})
+			buf.Reset()
+			for _, c := range splitCols(items) {
+				s.parts = append(s.parts, snapPart{cols: c, work: id})
 			}
-			items = items[n:]
 		}
 	}
 	if err := f.hist.write(&buf); err != nil {
 		return nil, err
 	}
-	return snapshot(buf.Bytes()), nil
+	if buf.Len() > 0 {
+		s.parts = append(s.parts, snapPart{encoded: buf.Bytes()})
+	}
+	return s, nil
 }
 
 // Restore implements raft.FSM.
@@ -561,7 +574,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err := wire.ReadMsg(r, &h, wire.MaxMessageSize); err != nil {
 		return fmt.Errorf("decode snapshot header: %w", err)
 	}
-	if h.Version != 1 {
+	if h.Version != 1 && h.Version != snapVersion {
 		return fmt.Errorf("snapshot version %d is not supported by this ducc", h.Version)
 	}
 	work := make(map[uint64]*Work, h.Count)
@@ -573,14 +586,12 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		if w.Job != nil {
 			w.Job.Items = make([]Item, 0, w.Job.NItems)
 			for len(w.Job.Items) < w.Job.NItems {
-				var chunk []Item
-				if err := wire.ReadMsg(r, &chunk, wire.MaxMessageSize*4); err != nil {
+				if err := readItems(r, h.Version, w.Job); err != nil {
 					return fmt.Errorf("decode snapshot items of work %d: %w", w.ID, err)
 				}
-				if len(chunk) == 0 {
-					return fmt.Errorf("decode snapshot items of work %d: empty chunk", w.ID)
-				}
-				w.Job.Items = append(w.Job.Items, chunk...)
+			}
+			if len(w.Job.Items) != w.Job.NItems {
+				return fmt.Errorf("decode snapshot items of work %d: %d items, want %d", w.ID, len(w.Job.Items), w.Job.NItems)
 			}
 			w.Job.NItems = 0
 		}
@@ -597,6 +608,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextID = h.NextID
+	f.index = h.Index
 	f.work = work
 	f.idx = buildIndex(work)
 	f.hist = hist
@@ -613,14 +625,62 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-type snapshot []byte
+// readItems reads one chunk of a job's items.
+func readItems(r io.Reader, version int, j *Job) error {
+	if version == 1 {
+		var chunk []Item
+		if err := wire.ReadMsg(r, &chunk, wire.MaxMessageSize*4); err != nil {
+			return err
+		}
+		if len(chunk) == 0 {
+			return fmt.Errorf("empty chunk")
+		}
+		j.Items = append(j.Items, chunk...)
+		return nil
+	}
+	var c itemCols
+	if err := wire.ReadMsg(r, &c, wire.MaxMessageSize*4); err != nil {
+		return err
+	}
+	items, err := c.appendTo(j.Items)
+	if err != nil {
+		return err
+	}
+	j.Items = items
+	return nil
+}
 
-func (s snapshot) Persist(sink raft.SnapshotSink) error {
-	if _, err := sink.Write(s); err != nil {
+// snapshot is a snapshot ready to be written: frames already encoded and
+// item chunks still to encode.
+type snapshot struct{ parts []snapPart }
+
+type snapPart struct {
+	encoded []byte
+	cols    *itemCols
+	work    uint64
+}
+
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	w := bufio.NewWriterSize(sink, 1<<20)
+	err := func() error {
+		for _, p := range s.parts {
+			if p.cols == nil {
+				if _, err := w.Write(p.encoded); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := wire.WriteMsg(w, p.cols); err != nil {
+				return fmt.Errorf("items of work %d: %w", p.work, err)
+			}
+		}
+		return w.Flush()
+	}()
+	if err != nil {
 		_ = sink.Cancel()
 		return fmt.Errorf("write snapshot: %w", err)
 	}
 	return sink.Close()
 }
 
-func (s snapshot) Release() {}
+func (s *snapshot) Release() {}
