@@ -154,7 +154,7 @@ func (s *sched) runBand(b band) {
 		reach := append([]*pool{p}, p.squat()...)
 		for _, w := range jobs {
 			if msg := s.tooBig(w, reach); msg != "" {
-				w.pending = msg
+				w.pending, w.pendCode = msg, s.noFitCode(w, reach)
 				w.want = w.cur
 				s.tracef("job %d: %s", w.w.ID, msg)
 			}
@@ -315,5 +315,6 @@ func (s *sched) finishPlan() {
 	}
 	// Work ids and process ids are unique here, so any sort gives one order.
 	sortPending(s.plan.Pending)
+	slices.SortFunc(s.plan.Held, func(a, b Held) int { return cmp.Compare(a.WorkID, b.WorkID) })
 	slices.SortFunc(s.plan.Carry.Issued, func(a, b IssuedStop) int { return strings.Compare(a.ProcID, b.ProcID) })
 }
