@@ -252,19 +252,10 @@ func (h *Head) info(c wire.Caller, w *state.Work) wire.WorkInfo {
 		Completion: w.Completion, Ended: w.Ended(), ShareGroup: w.ShareGroup,
 	}
 	if !w.Ended() {
-		if p := h.orch.Pending(w.ID); p != "" {
-			info.Reason = p
-		}
-		if w.State == state.StateWaitingForServices {
-			info.Reason = h.sm.Waiting(w.ID)
-			if info.Reason == "" {
-				info.Reason = "waiting for services: " + strings.Join(w.Deps, ", ")
-			}
-		}
-		if w.Canceling {
-			info.Reason = "stopping: " + cancelText(w)
-		}
+		h.waiting(w, &info) // Reason, ReasonCode, Held, HeldCode
 	}
+	h.memoryCap(w, &info)
+	info.Nodes = liveNodes(w)
 	for _, p := range w.Procs {
 		if info.Node == "" || !p.Ended() {
 			info.Node = p.Node
@@ -272,7 +263,7 @@ func (h *Head) info(c wire.Caller, w *state.Work) wire.WorkInfo {
 		pi := wire.ProcInfo{
 			ID: p.ID, Node: p.Node, State: p.State, PID: p.PID, MemoryLimit: p.MemoryLimit,
 			StartedAt: p.StartedAt, EndedAt: p.EndedAt, ExitCode: p.ExitCode, Reason: p.Reason, LogPath: p.LogPath,
-			OOMKills: p.OOMKills,
+			OOMKills: p.OOMKills, Stopped: stopText(w, p),
 		}
 		if live, ok := h.orch.Live(p.ID); ok {
 			pi.RSS, pi.CPUSeconds = live.RSS, live.CPUSeconds

@@ -123,6 +123,13 @@ func (s *sched) tooBig(w *work, ps []*pool) string {
 	}
 	need := units.FormatSize(int64(w.order) * w.quantum)
 	big := units.FormatSize(int64(l) * w.quantum)
+	if l == 0 {
+		where := "in pool " + w.pool.name
+		if len(w.w.MachineList) > 0 {
+			where = "in machine_list"
+		}
+		return fmt.Sprintf("no node %s is up to hold %s (all are down, varied off or quiescing)", where, need)
+	}
 	switch {
 	case len(w.w.MachineList) > 0:
 		return fmt.Sprintf("no node in machine_list can hold %s; largest schedulable there is %s", need, big)

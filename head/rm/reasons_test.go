@@ -43,7 +43,7 @@ func TestWaitCodes(t *testing.T) {
 		{"reservation, no machine of its size", big, []Work{res}, 9, WaitNoFit, "exactly 64 GiB"},
 		{"reservation, no machine up", nil, []Work{res}, 9, WaitNoNodes, "none up"},
 		{"managed, too big", small, []Work{{ID: 5, Kind: ManagedReservation, User: "u", Class: "fixed", Memory: 64 * GiB, SubmitTime: t0}}, 5, WaitNoFit, "no node can hold"},
-		{"job, no node up", []Node{{Name: "d1", MemSchedulable: 16 * GiB, State: NodeDown}}, []Work{job(3, "u", "normal", GiB, 4)}, 3, WaitNoNodes, "largest schedulable is 0"},
+		{"job, no node up", []Node{{Name: "d1", MemSchedulable: 16 * GiB, State: NodeDown}}, []Work{job(3, "u", "normal", GiB, 4)}, 3, WaitNoNodes, "is up to hold 1 GiB"},
 		{"unknown class", small, []Work{job(4, "u", "nosuch", GiB, 4)}, 4, WaitBadClass, "nosuch"},
 		{"job at its fair share", mkNodes("n", 1, 4*GiB), []Work{
 			running(job(6, "u", "normal", GiB, 10), 1, "n01", "n01"), running(job(7, "v", "normal", GiB, 10), 1, "n01", "n01"),
