@@ -17,7 +17,7 @@ type jobColumn struct {
 	name   string // as given to -o
 	head   string
 	help   string
-	shrink bool // may be cut to fit the terminal
+	shrink int // 0: never cut to fit the terminal; else the order of cutting (1 first)
 	cell   func(x *wire.WorkInfo, now time.Time) string
 }
 
@@ -25,41 +25,41 @@ type jobColumn struct {
 const defaultJobColumns = "id,user,kind,class,state,done,total,err,rate,time,nodelist"
 
 var jobColumns = []jobColumn{
-	{"id", "ID", "the work's id", false, func(x *wire.WorkInfo, _ time.Time) string { return strconv.FormatUint(x.ID, 10) }},
-	{"user", "USER", "its owner", true, func(x *wire.WorkInfo, _ time.Time) string { return x.User }},
-	{"kind", "KIND", "job, managed (ducc run) or reservation", false, func(x *wire.WorkInfo, _ time.Time) string { return string(x.Kind) }},
-	{"class", "CLASS", "its scheduling class", true, func(x *wire.WorkInfo, _ time.Time) string { return x.Class }},
-	{"state", "STATE", "its state; for ended work, how it ended", true, func(x *wire.WorkInfo, _ time.Time) string { return tableState(x) }},
-	{"memory", "MEMORY", "memory per process, as asked", false, func(x *wire.WorkInfo, _ time.Time) string { return units.FormatSize(x.Memory) }},
-	{"procs", "PROCS", "live processes / processes wanted", false, func(x *wire.WorkInfo, _ time.Time) string { return procsCell(x) }},
-	{"done", "DONE", "work items done", false, func(x *wire.WorkInfo, _ time.Time) string {
+	{"id", "ID", "the work's id", 0, func(x *wire.WorkInfo, _ time.Time) string { return strconv.FormatUint(x.ID, 10) }},
+	{"user", "USER", "its owner", 3, func(x *wire.WorkInfo, _ time.Time) string { return x.User }},
+	{"kind", "KIND", "job, managed (ducc run) or resv (reservation)", 0, func(x *wire.WorkInfo, _ time.Time) string { return kindCell(x.Kind) }},
+	{"class", "CLASS", "its scheduling class", 2, func(x *wire.WorkInfo, _ time.Time) string { return x.Class }},
+	{"state", "STATE", "its state (Waiting: see the reason); for ended work, how it ended", 6, func(x *wire.WorkInfo, _ time.Time) string { return tableState(x) }},
+	{"memory", "MEMORY", "memory per process, as asked", 0, func(x *wire.WorkInfo, _ time.Time) string { return units.FormatSize(x.Memory) }},
+	{"procs", "PROCS", "live processes / processes wanted", 0, func(x *wire.WorkInfo, _ time.Time) string { return procsCell(x) }},
+	{"done", "DONE", "work items done", 0, func(x *wire.WorkInfo, _ time.Time) string {
 		return jobNum(x, func(s *wire.JobStats) int { return s.Done })
 	}},
-	{"total", "TOTAL", "work items in the job", false, func(x *wire.WorkInfo, _ time.Time) string {
+	{"total", "TOTAL", "work items in the job", 0, func(x *wire.WorkInfo, _ time.Time) string {
 		return jobNum(x, func(s *wire.JobStats) int { return s.Total })
 	}},
-	{"err", "ERR", "work items failed", false, func(x *wire.WorkInfo, _ time.Time) string {
+	{"err", "ERR", "work items failed", 0, func(x *wire.WorkInfo, _ time.Time) string {
 		return jobNum(x, func(s *wire.JobStats) int { return s.Failed })
 	}},
-	{"rate", "RATE", "items per second, for running jobs", false, func(x *wire.WorkInfo, _ time.Time) string { return rateCell(x) }},
-	{"start", "START", "when its first process started", false, func(x *wire.WorkInfo, _ time.Time) string { return clock(x.StartedAt) }},
-	{"time", "TIME", "how long it has run (or ran)", false, func(x *wire.WorkInfo, now time.Time) string {
+	{"rate", "RATE", "items per second, for running jobs", 0, func(x *wire.WorkInfo, _ time.Time) string { return rateCell(x) }},
+	{"start", "START", "when its first process started", 0, func(x *wire.WorkInfo, _ time.Time) string { return clock(x.StartedAt) }},
+	{"time", "TIME", "how long it has run (or ran)", 0, func(x *wire.WorkInfo, now time.Time) string {
 		return duration(x.StartedAt, x.EndedAt, now)
 	}},
-	{"nodes", "NODES", "the nodes of its live processes", true, func(x *wire.WorkInfo, _ time.Time) string { return nodesCell(x) }},
-	{"reason", "REASON", "why it waits, as a code (docs/jobs.md); the prose is in 'ducc show'", true, func(x *wire.WorkInfo, _ time.Time) string {
+	{"nodes", "NODES", "the nodes of its live processes", 4, func(x *wire.WorkInfo, _ time.Time) string { return nodesCell(x) }},
+	{"reason", "REASON", "why it waits, as a code (docs/jobs.md); the prose is in 'ducc show'", 5, func(x *wire.WorkInfo, _ time.Time) string {
 		return dash(string(x.ReasonCode))
 	}},
-	{"nodelist", "NODES(REASON)", "its nodes when it runs, else why it waits (a code)", true, func(x *wire.WorkInfo, _ time.Time) string {
+	{"nodelist", "NODES(REASON)", "its nodes when it runs, else why it waits (a code)", 7, func(x *wire.WorkInfo, _ time.Time) string {
 		if x.ReasonCode != "" {
 			return "(" + string(x.ReasonCode) + ")"
 		}
 		return nodesCell(x)
 	}},
-	{"held", "HELD", "why running work has fewer processes than it could use, as a code", true, func(x *wire.WorkInfo, _ time.Time) string {
+	{"held", "HELD", "why running work has fewer processes than it could use, as a code", 5, func(x *wire.WorkInfo, _ time.Time) string {
 		return dash(string(x.HeldCode))
 	}},
-	{"description", "DESCRIPTION", "its description", true, func(x *wire.WorkInfo, _ time.Time) string { return dash(x.Description) }},
+	{"description", "DESCRIPTION", "its description", 1, func(x *wire.WorkInfo, _ time.Time) string { return dash(x.Description) }},
 }
 
 // jobColumnsHelp lists the columns for the command's help.
@@ -112,9 +112,21 @@ func printWorkTable(w io.Writer, ws []wire.WorkInfo, cols []jobColumn, now time.
 	return t.write(w, width, header)
 }
 
-// tableState is the state, or for ended work how it ended.
+// kindCell is the kind, reservations shortened.
+func kindCell(k wire.WorkKind) string {
+	if k == wire.WorkReservation {
+		return "resv"
+	}
+	return string(k)
+}
+
+// tableState is the state, or for ended work how it ended. The two
+// waiting states read "Waiting": the reason code says for what.
 func tableState(x *wire.WorkInfo) string {
 	if !x.Ended {
+		if strings.HasPrefix(x.State, "WaitingFor") {
+			return "Waiting"
+		}
 		return x.State
 	}
 	if x.Completion == "ProgramExit" {

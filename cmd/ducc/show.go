@@ -86,7 +86,7 @@ func printWorkWidth(w io.Writer, x wire.WorkInfo, width int, now time.Time) {
 	fmt.Fprintln(w, "\nProcesses:")
 	t := &table{
 		heads:  []string{"ID", "NODE", "PID", "STATE", "LIMIT", "RSS", "DONE", "ERR", "END"},
-		shrink: []bool{false, true, false, true, false, false, false, false, true},
+		shrink: []int{0, 2, 0, 3, 0, 0, 0, 0, 1},
 		indent: "  ",
 	}
 	var details fields
@@ -174,7 +174,11 @@ func ms(v float64) string {
 func timingLine(s *wire.JobStats) string {
 	var parts []string
 	if s.MeanMS > 0 {
-		parts = append(parts, fmt.Sprintf("mean %s, min %s, max %s, stddev %s", ms(s.MeanMS), ms(s.MinMS), ms(s.MaxMS), ms(s.StddevMS)))
+		t := fmt.Sprintf("mean %s, min %s, max %s", ms(s.MeanMS), ms(s.MinMS), ms(s.MaxMS))
+		if s.StddevMS > 0 {
+			t += ", stddev " + ms(s.StddevMS)
+		}
+		parts = append(parts, t)
 	}
 	if s.InitMeanMS > 0 {
 		parts = append(parts, "initialization "+ms(s.InitMeanMS)+" on average")
@@ -207,6 +211,9 @@ func rateLine(x *wire.WorkInfo) string {
 // processes get and why.
 func memoryLine(x *wire.WorkInfo) string {
 	asked := units.FormatSize(x.Memory)
+	if x.Kind == wire.WorkReservation {
+		return asked + " (a whole machine of exactly this size)"
+	}
 	if x.MemoryCap == 0 || x.MemoryCap == x.Memory {
 		if x.Quantum > 0 {
 			return asked + " per process (" + plural(int(x.Memory/x.Quantum), "share") + " of " + units.FormatSize(x.Quantum) + ")"

@@ -7,11 +7,12 @@ import (
 )
 
 // table is text in columns that fits a width: when the natural widths do
-// not fit, the widest shrinkable columns give way first and their cells
-// are cut with "…"; what still does not fit is cut at the line's end.
+// not fit, the shrinkable columns give way one after the other, in their
+// order (1 first), down to minShrunk, and their cells are cut with "…";
+// what still does not fit is cut at the line's end.
 type table struct {
 	heads  []string
-	shrink []bool // may this column be cut to fit?
+	shrink []int // 0: never cut; else the order in which columns are cut
 	rows   [][]string
 	indent string
 }
@@ -50,14 +51,14 @@ func (t *table) write(w io.Writer, width int, header bool) error {
 		for total() > width {
 			best := -1
 			for i := range widths {
-				if t.shrink[i] && widths[i] > minShrunk && (best < 0 || widths[i] > widths[best]) {
+				if t.shrink[i] > 0 && widths[i] > minShrunk && (best < 0 || t.shrink[i] < t.shrink[best]) {
 					best = i
 				}
 			}
 			if best < 0 {
 				break
 			}
-			widths[best]--
+			widths[best] = max(minShrunk, widths[best]-(total()-width))
 		}
 	}
 	var b strings.Builder
