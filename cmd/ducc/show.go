@@ -162,7 +162,7 @@ func itemsLine(s *wire.JobStats) string {
 		line += fmt.Sprintf(", %d retried", s.Retried)
 	}
 	if s.Preempted > 0 {
-		line += fmt.Sprintf(", %d re-queued after preemption", s.Preempted)
+		line += fmt.Sprintf(", %d re-queued from stopped processes", s.Preempted)
 	}
 	return line
 }

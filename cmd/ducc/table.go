@@ -47,7 +47,22 @@ func (t *table) write(w io.Writer, width int, header bool) error {
 		}
 		return s
 	}
-	if width > 0 {
+	if width > 0 && total() > width {
+		// Headers wider than their cells give way first.
+		for i := range widths {
+			if t.shrink[i] == 0 || !header {
+				continue
+			}
+			cells := 0
+			for _, r := range t.rows {
+				if i < len(r) {
+					cells = max(cells, utf8.RuneCountInString(r[i]))
+				}
+			}
+			if over := total() - width; over > 0 && widths[i] > max(cells, minShrunk) {
+				widths[i] = max(cells, minShrunk, widths[i]-over)
+			}
+		}
 		for total() > width {
 			best := -1
 			for i := range widths {
@@ -89,7 +104,17 @@ func (t *table) write(w io.Writer, width int, header bool) error {
 // wrap breaks s into lines of at most width runes at spaces; a word longer
 // than a line is cut across lines. width 0 means no limit.
 func wrap(s string, width int) []string {
-	if width <= 0 || utf8.RuneCountInString(s) <= width {
+	if width <= 0 {
+		return []string{s}
+	}
+	if strings.Contains(s, "\n") {
+		var out []string
+		for _, l := range strings.Split(s, "\n") {
+			out = append(out, wrap(l, width)...)
+		}
+		return out
+	}
+	if utf8.RuneCountInString(s) <= width {
 		return []string{s}
 	}
 	var lines []string
