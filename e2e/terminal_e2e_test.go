@@ -164,6 +164,26 @@ func TestTerminalFits(t *testing.T) {
 	if code != 0 {
 		t.Errorf("submit --wait: exit %d:\n%s", code, prog)
 	}
+	// Its processes, stopped by ducc at the job's end, did not fail.
+	if m := regexp.MustCompile(`Job (\d+) submitted`).FindStringSubmatch(prog); m == nil {
+		t.Errorf("submit --wait printed no job id:\n%s", prog)
+	} else {
+		for deadline := time.Now().Add(time.Minute); ; {
+			text, _, _ := c.ducc("show", m[1])
+			if !strings.Contains(text, "Running") && !strings.Contains(text, "Stopping") && !strings.Contains(text, "Initializing") {
+				if strings.Contains(text, "143") || strings.Contains(text, "SIGTERM") ||
+					(strings.Contains(text, "Exited") && !strings.Contains(text, "stopped: job ended") && !strings.Contains(text, "released")) {
+					t.Errorf("ducc show of a job that ended well does not say its processes were stopped at its end:\n%s", text)
+				}
+				t.Logf("ducc show %s, ended:\n%s", m[1], text)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the processes of job %s did not end:\n%s", m[1], text)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
 	if _, _, code := c.ducc("cancel", id); code != 0 {
 		t.Errorf("cancel %s: exit %d", id, code)
 	}

@@ -109,8 +109,10 @@ Prints the id, and the node once it has one (--wait waits for it).`,
 				return &exitError{code: exitFailed, msg: fmt.Sprintf("reservation %d ended %s: %s", rep.ID, info.Completion, info.Reason)}
 			case info.Node != "":
 				fmt.Fprintf(cmd.OutOrStdout(), "Reservation %d: node %s\n", rep.ID, info.Node)
+			case info.Reason == "":
+				fmt.Fprintf(cmd.OutOrStdout(), "Reservation %d pending\n", rep.ID)
 			default:
-				fmt.Fprintf(cmd.OutOrStdout(), "Reservation %d pending: %s\n", rep.ID, dash(info.Reason))
+				printWaiting(cmd.OutOrStdout(), &info, outWidth(cmd.OutOrStdout()))
 			}
 			return nil
 		},
