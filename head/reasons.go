@@ -47,6 +47,10 @@ func (h *Head) waiting(w *state.Work, info *wire.WorkInfo) {
 	wt, ok := h.orch.Waiting(w.ID)
 	live := len(w.Live())
 	if ok {
+		held := ""
+		if wt.HeldCode != rm.WaitNone {
+			held = wt.Held.Reason()
+		}
 		info.Wanted = max(wt.Want, live)
 		switch {
 		case live == 0 && wt.Reason != "":
@@ -55,14 +59,14 @@ func (h *Head) waiting(w *state.Work, info *wire.WorkInfo) {
 			info.Reason, info.ReasonCode = wt.Reason, wire.ReasonShrinking
 		case wt.Reason != "":
 			info.Held, info.HeldCode = wt.Reason, reasonCode(wt.Code)
-			if wt.Held != "" {
-				info.Held += "; " + wt.Held
+			if held != "" {
+				info.Held += "; " + held
 			}
-		case wt.Held != "":
-			info.Held, info.HeldCode = wt.Held, reasonCode(wt.HeldCode)
+		case held != "":
+			info.Held, info.HeldCode = held, reasonCode(wt.HeldCode)
 		}
-		if live == 0 && info.Reason == "" && wt.Held != "" {
-			info.Reason, info.ReasonCode = wt.Held, reasonCode(wt.HeldCode)
+		if live == 0 && info.Reason == "" && held != "" {
+			info.Reason, info.ReasonCode = held, reasonCode(wt.HeldCode)
 			info.Held, info.HeldCode = "", ""
 		}
 	}

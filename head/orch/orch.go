@@ -298,9 +298,9 @@ type Waiting struct {
 	Have   int         // its processes after the cycle's plan
 	Want   int         // the processes it wants (0 = unknown)
 	// HeldCode and Held say why a job wants fewer processes than its
-	// items could use (Plan.Held).
+	// items could use (Plan.Held; its Reason formats the words).
 	HeldCode rm.WaitCode
-	Held     string
+	Held     rm.Held
 }
 
 // Waiting returns what the last scheduling cycle said about a piece of

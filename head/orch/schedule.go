@@ -180,7 +180,7 @@ func planCommands(plan rm.Plan, active []*state.Work, ts int64) ([]state.Command
 	for _, h := range plan.Held {
 		id, _ := fromKey(h.WorkID)
 		wt := pending[id]
-		wt.HeldCode, wt.Held = h.Code, h.Reason
+		wt.HeldCode, wt.Held = h.Code, h
 		if wt.Want == 0 {
 			wt.Want = h.Want
 		}

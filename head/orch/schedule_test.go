@@ -81,13 +81,14 @@ func TestPlanCommands(t *testing.T) {
 			plan: rm.Plan{
 				Pending: []rm.Pending{{WorkID: 1, Have: 1, Want: 2, Code: rm.WaitAtShare, Reason: "at fair share"}},
 				Held: []rm.Held{
-					{WorkID: 1, Want: 2, Max: 8, Code: rm.HeldDoubling, Reason: "growing by doubling"},
-					{WorkID: 3, Want: 1, Max: 4, Code: rm.HeldInitialization, Reason: "until one initializes"},
+					{WorkID: 1, Want: 2, Max: 8, Code: rm.HeldDoubling, Class: "normal"},
+					{WorkID: 3, Want: 1, Max: 4, Code: rm.HeldInitialization, Class: "normal", Arg: 1},
 				},
 			},
 			wantPending: map[uint64]Waiting{
-				1: {Code: rm.WaitAtShare, Reason: "at fair share", Have: 1, Want: 2, HeldCode: rm.HeldDoubling, Held: "growing by doubling"},
-				3: {Want: 1, HeldCode: rm.HeldInitialization, Held: "until one initializes"},
+				1: {Code: rm.WaitAtShare, Reason: "at fair share", Have: 1, Want: 2, HeldCode: rm.HeldDoubling,
+					Held: rm.Held{WorkID: 1, Want: 2, Max: 8, Code: rm.HeldDoubling, Class: "normal"}},
+				3: {Want: 1, HeldCode: rm.HeldInitialization, Held: rm.Held{WorkID: 3, Want: 1, Max: 4, Code: rm.HeldInitialization, Class: "normal", Arg: 1}},
 			},
 		},
 	}

@@ -22,7 +22,14 @@ func (s *sched) reasons() {
 			continue
 		}
 		if w.capCode != WaitNone && w.want < w.capMax {
-			s.plan.Held = append(s.plan.Held, Held{WorkID: w.w.ID, Want: w.want, Max: w.capMax, Code: w.capCode, Reason: s.heldReason(w)})
+			h := Held{WorkID: w.w.ID, Want: w.want, Max: w.capMax, Code: w.capCode, Class: w.class.Name, Arg: w.capArg}
+			switch w.capCode {
+			case HeldPrediction:
+				h.Items, h.Horizon = w.w.ItemsRemaining, w.horizon
+			case HeldInitFailures:
+				h.Items = w.w.InitFailures
+			}
+			s.plan.Held = append(s.plan.Held, h)
 		}
 		if w.have() >= w.want && (w.pending == "" || w.have() > 0) {
 			continue // a job with nothing running and a reason (too big) still waits
@@ -41,24 +48,24 @@ func (s *sched) reasons() {
 	}
 }
 
-// heldReason says why w wants fewer processes than it could use (w.capCode).
-func (s *sched) heldReason(w *work) string {
-	j := w.w
-	switch w.capCode {
+// Reason says why the job wants fewer processes than it could use, in
+// words. It is formatted when asked for, not in every cycle.
+func (h Held) Reason() string {
+	switch h.Code {
 	case HeldPrediction:
-		return "held at " + itoa(w.want) + " of " + itoa(w.capMax) + " processes by the prediction (class " + w.class.Name +
-			" use_prediction): at the job's mean item time, " + itoa(w.want) + " processes finish its " + itoa(j.ItemsRemaining) +
-			" remaining items before more could start (within " + w.horizon.String() +
+		return "held at " + itoa(h.Want) + " of " + itoa(h.Max) + " processes by the prediction (class " + h.Class +
+			" use_prediction): at the job's mean item time, " + itoa(h.Want) + " processes finish its " + itoa(h.Items) +
+			" remaining items before more could start (within " + h.Horizon.String() +
 			": mean initialization time + scheduling cycle + prediction_fudge)"
 	case HeldInitialization:
-		return "held at " + itoa(w.want) + " of " + itoa(w.capMax) + " processes until one process initializes (class " +
-			w.class.Name + " initialization_cap " + itoa(w.capArg) + ")"
+		return "held at " + itoa(h.Want) + " of " + itoa(h.Max) + " processes until one process initializes (class " +
+			h.Class + " initialization_cap " + itoa(h.Arg) + ")"
 	case HeldDoubling:
-		return "growing by doubling: " + itoa(w.want) + " of " + itoa(w.capMax) + " processes this cycle (class " +
-			w.class.Name + " expand_by_doubling)"
+		return "growing by doubling: " + itoa(h.Want) + " of " + itoa(h.Max) + " processes this cycle (class " +
+			h.Class + " expand_by_doubling)"
 	case HeldInitFailures:
-		return "held at " + itoa(w.want) + " of " + itoa(w.capMax) + " processes: " + itoa(j.InitFailures) +
-			" initialization failures reached process_initialization_failures_cap " + itoa(w.capArg) + ", so the job does not grow"
+		return "held at " + itoa(h.Want) + " of " + itoa(h.Max) + " processes: " + itoa(h.Items) +
+			" initialization failures reached process_initialization_failures_cap " + itoa(h.Arg) + ", so the job does not grow"
 	}
 	return ""
 }

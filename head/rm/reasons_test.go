@@ -104,7 +104,7 @@ func TestHeldCodes(t *testing.T) {
 			if !ok {
 				t.Fatalf("job %d not held: %+v", tt.w.ID, p.Held)
 			}
-			if h.Code != tt.code || !strings.Contains(h.Reason, tt.text) || h.Max != 10 || h.Want >= h.Max {
+			if h.Code != tt.code || !strings.Contains(h.Reason(), tt.text) || h.Max != 10 || h.Want >= h.Max {
 				t.Errorf("held %+v, want code %d, max 10 and a reason with %q", h, tt.code, tt.text)
 			}
 		})

@@ -315,6 +315,5 @@ func (s *sched) finishPlan() {
 	}
 	// Work ids and process ids are unique here, so any sort gives one order.
 	sortPending(s.plan.Pending)
-	slices.SortFunc(s.plan.Held, func(a, b Held) int { return cmp.Compare(a.WorkID, b.WorkID) })
 	slices.SortFunc(s.plan.Carry.Issued, func(a, b IssuedStop) int { return strings.Compare(a.ProcID, b.ProcID) })
 }

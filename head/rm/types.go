@@ -149,13 +149,16 @@ type Pending struct {
 
 // Held explains why a job wants fewer processes than its work could use
 // (Max: its items over its pipelines, or process_deployments_max): a
-// growth cap of its class holds it at Want.
+// growth cap of its class holds it at Want. Reason says it in words.
 type Held struct {
-	WorkID uint64
-	Want   int
-	Max    int
-	Code   WaitCode
-	Reason string
+	WorkID  uint64
+	Want    int
+	Max     int
+	Code    WaitCode
+	Class   string
+	Arg     int           // the cap: initialization_cap, process_initialization_failures_cap
+	Items   int           // items remaining (HeldPrediction), initialization failures (HeldInitFailures)
+	Horizon time.Duration // the prediction's horizon (HeldPrediction)
 }
 
 // WaitCode classifies a Pending or Held reason; the head maps each to a
@@ -248,7 +251,7 @@ type Plan struct {
 	Stops     []Stop
 	Pending   []Pending   // by WorkID
 	Shrinking []Shrinking // by WorkID
-	Held      []Held      // jobs held below what they could use, by WorkID
+	Held      []Held      // jobs held below what they could use, in submit order (time, id)
 	// WouldPreempt lists preemptions held back because preemption.observe_only is set.
 	WouldPreempt []Stop
 	Classes      []ClassUsage // in config order
