@@ -27,9 +27,9 @@ const defaultJobColumns = "id,user,kind,class,state,done,total,err,rate,time,nod
 var jobColumns = []jobColumn{
 	{"id", "ID", "the work's id", 0, func(x *wire.WorkInfo, _ time.Time) string { return strconv.FormatUint(x.ID, 10) }},
 	{"user", "USER", "its owner", 3, func(x *wire.WorkInfo, _ time.Time) string { return x.User }},
-	{"kind", "KIND", "job, managed (ducc run) or resv (reservation)", 0, func(x *wire.WorkInfo, _ time.Time) string { return kindCell(x.Kind) }},
+	{"kind", "KIND", "job, managed (ducc run), resv (reservation)", 0, func(x *wire.WorkInfo, _ time.Time) string { return kindCell(x.Kind) }},
 	{"class", "CLASS", "its scheduling class", 2, func(x *wire.WorkInfo, _ time.Time) string { return x.Class }},
-	{"state", "STATE", "its state (Waiting: see the reason); for ended work, how it ended", 6, func(x *wire.WorkInfo, _ time.Time) string { return tableState(x) }},
+	{"state", "STATE", "its state (Waiting: see the reason); how ended work ended", 6, func(x *wire.WorkInfo, _ time.Time) string { return tableState(x) }},
 	{"memory", "MEMORY", "memory per process, as asked", 0, func(x *wire.WorkInfo, _ time.Time) string { return units.FormatSize(x.Memory) }},
 	{"procs", "PROCS", "live processes / processes wanted", 0, func(x *wire.WorkInfo, _ time.Time) string { return procsCell(x) }},
 	{"done", "DONE", "work items done", 0, func(x *wire.WorkInfo, _ time.Time) string {
@@ -47,7 +47,7 @@ var jobColumns = []jobColumn{
 		return duration(x.StartedAt, x.EndedAt, now)
 	}},
 	{"nodes", "NODES", "the nodes of its live processes", 4, func(x *wire.WorkInfo, _ time.Time) string { return nodesCell(x) }},
-	{"reason", "REASON", "why it waits, as a code (docs/jobs.md); the prose is in 'ducc show'", 5, func(x *wire.WorkInfo, _ time.Time) string {
+	{"reason", "REASON", "why it waits, as a code; in words in 'ducc show'", 5, func(x *wire.WorkInfo, _ time.Time) string {
 		return dash(string(x.ReasonCode))
 	}},
 	{"nodelist", "NODES(REASON)", "its nodes when it runs, else why it waits (a code)", 7, func(x *wire.WorkInfo, _ time.Time) string {
@@ -56,7 +56,7 @@ var jobColumns = []jobColumn{
 		}
 		return nodesCell(x)
 	}},
-	{"held", "HELD", "why running work has fewer processes than it could use, as a code", 5, func(x *wire.WorkInfo, _ time.Time) string {
+	{"held", "HELD", "why running work has fewer processes than it could use", 5, func(x *wire.WorkInfo, _ time.Time) string {
 		return dash(string(x.HeldCode))
 	}},
 	{"description", "DESCRIPTION", "its description", 1, func(x *wire.WorkInfo, _ time.Time) string { return dash(x.Description) }},

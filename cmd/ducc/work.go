@@ -145,7 +145,8 @@ On a terminal the table is fitted to its width (long names and reasons are cut
 with "…"); piped, it is printed whole. The REASON codes are listed in docs/jobs.md;
 'ducc show ID' says the reason in words, and --json gives both (reason, reason_code).
 
-Columns (-o/--format, separated by commas; default ` + defaultJobColumns + `):
+Columns (-o/--format, separated by commas; the default is
+` + defaultJobColumns + `):
 ` + jobColumnsHelp(),
 		Example: `  ducc jobs
   ducc jobs -o id,state,done,total,err,rate,reason --noheader
