@@ -29,7 +29,7 @@ var jobColumns = []jobColumn{
 	{"user", "USER", "its owner", 3, func(x *wire.WorkInfo, _ time.Time) string { return x.User }},
 	{"kind", "KIND", "job, managed (ducc run), resv (reservation)", 0, func(x *wire.WorkInfo, _ time.Time) string { return kindCell(x.Kind) }},
 	{"class", "CLASS", "its scheduling class", 2, func(x *wire.WorkInfo, _ time.Time) string { return x.Class }},
-	{"state", "STATE", "its state (Waiting: see the reason); how ended work ended", 6, func(x *wire.WorkInfo, _ time.Time) string { return tableState(x) }},
+	{"state", "STATE", "its state (Waiting: see why); how ended work ended", 6, func(x *wire.WorkInfo, _ time.Time) string { return tableState(x) }},
 	{"memory", "MEMORY", "memory per process, as asked", 0, func(x *wire.WorkInfo, _ time.Time) string { return units.FormatSize(x.Memory) }},
 	{"procs", "PROCS", "live processes / processes wanted", 0, func(x *wire.WorkInfo, _ time.Time) string { return procsCell(x) }},
 	{"done", "DONE", "work items done", 0, func(x *wire.WorkInfo, _ time.Time) string {
@@ -56,7 +56,7 @@ var jobColumns = []jobColumn{
 		}
 		return nodesCell(x)
 	}},
-	{"held", "HELD", "why running work has fewer processes than it could use", 5, func(x *wire.WorkInfo, _ time.Time) string {
+	{"held", "HELD", "why running work has fewer processes than it can use", 5, func(x *wire.WorkInfo, _ time.Time) string {
 		return dash(string(x.HeldCode))
 	}},
 	{"description", "DESCRIPTION", "its description", 1, func(x *wire.WorkInfo, _ time.Time) string { return dash(x.Description) }},

@@ -139,11 +139,13 @@ func newJobsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "jobs",
 		Short: "list work: jobs, managed reservations, reservations",
-		Long: `List work: jobs, managed reservations and reservations, active ones (--all: also ended).
+		Long: `List work: jobs, managed reservations and reservations; active ones, or
+with --all also the ended ones.
 
-On a terminal the table is fitted to its width (long names and reasons are cut
-with "…"); piped, it is printed whole. The REASON codes are listed in docs/jobs.md;
-'ducc show ID' says the reason in words, and --json gives both (reason, reason_code).
+On a terminal the table is fitted to its width (long names and reasons are
+cut with "…"); piped, it is printed whole. docs/jobs.md lists the reason
+codes; 'ducc show ID' says the reason in words, and --json gives both
+(reason, reason_code).
 
 Columns (-o/--format, separated by commas; the default is
 ` + defaultJobColumns + `):
@@ -173,7 +175,7 @@ Columns (-o/--format, separated by commas; the default is
 	}
 	cmd.Flags().BoolVarP(&all, "all", "a", false, "include finished work")
 	cmd.Flags().StringVarP(&user, "user", "u", "", "only this user's work")
-	cmd.Flags().StringVarP(&format, "format", "o", defaultJobColumns, "columns to show, separated by commas (see above)")
+	cmd.Flags().StringVarP(&format, "format", "o", defaultJobColumns, "columns to show, separated by commas (listed above)")
 	cmd.Flags().BoolVar(&noHeader, "noheader", false, "leave the header line out (for scripts)")
 	return cmd
 }
