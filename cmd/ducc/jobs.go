@@ -56,7 +56,7 @@ var jobColumns = []jobColumn{
 		}
 		return nodesCell(x)
 	}},
-	{"held", "HELD", "why running work has fewer processes than it can use", 5, func(x *wire.WorkInfo, _ time.Time) string {
+	{"held", "HELD", "why running work has fewer processes than it could", 5, func(x *wire.WorkInfo, _ time.Time) string {
 		return dash(string(x.HeldCode))
 	}},
 	{"description", "DESCRIPTION", "its description", 1, func(x *wire.WorkInfo, _ time.Time) string { return dash(x.Description) }},
