@@ -13,15 +13,16 @@ import (
 func TestReserveAndClasses(t *testing.T) {
 	c := startCluster(t)
 	// The node has exactly 16 GiB: a 16G reservation gets it, an 8G one
-	// never does (no promotion to a bigger machine).
+	// never could (no promotion to a bigger machine), so it is refused at
+	// once.
 	out, errs, code := c.ducc("reserve", "--memory", "16G", "--wait")
 	if code != 0 || !strings.Contains(out, "node n1") {
 		t.Fatalf("reserve 16G: exit %d %q %q", code, out, errs)
 	}
 	id := strings.TrimSuffix(strings.Fields(out)[1], ":")
-	out, _, code = c.ducc("reserve", "--memory", "8G")
-	if code != 0 || !strings.Contains(out, "pending") || !strings.Contains(out, "exactly 8 GiB") {
-		t.Fatalf("reserve 8G: exit %d %q", code, out)
+	out, errs, code = c.ducc("reserve", "--memory", "8G")
+	if code != 2 || !strings.Contains(errs, "no node has exactly 8 GiB") || !strings.Contains(errs, "1 × 16 GiB") {
+		t.Fatalf("reserve 8G: exit %d %q %q", code, out, errs)
 	}
 	// The reserved machine takes no other work; the reason says so.
 	run, _, _ := c.ducc("run", "--detach", "--", "true")

@@ -226,10 +226,10 @@ func TestServiceReferencedByJob(t *testing.T) {
 		"--input-file", writeItems(t, c.dir, "3"), "--process-memory-size", "1G", "--", "sh", "-c", "echo {}")
 	job := strings.Fields(out)[1]
 	w := c.show(job)
-	if w.State != "WaitingForServices" || !strings.Contains(w.Reason, "waiting for services") {
+	if w.State != "WaitingForServices" || !strings.Contains(w.Reason, "waiting for services") || w.ReasonCode != wire.ReasonServices {
 		t.Fatalf("job should wait for its services: %+v", w)
 	}
-	if jobs := c.mustDucc(t, "jobs"); !strings.Contains(jobs, "waiting for services") {
+	if jobs := c.mustDucc(t, "jobs"); !strings.Contains(jobs, "(Services)") {
 		t.Fatalf("ducc jobs does not say why the job waits:\n%s", jobs)
 	}
 	s := c.service(id)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/spec"
+	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -52,6 +54,9 @@ func (h *Head) Reserve(ctx context.Context, c wire.Caller, r wire.ReserveRequest
 	if class.Policy != rm.Reserve {
 		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "class %q is %s; reservations need a RESERVE class (%s)",
 			class.Name, class.Policy, strings.Join(classesOf(sc, rm.Reserve), ", "))
+	}
+	if err := h.someNodeIsExactly(r.Memory, sc.Quantum(class.Nodepool)); err != nil {
+		return wire.SubmitReply{}, err
 	}
 	if err := h.checkSubmit(c, class.Name, r.Memory); err != nil {
 		return wire.SubmitReply{}, err
@@ -131,4 +136,33 @@ func groupNames(gids []uint32) []string {
 		}
 	}
 	return out
+}
+
+// someNodeIsExactly refuses a reservation that no known node could ever
+// hold: a reservation gets a whole machine of exactly its size in shares
+// (docs/jobs.md), as `ducc run` is refused a size bigger than every node.
+func (h *Head) someNodeIsExactly(mem, quantum int64) error {
+	sizes := h.orch.SchedulableSizes()
+	if sizes == nil || quantum <= 0 {
+		return nil // nothing known yet: it waits with a reason
+	}
+	need := (mem + quantum - 1) / quantum
+	byShares := map[int64]int{}
+	for b, n := range sizes {
+		byShares[b/quantum] += n
+	}
+	if byShares[need] > 0 {
+		return nil
+	}
+	keys := make([]int64, 0, len(byShares))
+	for k := range byShares {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	have := make([]string, 0, len(keys))
+	for _, k := range keys {
+		have = append(have, fmt.Sprintf("%d × %s", byShares[k], units.FormatSize(k*quantum)))
+	}
+	return wire.Errorf(wire.CodeUsage, "no node has exactly %s schedulable, and a reservation gets a whole machine of exactly its size; "+
+		"the nodes have %s (ask for one of these sizes)", units.FormatSize(need*quantum), strings.Join(have, ", "))
 }

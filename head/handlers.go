@@ -261,25 +261,10 @@ func (h *Head) info(c wire.Caller, w *state.Work) wire.WorkInfo {
 		Completion: w.Completion, Ended: w.Ended(), ShareGroup: w.ShareGroup,
 	}
 	if !w.Ended() {
-		if p := h.orch.Pending(w.ID); p != "" {
-			info.Reason = p
-		}
-		if w.State == state.StateWaitingForDriver && info.Reason == "" {
-			info.Reason = "placing the driver process"
-			if d := w.Driver(); d != nil {
-				info.Reason = "driver process " + d.ID + " is initializing"
-			}
-		}
-		if w.State == state.StateWaitingForServices {
-			info.Reason = h.sm.Waiting(w.ID)
-			if info.Reason == "" {
-				info.Reason = "waiting for services: " + strings.Join(w.Deps, ", ")
-			}
-		}
-		if w.Canceling {
-			info.Reason = "stopping: " + cancelText(w)
-		}
+		h.waiting(w, &info) // Reason, ReasonCode, Held, HeldCode
 	}
+	h.memoryCap(w, &info)
+	info.Nodes = liveNodes(w)
 	for _, p := range w.Procs {
 		if info.Node == "" || !p.Ended() {
 			info.Node = p.Node
@@ -287,7 +272,7 @@ func (h *Head) info(c wire.Caller, w *state.Work) wire.WorkInfo {
 		pi := wire.ProcInfo{
 			ID: p.ID, Node: p.Node, State: p.State, PID: p.PID, MemoryLimit: p.MemoryLimit,
 			StartedAt: p.StartedAt, EndedAt: p.EndedAt, ExitCode: p.ExitCode, Reason: p.Reason, LogPath: p.LogPath,
-			OOMKills: p.OOMKills, Kind: p.Kind,
+			OOMKills: p.OOMKills, Kind: p.Kind, Stopped: stopText(w, p),
 		}
 		if live, ok := h.orch.Live(p.ID); ok {
 			pi.RSS, pi.CPUSeconds = live.RSS, live.CPUSeconds

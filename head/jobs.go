@@ -249,12 +249,21 @@ func (h *Head) jobInfo(w *state.Work, info *wire.WorkInfo) {
 	}
 	info.Job = &st
 	info.Command = append([]string{w.Path}, w.Args...)
+	initializing, live := 0, 0
 	for i := range info.Procs {
 		p := w.Procs[i]
 		info.Procs[i].InitMS, info.Procs[i].Done, info.Procs[i].Errors = p.InitMS, p.Done, p.Errors
+		if !p.Ended() {
+			live++
+		}
 		if !p.Ended() && p.State == wire.ProcRunning && p.ReadyAt == 0 {
 			info.Procs[i].State = "Initializing"
+			initializing++
 		}
+	}
+	if !w.Ended() && live > 0 && initializing == live && info.ReasonCode == "" {
+		// Nothing processes items yet: say so, as work that waits does.
+		info.Reason, info.ReasonCode = plural(initializing, "process")+" initializing", wire.ReasonInitializing
 	}
 	if !w.Ended() && w.Job.Committed && w.Job.Remaining() > 0 && st.Processes > 0 && info.Reason == "" && w.State == state.StateRunning {
 		if q, _, ok := h.jd.Demand(w.ID); ok && q == 0 {
@@ -280,4 +289,15 @@ func (h *Head) Exchange(ctx context.Context, r wire.ExchangeRequest) (wire.Excha
 // rate estimates a job's items per second from the last few samples.
 func (h *Head) rate(id uint64, done int) float64 {
 	return h.rates.sample(id, done, h.cfg.Now())
+}
+
+// plural is "1 process", "2 processes".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	if strings.HasSuffix(word, "s") {
+		return strconv.Itoa(n) + " " + word + "es"
+	}
+	return strconv.Itoa(n) + " " + word + "s"
 }

@@ -1,8 +1,7 @@
 package head
 
 import (
-	"strings"
-
+	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/web"
 	"github.com/ducc-project/ducc/wire"
@@ -62,10 +61,17 @@ func (h *Head) clusterMetrics() web.Cluster {
 		switch {
 		case w.canceling:
 		case w.state == state.StateWaitingForServices:
-			reason = web.ReasonServices
+			reason = string(wire.ReasonServices)
 		default:
-			if p := h.orch.Pending(w.id); p != "" {
-				reason = reasonCode(p)
+			// The codes users see (docs/jobs.md): why it waits, or why
+			// running work has fewer processes than it wants.
+			if wt, ok := h.orch.Waiting(w.id); ok {
+				switch {
+				case wt.Reason != "":
+					reason = string(reasonCode(wt.Code))
+				case wt.HeldCode != rm.WaitNone:
+					reason = string(reasonCode(wt.HeldCode))
+				}
 			}
 		}
 		st := w.state
@@ -100,35 +106,4 @@ func (h *Head) clusterMetrics() web.Cluster {
 		out.Completed = append(out.Completed, web.CompletedCount{Kind: k.Kind, Reason: k.Completion, N: n})
 	}
 	return out
-}
-
-// reasonCode sorts the scheduler's explanation of why work has fewer
-// processes than it wants into one of a few codes (web.Reason*), for a
-// metric label with a small, fixed set of values.
-func reasonCode(prose string) string {
-	for _, r := range reasonPrefixes {
-		if strings.HasPrefix(prose, r.prefix) && strings.Contains(prose, r.contains) {
-			return r.code
-		}
-	}
-	return web.ReasonOther
-}
-
-// reasonPrefixes are tried in order; the texts are those of head/rm
-// (reasons.go, place.go) and of the class lookup.
-var reasonPrefixes = []struct{ prefix, contains, code string }{
-	{"waiting for resources: class ", "has no room left for priority", web.ReasonPriority},
-	{"waiting for resources: class ", "fair share is 0", web.ReasonFairShare},
-	{"waiting for resources: ", "", web.ReasonResources},
-	{"waiting for preemptions: ", "", web.ReasonPreemption},
-	{"shrinking: ", "", web.ReasonPreemption},
-	{"defragmentation: ", "", web.ReasonPreemption},
-	{"at fair share: ", "", web.ReasonFairShare},
-	{"over fair share: ", "", web.ReasonFairShare},
-	{"deferred: allotment", "", web.ReasonLimit},
-	{"no node can hold ", "", web.ReasonSize},
-	{"no node in pool ", "largest schedulable", web.ReasonSize},
-	{"no machine in pool ", "has exactly", web.ReasonSize},
-	{"waiting for services", "", web.ReasonServices},
-	{"unknown class ", "", web.ReasonClass},
 }

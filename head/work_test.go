@@ -165,6 +165,9 @@ func TestReserve(t *testing.T) {
 	}
 
 	f.node("n1", 8*gib)
+	// A size no known machine has is refused at once, with the sizes there are.
+	err := call(t, f.h, wire.MethodReserve, alice, wire.ReserveRequest{Memory: 4 * gib}, &wire.SubmitReply{})
+	wantErr(t, err, wire.CodeUsage, "no node has exactly 4 GiB", "1 × 8 GiB")
 	var rep wire.SubmitReply
 	f.mustCall(t, wire.MethodReserve, alice, wire.ReserveRequest{Memory: 8 * gib, Description: "mine"}, &rep)
 	w := f.work(rep.ID)

@@ -40,19 +40,6 @@ type WorkCount struct {
 	N     int
 }
 
-// Reason codes of pending work: the reason label of ducc_work_pending.
-const (
-	ReasonResources  = "Resources"  // no node has the room free now
-	ReasonPriority   = "Priority"   // higher-priority work holds the pool
-	ReasonFairShare  = "FairShare"  // the class's or user's fair share is used
-	ReasonPreemption = "Preemption" // waiting for processes being preempted, or giving some back
-	ReasonLimit      = "Limit"      // a per-user allotment or cap
-	ReasonSize       = "Size"       // no node of the size it needs
-	ReasonServices   = "Services"   // waiting for the services it depends on
-	ReasonClass      = "Class"      // its class is not configured
-	ReasonOther      = "Other"
-)
-
 // PendingCount is a number of pieces of work of one class that wait for
 // one reason.
 type PendingCount struct {

@@ -20,7 +20,7 @@ func testCluster() Cluster {
 			{State: "Running", Kind: wire.WorkJob, N: 1},
 			{State: "WaitingForResources", Kind: wire.WorkManaged, N: 1},
 		},
-		Pending: []PendingCount{{Class: "normal", Reason: ReasonResources, N: 1}, {Class: "normal", Reason: ReasonFairShare, N: 2}},
+		Pending: []PendingCount{{Class: "normal", Reason: "Resources", N: 1}, {Class: "normal", Reason: "FairShare", N: 2}},
 		Classes: []wire.ClassInfo{{Name: "normal", Demand: 8 << 30, FairShare: 6 << 30, Allocated: 4 << 30}, {Name: "fixed"}},
 		Nodes: []wire.NodeInfo{
 			{Name: "n1", State: "Up", Shares: 16, SharesUsed: 5, LastHeartbeat: testNow.Add(-1500 * time.Millisecond).UnixMilli()},

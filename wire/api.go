@@ -131,6 +131,10 @@ type ProcInfo struct {
 	OOMKills uint64 `cbor:"16,keyasint,omitempty" json:"oom_kills,omitempty"`
 	// Kind is ProcDriver for a job's driver process, "" otherwise.
 	Kind ProcKind `cbor:"17,keyasint,omitempty" json:"kind,omitempty"`
+	// Stopped says why ducc stopped the process ("job ended", "canceled by
+	// ann", "preempted"), when it did and the stop is no failure: its exit
+	// code or signal is then ducc's doing, not the program's.
+	Stopped string `cbor:"50,keyasint,omitempty" json:"stopped,omitempty"`
 }
 
 // WorkInfo describes one piece of work (job, managed reservation, ...).
@@ -163,6 +167,21 @@ type WorkInfo struct {
 	// docs/operations.md): what remains is its accounting record, and the
 	// reply has no processes or arguments.
 	PurgedAt int64 `cbor:"20,keyasint,omitempty" json:"purged_at,omitempty"`
+	// ReasonCode classifies Reason for work that waits (ReasonCodes).
+	ReasonCode ReasonCode `cbor:"50,keyasint,omitempty" json:"reason_code,omitempty"`
+	// Held says why running work has fewer processes than it could use
+	// (its class's growth caps, its fair share, the room on the nodes);
+	// HeldCode classifies it. Empty for work that waits (see Reason).
+	Held     string     `cbor:"51,keyasint,omitempty" json:"held,omitempty"`
+	HeldCode ReasonCode `cbor:"52,keyasint,omitempty" json:"held_code,omitempty"`
+	// Wanted is how many processes the scheduler would give the work now
+	// (0 when it knows none), Nodes the nodes of its live processes.
+	Wanted int      `cbor:"53,keyasint,omitempty" json:"processes_wanted,omitempty"`
+	Nodes  []string `cbor:"54,keyasint,omitempty" json:"nodes,omitempty"`
+	// MemoryCap is each process's memory cap: Memory rounded up to whole
+	// shares of Quantum, the share quantum of the work's nodepool.
+	MemoryCap int64 `cbor:"55,keyasint,omitempty" json:"memory_cap,omitempty"`
+	Quantum   int64 `cbor:"56,keyasint,omitempty" json:"share_quantum,omitempty"`
 }
 
 // What a reply may leave out for callers other than the owner and the

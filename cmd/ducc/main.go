@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -57,12 +59,30 @@ func run(args []string) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintln(os.Stderr, "ducc: "+ee.msg)
+			printErr(os.Stderr, ee.msg)
 		}
 		return ee.code
 	}
-	fmt.Fprintln(os.Stderr, "ducc: "+err.Error())
+	printErr(os.Stderr, err.Error())
 	return exitUsage // cobra's own errors: unknown command, bad flags
+}
+
+// printErr prints "ducc: msg", wrapped to the terminal's width when w is
+// one (indented under the message), whole otherwise.
+func printErr(w io.Writer, msg string) {
+	width := outWidth(w)
+	const prefix = "ducc: "
+	if width <= len(prefix)+20 {
+		fmt.Fprintln(w, prefix+msg)
+		return
+	}
+	for i, l := range wrap(msg, width-len(prefix)) {
+		if i == 0 {
+			fmt.Fprintln(w, prefix+l)
+		} else {
+			fmt.Fprintln(w, strings.Repeat(" ", len(prefix))+l)
+		}
+	}
 }
 
 // globals are the persistent flags.

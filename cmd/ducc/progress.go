@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
@@ -426,9 +426,18 @@ func humanRate(r float64) string {
 
 // termWidth is the terminal's width, 80 when it cannot be told.
 func termWidth(f *os.File) int {
-	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
-	if err != nil || ws.Col == 0 {
+	w, _, err := term.GetSize(int(f.Fd()))
+	if err != nil || w <= 0 {
 		return 80
 	}
-	return int(ws.Col)
+	return w
+}
+
+// outWidth is the width to fit output to: the terminal's when w is one,
+// 0 (no limit) when it is a pipe or a file.
+func outWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok && isTerminal(f) {
+		return termWidth(f)
+	}
+	return 0
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -91,7 +93,11 @@ Prints the id, and the node once it has one (--wait waits for it).`,
 			if err := c.call(cmd.Context(), wire.MethodReserve, r.Req, &rep); err != nil {
 				return err
 			}
-			info, err := reservationState(cmd.Context(), c, rep.ID, r.Wait)
+			var progress io.Writer
+			if r.Wait && !g.json {
+				progress = cmd.ErrOrStderr()
+			}
+			info, err := reservationState(cmd.Context(), c, rep.ID, r.Wait, progress)
 			if err != nil {
 				return err
 			}
@@ -103,8 +109,10 @@ Prints the id, and the node once it has one (--wait waits for it).`,
 				return &exitError{code: exitFailed, msg: fmt.Sprintf("reservation %d ended %s: %s", rep.ID, info.Completion, info.Reason)}
 			case info.Node != "":
 				fmt.Fprintf(cmd.OutOrStdout(), "Reservation %d: node %s\n", rep.ID, info.Node)
+			case info.Reason == "":
+				fmt.Fprintf(cmd.OutOrStdout(), "Reservation %d pending\n", rep.ID)
 			default:
-				fmt.Fprintf(cmd.OutOrStdout(), "Reservation %d pending: %s\n", rep.ID, dash(info.Reason))
+				printWaiting(cmd.OutOrStdout(), &info, outWidth(cmd.OutOrStdout()))
 			}
 			return nil
 		},
@@ -115,16 +123,22 @@ Prints the id, and the node once it has one (--wait waits for it).`,
 }
 
 // reservationState waits briefly (or, with wait, until assigned) for the
-// scheduler's first decision about a reservation.
-func reservationState(ctx context.Context, c *client, id uint64, wait bool) (wire.WorkInfo, error) {
+// scheduler's first decision about a reservation. With progress, it says
+// there why the reservation waits, each time the reason changes.
+func reservationState(ctx context.Context, c *client, id uint64, wait bool, progress io.Writer) (wire.WorkInfo, error) {
 	var info wire.WorkInfo
 	deadline := time.Now().Add(3 * time.Second)
+	said := ""
 	for {
 		if err := c.call(ctx, wire.MethodWait, wire.WaitRequest{ID: id, State: "WaitingForResources", TimeoutMS: 1000}, &info); err != nil {
 			return info, err
 		}
 		if info.Node != "" || info.Ended || (!wait && time.Now().After(deadline)) {
 			return info, nil
+		}
+		if progress != nil && info.Reason != "" && info.Reason != said {
+			said = info.Reason
+			printWaiting(progress, &info, outWidth(progress))
 		}
 		if info.Reason == "" && !wait {
 			time.Sleep(50 * time.Millisecond)
@@ -165,4 +179,25 @@ func newUnreserveCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringArrayVar(&flagIDs, "id", nil, "id of the reservation (the same as giving it as an argument; may be repeated)")
 	return cmd
+}
+
+// printWaiting says why work waits: its reason code, then the reason in
+// words, wrapped to width (0: no limit).
+func printWaiting(w io.Writer, info *wire.WorkInfo, width int) {
+	code := ""
+	if info.ReasonCode != "" {
+		code = " (" + string(info.ReasonCode) + ")"
+	}
+	kind := string(info.Kind)
+	if kind == "" {
+		kind = "work"
+	}
+	fmt.Fprintf(w, "%s %d waiting%s:\n", strings.ToUpper(kind[:1])+kind[1:], info.ID, code)
+	inner := 0
+	if width > 0 {
+		inner = width - 2
+	}
+	for _, l := range wrap(info.Reason, inner) {
+		fmt.Fprintln(w, "  "+l)
+	}
 }

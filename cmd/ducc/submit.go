@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/wire"
@@ -206,10 +207,9 @@ func openItems(jr *spec.Job, stdin io.Reader) (itemSource, func(), error) {
 	return newLineSource(stdin, "standard input"), nop, nil
 }
 
-// isTerminal reports whether f is a terminal (a character device).
+// isTerminal reports whether f is a terminal.
 func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return term.IsTerminal(int(f.Fd()))
 }
 
 type sliceSource struct {

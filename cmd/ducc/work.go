@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -136,13 +134,31 @@ func newCancelCmd(g *globals) *cobra.Command {
 }
 
 func newJobsCmd(g *globals) *cobra.Command {
-	var all bool
-	var user string
+	var all, noHeader bool
+	var user, format string
 	cmd := &cobra.Command{
 		Use:   "jobs",
 		Short: "list work: jobs, managed reservations, reservations",
-		Args:  cobra.NoArgs,
+		Long: `List work: jobs, managed reservations and reservations; active ones, or
+with --all also the ended ones.
+
+On a terminal the table is fitted to its width (long names and reasons are
+cut with "…"); piped, it is printed whole. docs/jobs.md lists the reason
+codes; 'ducc show ID' says the reason in words, and --json gives both
+(reason, reason_code).
+
+Columns (-o/--format, separated by commas; the default is
+` + defaultJobColumns + `):
+` + jobColumnsHelp(),
+		Example: `  ducc jobs
+  ducc jobs -o id,state,done,total,err,rate,reason --noheader
+  ducc jobs --all --json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			cols, err := pickJobColumns(format)
+			if err != nil {
+				return err
+			}
 			var list wire.WorkList
 			if err := newClient(g).call(cmd.Context(), wire.MethodJobs, wire.ListRequest{All: all, User: user}, &list); err != nil {
 				return err
@@ -153,30 +169,15 @@ func newJobsCmd(g *globals) *cobra.Command {
 				}
 				return printJSON(cmd.OutOrStdout(), list)
 			}
-			printWorkTable(cmd.OutOrStdout(), list.Work, time.Now())
-			return nil
+			out := cmd.OutOrStdout()
+			return printWorkTable(out, list.Work, cols, time.Now(), outWidth(out), !noHeader)
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all", "a", false, "include finished work")
 	cmd.Flags().StringVarP(&user, "user", "u", "", "only this user's work")
+	cmd.Flags().StringVarP(&format, "format", "o", defaultJobColumns, "columns to show, separated by commas (listed above)")
+	cmd.Flags().BoolVar(&noHeader, "noheader", false, "leave the header line out (for scripts)")
 	return cmd
-}
-
-func printWorkTable(w io.Writer, ws []wire.WorkInfo, now time.Time) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tUSER\tKIND\tCLASS\tSTATE\tMEMORY\tNODE\tSTART\tDURATION\tREASON")
-	for _, x := range ws {
-		state := x.State
-		if x.Ended {
-			state = x.Completion
-			if x.Completion == "ProgramExit" {
-				state = fmt.Sprintf("Exit(%d)", x.ExitCode)
-			}
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", x.ID, x.User, x.Kind, x.Class, state,
-			units.FormatSize(x.Memory), dash(x.Node), clock(x.StartedAt), duration(x.StartedAt, x.EndedAt, now), x.Reason)
-	}
-	tw.Flush()
 }
 
 func dash(s string) string {
@@ -225,69 +226,10 @@ func newShowCmd(g *globals) *cobra.Command {
 			if g.json {
 				return printJSON(cmd.OutOrStdout(), info)
 			}
-			printWork(cmd.OutOrStdout(), info)
+			printWorkWidth(cmd.OutOrStdout(), info, outWidth(cmd.OutOrStdout()), time.Now())
 			return nil
 		},
 	}
-}
-
-func printWork(w io.Writer, x wire.WorkInfo) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "ID:\t%d\n", x.ID)
-	fmt.Fprintf(tw, "Kind:\t%s\n", x.Kind)
-	fmt.Fprintf(tw, "User:\t%s\n", x.User)
-	fmt.Fprintf(tw, "Class:\t%s\n", x.Class)
-	fmt.Fprintf(tw, "State:\t%s\n", x.State)
-	if x.Ended {
-		fmt.Fprintf(tw, "Completion:\t%s\n", x.Completion)
-		fmt.Fprintf(tw, "Exit code:\t%d\n", x.ExitCode)
-	}
-	if x.Reason != "" {
-		fmt.Fprintf(tw, "Reason:\t%s\n", x.Reason)
-	}
-	if n := oomKills(&x); n > 0 {
-		fmt.Fprintf(tw, "OOM kills:\t%d (processes killed by the OOM killer at their memory cap; see the processes below)\n", n)
-	}
-	fmt.Fprintf(tw, "Memory:\t%s\n", units.FormatSize(x.Memory))
-	switch {
-	case len(x.Redacted) > 0:
-		fmt.Fprintf(tw, "Command:\t%s (%s hidden: only %s, root and administrators see them)\n", strings.Join(x.Command, " "), strings.Join(x.Redacted, ", "), x.User)
-	case x.PurgedAt == 0:
-		fmt.Fprintf(tw, "Command:\t%s\n", strings.Join(x.Command, " "))
-	}
-	if x.Description != "" {
-		fmt.Fprintf(tw, "Description:\t%s\n", x.Description)
-	}
-	if x.ShareGroup != "" {
-		fmt.Fprintf(tw, "Shared with:\tgroup %s (its members may read the logs and results)\n", x.ShareGroup)
-	}
-	fmt.Fprintf(tw, "Submitted:\t%s\n", time.UnixMilli(x.SubmittedAt).Format(time.RFC3339))
-	if x.StartedAt != 0 {
-		fmt.Fprintf(tw, "Started:\t%s\n", time.UnixMilli(x.StartedAt).Format(time.RFC3339))
-	}
-	if x.EndedAt != 0 {
-		fmt.Fprintf(tw, "Ended:\t%s\n", time.UnixMilli(x.EndedAt).Format(time.RFC3339))
-	}
-	if x.PurgedAt != 0 {
-		fmt.Fprintf(tw, "Purged:\t%s (left the live state after head.retention.work; 'ducc history' keeps its accounting record)\n",
-			time.UnixMilli(x.PurgedAt).Format(time.RFC3339))
-	}
-	tw.Flush()
-	if len(x.Procs) == 0 {
-		return
-	}
-	fmt.Fprintln(w, "\nProcesses:")
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  ID\tNODE\tPID\tSTATE\tLIMIT\tRSS\tEXIT\tREASON\tLOG")
-	for _, p := range x.Procs {
-		id := p.ID
-		if p.Kind == wire.ProcDriver {
-			id += " (driver)"
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", id, p.Node, p.PID, p.State,
-			units.FormatSize(p.MemoryLimit), units.FormatSize(int64(p.RSS)), p.ExitCode, p.Reason, p.LogPath)
-	}
-	tw.Flush()
 }
 
 func newLogsCmd(g *globals) *cobra.Command {

@@ -53,3 +53,19 @@ func (o *Orchestrator) LargestSchedulable() (mem int64, known bool) {
 	defer o.mu.Unlock()
 	return o.mems.largest, o.mems.nodes > 0
 }
+
+// SchedulableSizes returns how many known nodes (in any state) report each
+// schedulable memory size; nil when no node is known yet. Nodes come in
+// few sizes, so the map is small.
+func (o *Orchestrator) SchedulableSizes() map[int64]int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.mems.nodes == 0 {
+		return nil
+	}
+	out := make(map[int64]int, len(o.mems.count))
+	for k, v := range o.mems.count {
+		out[k] = v
+	}
+	return out
+}

@@ -114,8 +114,8 @@ type Orchestrator struct {
 	sched    *rm.Config
 	classes  []rm.ClassUsage // per-class usage of the last cycle
 	nodes    map[string]*Node
-	mems     memIndex          // schedulable memory of nodes, for the submit check
-	pending  map[uint64]string // work id → why it waits
+	mems     memIndex           // schedulable memory of nodes, for the submit check
+	pending  map[uint64]Waiting // work id → why it waits or is held
 	version  uint64
 	sent     map[string]string      // node → fingerprint of last desired pushed
 	sentVer  map[string]sentVersion // node → version of the last desired pushed
@@ -169,7 +169,7 @@ func New(cfg Config) *Orchestrator {
 		log:      cfg.Logger.With("component", "orch"),
 		trigger:  make(chan struct{}, 1),
 		nodes:    make(map[string]*Node),
-		pending:  make(map[uint64]string),
+		pending:  make(map[uint64]Waiting),
 		sent:     make(map[string]string),
 		sentVer:  make(map[string]sentVersion),
 		pushers:  make(map[string]chan wire.DesiredState),
@@ -287,7 +287,29 @@ func (o *Orchestrator) prune(now time.Time) {
 func (o *Orchestrator) Pending(id uint64) string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.pending[id]
+	return o.pending[id].Reason
+}
+
+// Waiting says why work has fewer processes than it wants, or wants fewer
+// than it could use, as of the last scheduling cycle.
+type Waiting struct {
+	Code   rm.WaitCode // classifies Reason
+	Reason string      // why it has fewer processes than it wants ("" = it has them)
+	Have   int         // its processes after the cycle's plan
+	Want   int         // the processes it wants (0 = unknown)
+	// HeldCode and Held say why a job wants fewer processes than its
+	// items could use (Plan.Held; its Reason formats the words).
+	HeldCode rm.WaitCode
+	Held     rm.Held
+}
+
+// Waiting returns what the last scheduling cycle said about a piece of
+// work, and false when it said nothing.
+func (o *Orchestrator) Waiting(id uint64) (Waiting, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	w, ok := o.pending[id]
+	return w, ok
 }
 
 // Heartbeat records a node's heartbeat and folds its process states in.

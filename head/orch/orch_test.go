@@ -133,7 +133,7 @@ func TestAssignPushReportAck(t *testing.T) {
 	if err := f.o.cycle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.o.Pending(id); !strings.Contains(got, "no node can hold 1 GiB") {
+	if got := f.o.Pending(id); !strings.Contains(got, "is up to hold 1 GiB") {
 		t.Errorf("pending reason %q", got)
 	}
 

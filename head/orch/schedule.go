@@ -174,7 +174,7 @@ var rmKinds = map[wire.WorkKind]rm.WorkKind{
 // planCommands turns a plan into the Raft commands that carry it out
 // (assignments, then stops) and the reason each waiting work waits. Starts
 // for work being canceled are dropped.
-func planCommands(plan rm.Plan, active []*state.Work, ts int64) ([]state.Command, map[uint64]string) {
+func planCommands(plan rm.Plan, active []*state.Work, ts int64) ([]state.Command, map[uint64]Waiting) {
 	canceling := map[uint64]bool{}
 	for _, w := range active {
 		canceling[w.ID] = w.Canceling
@@ -199,16 +199,27 @@ func planCommands(plan rm.Plan, active []*state.Work, ts int64) ([]state.Command
 		id, _ := fromKey(s.WorkID)
 		cmds = append(cmds, state.Command{Type: state.CmdStopProc, Time: ts, WorkID: id, ProcID: s.ProcID, Reason: text})
 	}
-	pending := make(map[uint64]string, len(plan.Pending))
+	pending := make(map[uint64]Waiting, len(plan.Pending)+len(plan.Held))
 	for _, pd := range plan.Pending {
 		id, _ := fromKey(pd.WorkID)
 		if _, ok := pending[id]; !ok {
-			pending[id] = pd.Reason
+			pending[id] = Waiting{Code: pd.Code, Reason: pd.Reason, Have: pd.Have, Want: pd.Want}
 		}
 	}
 	for _, sh := range plan.Shrinking {
 		id, _ := fromKey(sh.WorkID)
-		pending[id] = sh.Reason // shown by `ducc jobs` and `ducc show`
+		wt := pending[id]
+		wt.Code, wt.Reason = rm.WaitShrinking, sh.Reason // shown by `ducc jobs` and `ducc show`
+		pending[id] = wt
+	}
+	for _, h := range plan.Held {
+		id, _ := fromKey(h.WorkID)
+		wt := pending[id]
+		wt.HeldCode, wt.Held = h.Code, h
+		if wt.Want == 0 {
+			wt.Want = h.Want
+		}
+		pending[id] = wt
 	}
 	return cmds, pending
 }

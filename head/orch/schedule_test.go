@@ -30,11 +30,11 @@ func TestPlanCommands(t *testing.T) {
 		name        string
 		plan        rm.Plan
 		wantCmds    []state.Command
-		wantPending map[uint64]string
+		wantPending map[uint64]Waiting
 	}{
 		{
 			name:        "empty plan",
-			wantPending: map[uint64]string{},
+			wantPending: map[uint64]Waiting{},
 		},
 		{
 			name: "starts of canceling work are dropped, service instances keep their id",
@@ -47,7 +47,7 @@ func TestPlanCommands(t *testing.T) {
 				{Type: state.CmdAssign, Time: ts, WorkID: 1, Assign: &state.Assignment{Node: "n1", Shares: 2, MemoryLimit: 2 << 30}},
 				{Type: state.CmdAssign, Time: ts, WorkID: 3, Assign: &state.Assignment{Node: "n2", Shares: 1, MemoryLimit: 1 << 30, Instance: 4}},
 			},
-			wantPending: map[uint64]string{},
+			wantPending: map[uint64]Waiting{},
 		},
 		{
 			name: "stops say why, in the scheduler's words or its reason",
@@ -59,7 +59,7 @@ func TestPlanCommands(t *testing.T) {
 				{Type: state.CmdStopProc, Time: ts, WorkID: 1, ProcID: "1.1", Reason: "preempted"},
 				{Type: state.CmdStopProc, Time: ts, WorkID: 3, ProcID: "3.2", Reason: "evicted for work 9"},
 			},
-			wantPending: map[uint64]string{},
+			wantPending: map[uint64]Waiting{},
 		},
 		{
 			name: "first pending reason of a work wins; shrinking overrides",
@@ -67,11 +67,29 @@ func TestPlanCommands(t *testing.T) {
 				Pending: []rm.Pending{
 					{WorkID: svcKey(3, 0), Reason: "instance 0 waits"},
 					{WorkID: svcKey(3, 1), Reason: "instance 1 waits"},
-					{WorkID: 1, Reason: "no room"},
+					{WorkID: 1, Have: 1, Want: 3, Code: rm.WaitResources, Reason: "no room"},
 				},
 				Shrinking: []rm.Shrinking{{WorkID: 1, Procs: []string{"1.1"}, Reason: "gives back its share"}},
 			},
-			wantPending: map[uint64]string{1: "gives back its share", 3: "instance 0 waits"},
+			wantPending: map[uint64]Waiting{
+				1: {Code: rm.WaitShrinking, Reason: "gives back its share", Have: 1, Want: 3},
+				3: {Reason: "instance 0 waits"},
+			},
+		},
+		{
+			name: "held jobs say why, next to why they wait",
+			plan: rm.Plan{
+				Pending: []rm.Pending{{WorkID: 1, Have: 1, Want: 2, Code: rm.WaitAtShare, Reason: "at fair share"}},
+				Held: []rm.Held{
+					{WorkID: 1, Want: 2, Max: 8, Code: rm.HeldDoubling, Class: "normal"},
+					{WorkID: 3, Want: 1, Max: 4, Code: rm.HeldInitialization, Class: "normal", Arg: 1},
+				},
+			},
+			wantPending: map[uint64]Waiting{
+				1: {Code: rm.WaitAtShare, Reason: "at fair share", Have: 1, Want: 2, HeldCode: rm.HeldDoubling,
+					Held: rm.Held{WorkID: 1, Want: 2, Max: 8, Code: rm.HeldDoubling, Class: "normal"}},
+				3: {Want: 1, HeldCode: rm.HeldInitialization, Held: rm.Held{WorkID: 3, Want: 1, Max: 4, Code: rm.HeldInitialization, Class: "normal", Arg: 1}},
+			},
 		},
 	}
 	for _, tc := range tests {

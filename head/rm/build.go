@@ -108,26 +108,31 @@ func (p *proc) squatter() bool { return p.n != nil && p.n.pool != p.w.pool }
 
 // work is a Work in the cycle's working state.
 type work struct {
-	w       *Work
-	class   *Class
-	pool    *pool
-	quantum int64
-	order   int
-	fair    bool
-	prio    int
-	live    []*proc // counted processes (not stopping, not written off)
-	cur     int     // len(live) less processes stopped in this plan
-	want    int
-	target  int
-	starts  int
-	stops   int
-	pending string
-	capNote string
-	user    string
-	holds   []*Hold // space held for this work
-	budget  int     // processes a preemption round may still take (over fair share)
-	gainer  bool    // got space in this preemption round
-	rank    int     // position in sched.works (submit order)
+	w        *Work
+	class    *Class
+	pool     *pool
+	quantum  int64
+	order    int
+	fair     bool
+	prio     int
+	live     []*proc // counted processes (not stopping, not written off)
+	cur      int     // len(live) less processes stopped in this plan
+	want     int
+	target   int
+	starts   int
+	stops    int
+	pending  string
+	pendCode WaitCode
+	capNote  string
+	capCode  WaitCode      // what held want below capMax (Held* codes)
+	capMax   int           // what the job could use: items over pipelines, or process_deployments_max
+	capArg   int           // the cap's number (initialization_cap, initialization failures)
+	horizon  time.Duration // the prediction horizon, for HeldPrediction
+	user     string
+	holds    []*Hold // space held for this work
+	budget   int     // processes a preemption round may still take (over fair share)
+	gainer   bool    // got space in this preemption round
+	rank     int     // position in sched.works (submit order)
 }
 
 func (w *work) have() int { return w.cur + w.starts }

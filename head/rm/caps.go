@@ -33,6 +33,7 @@ func (s *sched) computeWant(w *work) {
 			note = fmt.Sprintf("process_deployments_max %d", j.DeploymentsMax)
 		}
 	}
+	w.capMax, w.capCode = want, WaitNone
 	initialized := j.EverInitialized
 	for _, p := range w.live {
 		if p.p.State == ProcRunning || !p.p.InitializedAt.IsZero() {
@@ -51,6 +52,7 @@ func (s *sched) computeWant(w *work) {
 		need = max(need, w.cur)
 		if need < want {
 			want = need
+			w.capCode, w.horizon = HeldPrediction, horizon
 			if s.trace {
 				note = fmt.Sprintf("prediction: %d processes finish the rest within %s", need, horizon)
 			}
@@ -59,6 +61,7 @@ func (s *sched) computeWant(w *work) {
 	if !initialized {
 		if c := max(cl.InitializationCap, w.cur); c < want {
 			want = c
+			w.capCode, w.capArg = HeldInitialization, cl.InitializationCap
 			if s.trace {
 				note = fmt.Sprintf("initialization_cap %d until a process initializes", cl.InitializationCap)
 			}
@@ -66,6 +69,7 @@ func (s *sched) computeWant(w *work) {
 	} else if cl.ExpandByDoubling != nil && *cl.ExpandByDoubling {
 		if c := max(2*w.cur, 1); c < want {
 			want = c
+			w.capCode = HeldDoubling
 			if s.trace {
 				note = fmt.Sprintf("expand_by_doubling from %d", w.cur)
 			}
@@ -73,6 +77,7 @@ func (s *sched) computeWant(w *work) {
 	}
 	if j.InitFailuresCap > 0 && j.InitFailures >= j.InitFailuresCap && want > w.cur {
 		want = w.cur
+		w.capCode, w.capArg = HeldInitFailures, j.InitFailuresCap
 		if s.trace {
 			note = fmt.Sprintf("growth frozen: %d initialization failures reached the cap of %d", j.InitFailures, j.InitFailuresCap)
 		}

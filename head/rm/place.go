@@ -103,6 +103,15 @@ func (s *sched) largest(w *work, ps []*pool) int {
 	return m
 }
 
+// noFitCode classifies tooBig's reason: no node up at all, or none big
+// enough.
+func (s *sched) noFitCode(w *work, ps []*pool) WaitCode {
+	if s.largest(w, ps) == 0 {
+		return WaitNoNodes
+	}
+	return WaitNoFit
+}
+
 // tooBig says why no node can ever hold one process of w, or "".
 func (s *sched) tooBig(w *work, ps []*pool) string {
 	l := s.largest(w, ps)
@@ -114,6 +123,13 @@ func (s *sched) tooBig(w *work, ps []*pool) string {
 	}
 	need := units.FormatSize(int64(w.order) * w.quantum)
 	big := units.FormatSize(int64(l) * w.quantum)
+	if l == 0 {
+		where := "in pool " + w.pool.name
+		if len(w.w.MachineList) > 0 {
+			where = "in machine_list"
+		}
+		return fmt.Sprintf("no node %s is up to hold %s (all are down, varied off or quiescing)", where, need)
+	}
 	switch {
 	case len(w.w.MachineList) > 0:
 		return fmt.Sprintf("no node in machine_list can hold %s; largest schedulable there is %s", need, big)
@@ -139,19 +155,20 @@ func (s *sched) placeNP(ws []*work, npUse map[string]int64) {
 			continue
 		}
 		if msg := s.tooBig(w, []*pool{w.pool}); msg != "" {
-			w.pending = msg
+			w.pending, w.pendCode = msg, s.noFitCode(w, []*pool{w.pool})
 			continue
 		}
 		key := w.class.Name + "\x00" + w.user
 		for w.have() < w.want {
 			mem := int64(w.order) * w.quantum
 			if a := s.allotment(w); a > 0 && npUse[key]+mem > a {
+				w.pendCode = WaitLimit
 				w.pending = fmt.Sprintf("deferred: allotment of %s exceeded (user %s holds %s in class %s; this needs %s more)",
 					units.FormatSize(a), w.user, units.FormatSize(npUse[key]), w.class.Name, units.FormatSize(mem))
 				break
 			}
 			if s.holdShares(w) >= w.order && s.heldNode(w) == nil {
-				w.pending = "waiting for preemptions: " + s.holdText(w)
+				w.pending, w.pendCode = "waiting for preemptions: "+s.holdText(w), WaitPreempting
 				w.pool.avail -= w.order
 				npUse[key] += mem
 				break
@@ -179,11 +196,11 @@ func (s *sched) placeNP(ws []*work, npUse map[string]int64) {
 				continue
 			}
 			if s.evictFor(w) {
-				w.pending = "waiting for preemptions: " + s.holdText(w)
+				w.pending, w.pendCode = "waiting for preemptions: "+s.holdText(w), WaitPreempting
 				w.pool.avail -= w.order
 				npUse[key] += mem
 			} else if w.pending == "" {
-				w.pending = s.npWaitReason(w)
+				w.pending, w.pendCode = s.npWaitReason(w), s.npWaitCode(w)
 			}
 			break
 		}
@@ -201,6 +218,26 @@ func (s *sched) freeMachine(w *work) *node {
 		}
 	}
 	return nil
+}
+
+// npWaitCode classifies npWaitReason.
+func (s *sched) npWaitCode(w *work) WaitCode {
+	if w.w.Kind != Reservation {
+		return WaitResources
+	}
+	up := false
+	for _, n := range w.pool.nodes {
+		if n.up() {
+			up = true
+			if n.shares == w.order {
+				return WaitResources
+			}
+		}
+	}
+	if !up {
+		return WaitNoNodes
+	}
+	return WaitNoFit
 }
 
 func (s *sched) npWaitReason(w *work) string {

@@ -18,44 +18,76 @@ func (s *sched) reasons() {
 	for _, w := range s.works {
 		if w.class == nil {
 			_, err := s.cfg.Class(w.w.Class)
-			s.pend(w, 0, max(w.want, 1), err.Error())
+			s.pend(w, 0, max(w.want, 1), WaitBadClass, err.Error())
 			continue
 		}
-		if w.have() >= w.want && w.pending == "" {
-			continue
+		if w.capCode != WaitNone && w.want < w.capMax {
+			h := Held{WorkID: w.w.ID, Want: w.want, Max: w.capMax, Code: w.capCode, Class: w.class.Name, Arg: w.capArg}
+			switch w.capCode {
+			case HeldPrediction:
+				h.Items, h.Horizon = w.w.ItemsRemaining, w.horizon
+			case HeldInitFailures:
+				h.Items = w.w.InitFailures
+			}
+			s.plan.Held = append(s.plan.Held, h)
 		}
-		if w.have() >= w.want {
-			continue
+		if w.have() >= w.want && (w.pending == "" || w.have() > 0) {
+			continue // a job with nothing running and a reason (too big) still waits
 		}
 		switch {
 		case !w.fair:
-			r := w.pending
+			r, c := w.pending, w.pendCode
 			if r == "" {
-				r = s.npWaitReason(w)
+				r, c = s.npWaitReason(w), s.npWaitCode(w)
 			}
-			s.pend(w, w.have(), w.want, r)
+			s.pend(w, w.have(), max(w.want, 1), c, r)
 		default:
-			s.pend(w, w.have(), w.want, s.fairReason(w))
+			c, r := s.fairReason(w)
+			s.pend(w, w.have(), max(w.want, 1), c, r)
 		}
 	}
 }
 
-func (s *sched) pend(w *work, have, want int, reason string) {
-	s.plan.Pending = append(s.plan.Pending, Pending{WorkID: w.w.ID, Have: have, Want: want, Reason: reason})
+// Reason says why the job wants fewer processes than it could use, in
+// words. It is formatted when asked for, not in every cycle.
+func (h Held) Reason() string {
+	switch h.Code {
+	case HeldPrediction:
+		return "held at " + itoa(h.Want) + " of " + itoa(h.Max) + " processes by the prediction (class " + h.Class +
+			" use_prediction): at the job's mean item time, " + itoa(h.Want) + " processes finish its " + itoa(h.Items) +
+			" remaining items before more could start (within " + h.Horizon.String() +
+			": mean initialization time + scheduling cycle + prediction_fudge)"
+	case HeldInitialization:
+		return "held at " + itoa(h.Want) + " of " + itoa(h.Max) + " processes until one process initializes (class " +
+			h.Class + " initialization_cap " + itoa(h.Arg) + ")"
+	case HeldDoubling:
+		return "growing by doubling: " + itoa(h.Want) + " of " + itoa(h.Max) + " processes this cycle (class " +
+			h.Class + " expand_by_doubling)"
+	case HeldInitFailures:
+		return "held at " + itoa(h.Want) + " of " + itoa(h.Max) + " processes: " + itoa(h.Items) +
+			" initialization failures reached process_initialization_failures_cap " + itoa(h.Arg) + ", so the job does not grow"
+	}
+	return ""
+}
+
+func (s *sched) pend(w *work, have, want int, code WaitCode, reason string) {
+	s.plan.Pending = append(s.plan.Pending, Pending{WorkID: w.w.ID, Have: have, Want: want, Code: code, Reason: reason})
 	if s.trace {
 		s.tracef("%s %d pending (%d of %d): %s", w.w.Kind, w.w.ID, have, want, reason)
 	}
 }
 
-func (s *sched) fairReason(w *work) string {
+// fairReason classifies and explains why fair-share work w has fewer
+// processes than it wants.
+func (s *sched) fairReason(w *work) (WaitCode, string) {
 	if w.pending != "" {
-		return w.pending
+		return w.pendCode, w.pending
 	}
 	if sh := s.shrinking[w.w.ID]; sh != nil {
-		return "shrinking: " + itoa(len(sh.Procs)) + " process(es) stopped this cycle: " + sh.Reason
+		return WaitShrinking, "shrinking: " + itoa(len(sh.Procs)) + " process(es) stopped this cycle: " + sh.Reason
 	}
 	if s.holdShares(w) > 0 {
-		return "waiting for preemptions: " + s.holdText(w)
+		return WaitPreempting, "waiting for preemptions: " + s.holdText(w)
 	}
 	note := ""
 	switch {
@@ -70,28 +102,28 @@ func (s *sched) fairReason(w *work) string {
 	if w.target == 0 {
 		k := s.poolCap[poolBand{w.pool.name, w.prio}]
 		if k == 0 {
-			return "waiting for resources: class " + cls + " fair share is 0 processes because pool " + w.pool.name +
+			return WaitPriority, "waiting for resources: class " + cls + " fair share is 0 processes because pool " + w.pool.name +
 				" has no room left for priority " + itoa(w.prio) + " work (it is held by higher-priority work)" + note
 		}
 		cs := s.classShare[cls]
 		us := s.userShare[classUser{cls, w.user}]
 		if us < w.order {
-			return "waiting for resources: class " + cls + " fair share is 0 processes because pool " + w.pool.name + "'s " + s.sz(w, k) +
+			return WaitFairShare, "waiting for resources: class " + cls + " fair share is 0 processes because pool " + w.pool.name + "'s " + s.sz(w, k) +
 				" is split among classes by weight, class " + cls + " gets " + s.sz(w, cs) + " shared by " + itoa(s.classUsers[cls]) +
 				" user(s), and user " + w.user + "'s " + s.sz(w, us) + " is less than one " + s.sz(w, w.order) + " process" + note
 		}
-		return "waiting for resources: class " + cls + " fair share is 0 processes because user " + w.user + "'s share of class " + cls +
+		return WaitFairShare, "waiting for resources: class " + cls + " fair share is 0 processes because user " + w.user + "'s share of class " + cls +
 			" (" + s.sz(w, us) + ") goes to their older jobs" + note
 	}
 	if w.have() < w.target {
-		return "waiting for resources: fair share is " + itoa(w.target) + " processes, has " + itoa(w.have()) + "; no node in pool " +
+		return WaitResources, "waiting for resources: fair share is " + itoa(w.target) + " processes, has " + itoa(w.have()) + "; no node in pool " +
 			w.pool.name + " has " + s.sz(w, w.order) + " free" + note
 	}
 	if w.cur > w.target {
-		return "over fair share: holds " + itoa(w.cur) + " processes, fair share is " + itoa(w.target) +
+		return WaitOverShare, "over fair share: holds " + itoa(w.cur) + " processes, fair share is " + itoa(w.target) +
 			"; the excess is taken back gradually when other work needs the space"
 	}
-	return "at fair share: class " + cls + " fair share gives this job " + itoa(w.target) + " of the " + itoa(w.want) +
+	return WaitAtShare, "at fair share: class " + cls + " fair share gives this job " + itoa(w.target) + " of the " + itoa(w.want) +
 		" processes it wants (user " + w.user + "'s share is " + s.sz(w, s.userShare[classUser{cls, w.user}]) + " of the class's " +
 		s.sz(w, s.classShare[cls]) + ")"
 }

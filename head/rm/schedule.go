@@ -154,7 +154,7 @@ func (s *sched) runBand(b band) {
 		reach := append([]*pool{p}, p.squat()...)
 		for _, w := range jobs {
 			if msg := s.tooBig(w, reach); msg != "" {
-				w.pending = msg
+				w.pending, w.pendCode = msg, s.noFitCode(w, reach)
 				w.want = w.cur
 				s.tracef("job %d: %s", w.w.ID, msg)
 			}

@@ -143,8 +143,47 @@ type Pending struct {
 	WorkID uint64
 	Have   int
 	Want   int
+	Code   WaitCode
 	Reason string
 }
+
+// Held explains why a job wants fewer processes than its work could use
+// (Max: its items over its pipelines, or process_deployments_max): a
+// growth cap of its class holds it at Want. Reason says it in words.
+type Held struct {
+	WorkID  uint64
+	Want    int
+	Max     int
+	Code    WaitCode
+	Class   string
+	Arg     int           // the cap: initialization_cap, process_initialization_failures_cap
+	Items   int           // items remaining (HeldPrediction), initialization failures (HeldInitFailures)
+	Horizon time.Duration // the prediction's horizon (HeldPrediction)
+}
+
+// WaitCode classifies a Pending or Held reason; the head maps each to a
+// short reason code (wire.ReasonCode) shown next to the prose.
+type WaitCode int
+
+// Wait codes. The Wait* codes classify Pending, the Held* codes Held.
+const (
+	WaitNone           WaitCode = iota
+	WaitResources               // no node has the room now
+	WaitPriority                // the pool's room is held by higher-priority work
+	WaitFairShare               // the class's or user's fair share gives it no more
+	WaitAtShare                 // it has its whole fair share (and wants more)
+	WaitOverShare               // it holds more than its fair share
+	WaitPreempting              // processes of other work stop to make room
+	WaitShrinking               // its processes are taken back this cycle
+	WaitLimit                   // a class limit (max_allotment) holds it back
+	WaitNoFit                   // no node (of the right size) can ever hold it
+	WaitNoNodes                 // no node is up in its pool
+	WaitBadClass                // its class is not in the configuration
+	HeldPrediction              // use_prediction: fewer processes finish in time
+	HeldInitialization          // initialization_cap until a process initializes
+	HeldDoubling                // expand_by_doubling
+	HeldInitFailures            // growth frozen by initialization failures
+)
 
 // Shrinking explains why work loses processes in this plan.
 type Shrinking struct {
@@ -212,6 +251,7 @@ type Plan struct {
 	Stops     []Stop
 	Pending   []Pending   // by WorkID
 	Shrinking []Shrinking // by WorkID
+	Held      []Held      // jobs held below what they could use, in submit order (time, id)
 	// WouldPreempt lists preemptions held back because preemption.observe_only is set.
 	WouldPreempt []Stop
 	Classes      []ClassUsage // in config order
