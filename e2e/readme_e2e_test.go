@@ -1,0 +1,171 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// readmeMarker precedes each shell block of README.md that a reader is
+// meant to type in order on a dev cluster; TestREADME runs those blocks.
+const readmeMarker = "<!-- README test -->"
+
+// readmeBlocks returns the command lines of the marked ```sh blocks of a
+// Markdown file, continuation lines (a trailing backslash) joined.
+func readmeBlocks(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	marked, in := false, false
+	cont := ""
+	for _, l := range strings.Split(string(data), "\n") {
+		switch {
+		case strings.TrimSpace(l) == readmeMarker:
+			marked = true
+		case marked && !in && strings.HasPrefix(l, "```"):
+			in = true
+		case in && strings.HasPrefix(l, "```"):
+			in, marked = false, false
+		case in:
+			if strings.HasSuffix(l, "\\") {
+				cont += strings.TrimSuffix(l, "\\") + " "
+				continue
+			}
+			if line := strings.TrimSpace(cont + l); line != "" && !strings.HasPrefix(line, "#") {
+				lines = append(lines, line)
+			}
+			cont = ""
+		case marked && strings.TrimSpace(l) != "":
+			t.Fatalf("%s: %q follows %q; a ```sh block must", path, l, readmeMarker)
+		}
+	}
+	return lines
+}
+
+// TestREADME follows README.md as a newcomer would: a fresh home
+// directory, the repository's bin/ducc, `ducc agent --dev` started as
+// `make dev` starts it (no flags: the CLI finds its socket by itself),
+// then every line of the README's marked blocks typed into one shell, in
+// order. Each line must succeed (exit 0). The agent is stopped at the
+// end and must log no ERROR line.
+func TestREADME(t *testing.T) {
+	if testing.Short() {
+		t.Skip("README test skipped in -short mode")
+	}
+	lines := readmeBlocks(t, "../README.md")
+	if len(lines) < 5 {
+		t.Fatalf("README.md has %d marked command lines; the quick start is missing its %q markers", len(lines), readmeMarker)
+	}
+
+	// The repository as the README's reader has it after make build.
+	repo := scratchDir(t)
+	if err := os.Mkdir(filepath.Join(repo, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(duccBin, filepath.Join(repo, "bin", "ducc")); err != nil {
+		t.Fatal(err)
+	}
+	home := scratchDir(t)
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k == "HOME" || k == "XDG_DATA_HOME" || k == "DUCC_SOCKET" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "HOME="+home)
+	data := filepath.Join(home, ".local", "share", "ducc")
+	sock := filepath.Join(data, "ducc.sock")
+	if _, err := os.Stat("/run/ducc/ducc.sock"); err == nil {
+		// A packaged agent runs here; the README's reader would reach
+		// it. Point the CLI at the dev cluster instead.
+		env = append(env, "DUCC_SOCKET="+sock)
+	}
+
+	c := &cluster{dir: repo, agentProc: &agentProc{
+		t:       t,
+		name:    "readme",
+		argv:    []string{filepath.Join(repo, "bin", "ducc"), "agent", "--dev"},
+		env:     env,
+		dataDir: data,
+		sock:    sock,
+		logPath: filepath.Join(repo, "agent.log"),
+	}}
+	c.start()
+	t.Cleanup(func() {
+		c.stop()
+		killLeftovers(data)
+	})
+
+	// One shell, the lines in order; after each, its exit status goes to
+	// fd 3 so that the output stays the reader's.
+	var script strings.Builder
+	for i, l := range lines {
+		fmt.Fprintf(&script, "%s\necho \"%d $?\" >&3\n", l, i)
+	}
+	status, err := os.Create(filepath.Join(repo, "status"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer status.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	sh := exec.CommandContext(ctx, "bash", "--norc", "--noprofile")
+	sh.Dir, sh.Env = repo, env
+	sh.Stdin = strings.NewReader(script.String())
+	sh.ExtraFiles = []*os.File{status}
+	out, err := sh.CombinedOutput()
+	t.Logf("the README's commands printed:\n%s", out)
+	if err != nil {
+		t.Errorf("the shell running the README's commands: %v", err)
+	}
+
+	rcs := map[int]int{}
+	f, err := os.Open(status.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var i, rc int
+		if _, err := fmt.Sscan(sc.Text(), &i, &rc); err == nil {
+			rcs[i] = rc
+		}
+	}
+	for i, l := range lines {
+		rc, ok := rcs[i]
+		switch {
+		case !ok:
+			t.Errorf("README line %q did not run to its end", l)
+		case rc != 0:
+			t.Errorf("README line %q exited %d", l, rc)
+		}
+	}
+
+	c.stop()
+	if log := c.agentLog(); strings.Contains(log, "level=ERROR") {
+		t.Errorf("the agent logged errors (a graceful stop must not):\n%s", grepLines(log, "level=ERROR"))
+	}
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
