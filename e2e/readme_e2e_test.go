@@ -169,3 +169,46 @@ func grepLines(s, sub string) string {
 	return strings.Join(out, "\n")
 }
 
+// TestDemo runs make demo's script with the test's binary: it must end
+// with exit 0, log no agent error, and leave nothing running from its
+// directory (no shim, no exec-worker, no agent), found by command line
+// as pgrep -f finds them.
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("demo test skipped in -short mode")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "../scripts/demo.sh")
+	cmd.Env = append(os.Environ(), "DUCC_BIN="+duccBin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "demo: ") {
+		t.Errorf("the demo had to kill leftovers or saw agent errors:\n%s", out)
+	}
+	_, after, ok := strings.Cut(string(out), "agent log: ")
+	if !ok {
+		t.Fatalf("the demo does not name its agent log:\n%s", out)
+	}
+	dir := filepath.Dir(strings.Fields(after)[0])
+	if !strings.HasPrefix(dir, "/tmp/ducc-demo.") {
+		t.Fatalf("demo dir %q", dir)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("the demo left %s", dir)
+	}
+	// Shims name the dir on their command line; the demo's exec job
+	// runs its process as `ducc exec-worker -- sh -c '...'` with this
+	// command, which nothing else runs.
+	const demoJob = "DUCC_WORK_ITEM * DUCC_WORK_ITEM"
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		b, _ := os.ReadFile(filepath.Join(p, "cmdline"))
+		cmdline := strings.ReplaceAll(string(b), "\x00", " ")
+		if strings.Contains(cmdline, dir) || strings.Contains(cmdline, demoJob) {
+			t.Errorf("still running after the demo: %s", cmdline)
+		}
+	}
+}
