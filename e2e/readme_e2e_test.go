@@ -51,19 +51,33 @@ func readmeBlocks(t *testing.T, path string) []string {
 	return lines
 }
 
-// TestREADME follows README.md as a newcomer would: a fresh home
-// directory, the repository's bin/ducc, `ducc agent --dev` started as
-// `make dev` starts it (no flags: the CLI finds its socket by itself),
-// then every line of the README's marked blocks typed into one shell, in
-// order. Each line must succeed (exit 0). The agent is stopped at the
-// end and must log no ERROR line.
+// readmeFiles are the READMEs TestREADME follows, in this order (the
+// first one puts bin/ on the PATH). The examples that need minutes
+// (slow-model) or run forever (services' load loop) are not marked.
+var readmeFiles = []string{
+	"README.md",
+	"examples/exec/README.md",
+	"examples/wordcount/README.md",
+	"examples/failing-item/README.md",
+}
+
+// TestREADME follows README.md, then the examples' READMEs, as a newcomer
+// would: a fresh home directory, the repository's bin/ducc and examples/,
+// `ducc agent --dev` started as `make dev` starts it (no flags: the CLI
+// finds its socket by itself), then every line of the marked blocks typed
+// into one shell, in order. Each line must succeed (exit 0). The agent is
+// stopped at the end and must log no ERROR line.
 func TestREADME(t *testing.T) {
 	if testing.Short() {
 		t.Skip("README test skipped in -short mode")
 	}
-	lines := readmeBlocks(t, "../README.md")
-	if len(lines) < 5 {
-		t.Fatalf("README.md has %d marked command lines; the quick start is missing its %q markers", len(lines), readmeMarker)
+	var lines []string
+	for _, f := range readmeFiles {
+		l := readmeBlocks(t, filepath.Join("..", f))
+		if len(l) < 3 {
+			t.Fatalf("%s has %d marked command lines; its %q markers are missing", f, len(l), readmeMarker)
+		}
+		lines = append(lines, l...)
 	}
 
 	// The repository as the README's reader has it after make build.
@@ -72,6 +86,13 @@ func TestREADME(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(duccBin, filepath.Join(repo, "bin", "ducc")); err != nil {
+		t.Fatal(err)
+	}
+	examples, err := filepath.Abs("../examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(examples, filepath.Join(repo, "examples")); err != nil {
 		t.Fatal(err)
 	}
 	home := scratchDir(t)
