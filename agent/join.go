@@ -121,8 +121,11 @@ func (j *joiner) round(ctx context.Context) int {
 	prev := j.lastErr
 	if connected == 0 && len(errs) > 0 {
 		j.lastErr = errs[0]
-		if prev == nil || prev.Error() != errs[0].Error() {
-			j.a.log.Error("cannot reach any agent to join through; retrying", "join", j.a.cfg.Join, "err", errs[0])
+		// A warning: the joiner keeps trying, and agents that stop (an
+		// upgrade, a restart of the head) are unreachable for a while.
+		// Dials cut short by this agent's own stop are not worth a line.
+		if (prev == nil || prev.Error() != errs[0].Error()) && ctx.Err() == nil {
+			j.a.log.Warn("cannot reach any agent to join through; retrying", "join", j.a.cfg.Join, "err", errs[0])
 		}
 	} else {
 		j.lastErr = nil

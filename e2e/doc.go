@@ -8,6 +8,12 @@
 // multi-node cluster (startNetCluster, netns_test.go) is one agentProc per
 // node, each in its own network namespace joined to a private bridge.
 //
+// The documentation is tested too: TestREADME types the README's marked
+// quick-start blocks into a shell, line by line, against a fresh dev
+// cluster; TestDemo runs make demo's script and checks it leaves nothing
+// running; TestPackageDeb lints the .deb, installs it and reads its man
+// pages and bash completion.
+//
 // Run them as root: they create cgroups, test users (useradd) and network
 // namespaces, and the package test installs the .deb. Without root the
 // tests that need it skip. The namespaces are shared machine-wide, so a

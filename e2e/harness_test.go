@@ -54,6 +54,7 @@ type agentProc struct {
 	t       testing.TB
 	name    string   // the node's name
 	argv    []string // the command line that starts it, program first
+	env     []string // its environment; nil: the test's
 	dataDir string
 	sock    string
 	logPath string
@@ -70,6 +71,7 @@ func (a *agentProc) start() {
 	}
 	a.log = lf
 	a.cmd = exec.Command(a.argv[0], a.argv[1:]...)
+	a.cmd.Env = a.env
 	a.cmd.Stdout, a.cmd.Stderr = lf, lf
 	if err := a.cmd.Start(); err != nil {
 		lf.Close()

@@ -135,9 +135,11 @@ Start a one-node dev cluster with 'ducc agent --dev', then try 'ducc run -- echo
 		newServicesCmd(g),
 		newWebTokenCmd(g),
 		newSimCmd(g),
+		newGenManCmd(),
 		&cobra.Command{Use: "shim", Hidden: true, Short: "process shim (internal)", Run: func(*cobra.Command, []string) {}},
 		&cobra.Command{Use: "exec-worker", Hidden: true, Short: "exec-protocol job worker (internal)", Run: func(*cobra.Command, []string) {}},
 	)
+	addCompletions(root, g)
 	return root
 }
 
