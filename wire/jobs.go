@@ -44,6 +44,14 @@ type JobSpec struct {
 	// Umask of the job processes, four octal digits ("0077"); the CLI
 	// sends the caller's. "" means 0022.
 	Umask string `cbor:"20,keyasint,omitempty" json:"umask,omitempty"`
+
+	// The driver process that produces the work items (its protocol is
+	// in docs/jobs.md). These three fields belong to the driver-process
+	// change; the UIMA translation (spec/uima.go) only fills them. When
+	// both changes meet, keep the driver-process change's declaration.
+	DriverExecutable string   `cbor:"21,keyasint,omitempty" json:"driver_executable,omitempty"`
+	DriverArgs       []string `cbor:"22,keyasint,omitempty" json:"driver_executable_args,omitempty"`
+	DriverMemory     int64    `cbor:"23,keyasint,omitempty" json:"driver_memory_size,omitempty"`
 }
 
 // SubmitJobRequest submits a job with its first chunk of items. With More
