@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
 
 import org.apache.uima.Constants;
 import org.apache.uima.UIMAFramework;
@@ -35,9 +36,10 @@ import org.apache.uima.resource.metadata.ProcessingResourceMetaData;
  * answers {"id", "ok", "result"} with the annotations by type, or
  * {"id", "error"} with the exception. An item is a serialized CAS
  * (CasItems) or, from an input file, a plain document text. When standard
- * input closes it calls collectionProcessComplete on every instance and
- * exits 0; a pipeline that cannot start: its exception on standard error,
- * exit 1.
+ * input closes, or on SIGTERM (ducc's stop at the end of the job), the
+ * items under way finish, then every instance's collectionProcessComplete
+ * is called and the process exits 0. A pipeline that cannot start: its
+ * exception on standard error, exit 1.
  */
 public final class JobProcessMain {
     private JobProcessMain() {}
@@ -72,6 +74,11 @@ public final class JobProcessMain {
             t.start();
             threads.add(t);
         }
+        Finisher fin = new Finisher(engines, threads, queue);
+        // ducc stops a job process with SIGTERM when the job's items are
+        // done (and when it is preempted or cancelled): finish the items
+        // under way and complete the collection then too.
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> fin.finish(STOP_GRACE_MS), "ducc-stop"));
         lines.send("{\"ready\": true}");
         try {
             for (String line; (line = lines.read()) != null; ) {
@@ -83,18 +90,75 @@ public final class JobProcessMain {
                 }
                 queue.put(new String[] {(String) id, (String) item});
             }
-            for (int i = 0; i < threads.size(); i++) queue.put(STOP);
-            for (Thread t : threads) t.join();
-            for (AnalysisEngine ae : engines) {
-                ae.collectionProcessComplete();
-            }
-            for (AnalysisEngine ae : engines) {
-                ae.destroy();
-            }
+            fin.finish(0);
         } catch (Throwable e) {
             Lines.fail("the job process failed", e);
         }
         System.exit(0);
+    }
+
+    /** How long a stopped job process lets its items under way finish. */
+    static final long STOP_GRACE_MS = 10_000;
+
+    /**
+     * Ends the pipelines once: the items under way finish, then every
+     * instance's collectionProcessComplete, then destroy.
+     */
+    static final class Finisher {
+        private final List<AnalysisEngine> engines;
+        private final List<Thread> threads;
+        private final BlockingQueue<String[]> queue;
+        private boolean done;
+
+        Finisher(List<AnalysisEngine> engines, List<Thread> threads, BlockingQueue<String[]> queue) {
+            this.engines = engines;
+            this.threads = threads;
+            this.queue = queue;
+        }
+
+        /** Finishes; graceMs > 0 bounds the wait for the items under way (0: all queued items first). */
+        synchronized void finish(long graceMs) {
+            if (done) return;
+            done = true;
+            if (graceMs > 0) {
+                queue.clear(); // not started: ducc gives them to another process
+            }
+            long deadline = System.currentTimeMillis() + graceMs;
+            try {
+                for (int i = 0; i < threads.size(); ) {
+                    if (queue.offer(STOP, 10, TimeUnit.MILLISECONDS)) {
+                        i++;
+                    } else if (graceMs > 0 && System.currentTimeMillis() > deadline) {
+                        break;
+                    }
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            for (int i = 0; i < threads.size(); i++) {
+                Thread t = threads.get(i);
+                try {
+                    if (graceMs > 0) {
+                        t.join(Math.max(1, deadline - System.currentTimeMillis()));
+                    } else {
+                        t.join();
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                if (t.isAlive()) {
+                    System.err.println("pipeline " + i + " is still processing an item; its collectionProcessComplete is not called");
+                    continue;
+                }
+                try {
+                    engines.get(i).collectionProcessComplete();
+                    engines.get(i).destroy();
+                } catch (Throwable e) {
+                    System.err.println("collectionProcessComplete of pipeline " + i + " failed: " + Descriptors.describe(e));
+                }
+            }
+            System.err.flush();
+        }
     }
 
     static int pipelines(List<String> opt) {

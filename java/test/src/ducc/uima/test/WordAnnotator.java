@@ -9,10 +9,12 @@ import org.apache.uima.resource.ResourceInitializationException;
 
 /**
  * A test annotator: one ducc.test.Word per blank-separated word. A document
- * containing FailOn fails; FailAtInit makes initialization fail.
+ * containing FailOn fails; FailAtInit makes initialization fail; SleepMs
+ * makes each document take that long.
  */
 public class WordAnnotator extends CasAnnotator_ImplBase {
     private String failOn;
+    private int sleepMs;
 
     @Override
     public void initialize(UimaContext ctx) throws ResourceInitializationException {
@@ -21,6 +23,8 @@ public class WordAnnotator extends CasAnnotator_ImplBase {
             throw new ResourceInitializationException(new IllegalStateException("WordAnnotator told to fail at init"));
         }
         failOn = (String) ctx.getConfigParameterValue("FailOn");
+        Integer sleep = (Integer) ctx.getConfigParameterValue("SleepMs");
+        sleepMs = sleep == null ? 0 : sleep;
     }
 
     @Override
@@ -28,6 +32,13 @@ public class WordAnnotator extends CasAnnotator_ImplBase {
         String text = cas.getDocumentText();
         if (failOn != null && !failOn.isEmpty() && text.contains(failOn)) {
             throw new AnalysisEngineProcessException(new IllegalArgumentException("marked document: " + text));
+        }
+        if (sleepMs > 0) {
+            try {
+                Thread.sleep(sleepMs);
+            } catch (InterruptedException e) {
+                throw new AnalysisEngineProcessException(e);
+            }
         }
         Type word = cas.getTypeSystem().getType("ducc.test.Word");
         int start = -1;
