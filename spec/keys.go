@@ -379,13 +379,13 @@ var keys = []Key{
 // notTaken are DUCC/UIMA job keys that ducc does not take, with what to
 // do instead, so that people porting a spec get a useful answer.
 var notTaken = map[string]string{
-	"driver_exception_handler":        "the error handler's limits are max_job_errors and max_item_retries",
-	"process_error_window_threshold":  "the error handler's limits are max_job_errors and max_item_retries",
-	"process_error_window_size":       "the error handler's limits are max_job_errors and max_item_retries",
-	"all_in_one":                      "run the worker by hand for a local test; ducc has no all-in-one mode",
-	"service_ping_class":              "write the pinger as a command: service_ping_executable and service_ping_arguments",
-	"service_ping_classpath":          "write the pinger as a command: service_ping_executable and service_ping_arguments",
-	"service_ping_jvm_args":           "write the pinger as a command: service_ping_executable and service_ping_arguments",
+	"driver_exception_handler":       "the error handler's limits are max_job_errors and max_item_retries",
+	"process_error_window_threshold": "the error handler's limits are max_job_errors and max_item_retries",
+	"process_error_window_size":      "the error handler's limits are max_job_errors and max_item_retries",
+	"all_in_one":                     "run the worker by hand for a local test; ducc has no all-in-one mode",
+	"service_ping_class":             "write the pinger as a command: service_ping_executable and service_ping_arguments",
+	"service_ping_classpath":         "write the pinger as a command: service_ping_executable and service_ping_arguments",
+	"service_ping_jvm_args":          "write the pinger as a command: service_ping_executable and service_ping_arguments",
 }
 
 // aliases are DUCC's other names for keys, accepted silently as DUCC
