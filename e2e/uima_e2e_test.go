@@ -673,3 +673,90 @@ func firstDiffs(got, want []string) string {
 	sort.Strings(d)
 	return strings.Join(d, ", ")
 }
+
+// casItems makes n CAS items of the test reader, as the driver process
+// would.
+func casItems(b *testing.B, j uimaJars, dir string, n int) []string {
+	p := startJava(b, dir, j.classpath(j.test), "ducc.uima.DriverMain", "--cr", "ducc.uima.test.CountingReader", "--cr-override", "Count="+strconv.Itoa(n))
+	items, _ := readAll(b, p, 1000)
+	if code := p.finish(); code != 0 {
+		b.Fatalf("driver exit %d", code)
+	}
+	return items
+}
+
+// BenchmarkUIMAJob: CASes of the test reader through a trivial annotator
+// (one annotation per word) in 4 job processes × 2 pipelines, from
+// submit to the end of the job (JVM starts and the growth from one
+// process to four included).
+func BenchmarkUIMAJob(b *testing.B) {
+	const n = 20_000
+	f := newUIMAFixture(b)
+	input := filepath.Join(f.dir, "cas-items")
+	if err := os.WriteFile(input, []byte(strings.Join(casItems(b, f.jars, f.dir, n), "\n")+"\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	var total time.Duration
+	procs := 0
+	b.ResetTimer()
+	for i := range b.N {
+		id := f.submitSpec(b, "bench"+strconv.Itoa(i)+".job",
+			"classpath = "+f.jars.test,
+			"process_descriptor_AE = ducc.uima.test.WordAnnotator",
+			"process_pipeline_count = 2",
+			"process_deployments_max = 4",
+			"input_file = "+input)
+		w := f.waitEnd(b, id, 10*time.Minute)
+		if w.Completion != "EndOfJob" || w.Job.Done != n {
+			b.Fatalf("job ended %s: %+v", w.Completion, w.Job)
+		}
+		total += time.UnixMilli(w.EndedAt).Sub(time.UnixMilli(w.SubmittedAt))
+		procs = max(procs, len(w.Procs))
+		for _, p := range w.Procs {
+			b.Logf("process %s: started %.1fs after submit, init %d ms, %d CASes, %.1f CPU s",
+				p.ID, float64(p.StartedAt-w.SubmittedAt)/1000, p.InitMS, p.Done, p.CPUSeconds)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(n*b.N)/total.Seconds(), "CASes/s")
+	b.ReportMetric(float64(total.Microseconds())/float64(n*b.N), "µs/CAS")
+	b.ReportMetric(float64(procs), "processes")
+}
+
+// BenchmarkUIMAJobProcess: the same CASes through one JobProcessMain of
+// 2 pipelines fed directly over a pipe: the JVM's own cost per CAS
+// (deserializing, the annotator, the answer), without ducc.
+func BenchmarkUIMAJobProcess(b *testing.B) {
+	const n = 20_000
+	j := needUIMA(b)
+	dir := b.TempDir()
+	items := casItems(b, j, dir, n)
+	var total time.Duration
+	b.ResetTimer()
+	for range b.N {
+		p := startJava(b, dir, j.classpath(j.test), "ducc.uima.JobProcessMain", "--ae", "ducc.uima.test.WordAnnotator", "--pipelines", "2")
+		if m := p.recv(); m["ready"] != true {
+			b.Fatalf("first line %v", m)
+		}
+		start := time.Now()
+		go func() {
+			for i, it := range items {
+				line, _ := json.Marshal(map[string]string{"id": strconv.Itoa(i), "item": it})
+				if _, err := p.in.Write(append(line, '\n')); err != nil {
+					return
+				}
+			}
+		}()
+		for range items {
+			if m := p.recv(); m["ok"] != true {
+				b.Fatalf("answer %v", m)
+			}
+		}
+		total += time.Since(start)
+		p.in.Close()
+		_ = p.cmd.Wait()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(n*b.N)/total.Seconds(), "CASes/s")
+	b.ReportMetric(float64(total.Microseconds())/float64(n*b.N), "µs/CAS")
+}

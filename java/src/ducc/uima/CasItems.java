@@ -9,6 +9,8 @@ import java.util.zip.Deflater;
 import java.util.zip.GZIPInputStream;
 import java.util.zip.GZIPOutputStream;
 
+import javax.xml.parsers.SAXParserFactory;
+
 import org.apache.uima.cas.CAS;
 import org.apache.uima.cas.FSIterator;
 import org.apache.uima.cas.Feature;
@@ -16,6 +18,8 @@ import org.apache.uima.cas.FeatureStructure;
 import org.apache.uima.cas.Type;
 import org.apache.uima.cas.impl.XmiCasDeserializer;
 import org.apache.uima.cas.impl.XmiCasSerializer;
+import org.xml.sax.InputSource;
+import org.xml.sax.XMLReader;
 
 /**
  * A CAS as one work item (one line of text):
@@ -33,6 +37,16 @@ final class CasItems {
 
     static final String PREFIX = "uima-cas:xmi.gz ";
     static final String SOURCE_TYPE = "org.apache.uima.examples.SourceDocumentInformation";
+
+    private static final ThreadLocal<XMLReader> READER = ThreadLocal.withInitial(() -> {
+        try {
+            SAXParserFactory f = SAXParserFactory.newInstance();
+            f.setNamespaceAware(true);
+            return f.newSAXParser().getXMLReader();
+        } catch (Exception e) {
+            throw new IllegalStateException("no XML parser", e);
+        }
+    });
 
     /** Whether an item is a serialized CAS. */
     static boolean isCas(String item) {
@@ -64,7 +78,11 @@ final class CasItems {
         }
         byte[] gz = Base64.getDecoder().decode(item.substring(sp + 1).trim());
         try (InputStream in = new GZIPInputStream(new ByteArrayInputStream(gz), 8192)) {
-            XmiCasDeserializer.deserialize(in, cas, true);
+            // One parser per thread: making one per CAS costs more than
+            // reading a small CAS.
+            XMLReader r = READER.get();
+            r.setContentHandler(new XmiCasDeserializer(cas.getTypeSystem()).getXmiCasHandler(cas, true));
+            r.parse(new InputSource(in));
         } catch (IOException e) {
             throw new IllegalArgumentException("bad CAS item: " + e.getMessage(), e);
         }
