@@ -769,3 +769,36 @@ func BenchmarkUIMAJobProcess(b *testing.B) {
 	b.ReportMetric(float64(n*b.N)/total.Seconds(), "CASes/s")
 	b.ReportMetric(float64(total.Microseconds())/float64(n*b.N), "µs/CAS")
 }
+
+// TestUIMACasMultiplier: process_descriptor_CM, _AE and _CC composed into
+// one aggregate: uima-examples' text segmenter splits each item, only the
+// segments go on to the CAS consumer.
+func TestUIMACasMultiplier(t *testing.T) {
+	j := needUIMA(t)
+	dir := t.TempDir()
+	const ex = "/usr/share/uima/examples/descriptors"
+	out := filepath.Join(dir, "cc")
+	p := startJava(t, dir, j.classpath(j.test, j.examples), "ducc.uima.JobProcessMain", "--pipelines", "1",
+		"--cm", ex+"/casMultiplier/SimpleTextSegmenter.xml", "--cm-override", "SegmentSize=1",
+		"--ae", "ducc.uima.test.WordAnnotator", "--cc", "ducc.uima.test.LineWriter", "--cc-override", "OutputDirectory="+out)
+	if m := p.recv(); m["ready"] != true {
+		t.Fatalf("first line %v", m)
+	}
+	p.send(map[string]string{"id": "1", "item": "one\ntwo\nthree\n"})
+	if m := p.recv(); m["ok"] != true {
+		t.Fatalf("answer %v", m)
+	}
+	if code := p.finish(); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, p.stderr.String())
+	}
+	files, _ := filepath.Glob(filepath.Join(out, "*.txt"))
+	if len(files) != 1 {
+		t.Fatalf("CAS consumer files %v", files)
+	}
+	b, _ := os.ReadFile(files[0])
+	// Each segment is a line of the item (ending in its newline, then the
+	// consumer's), and the item itself did not reach the consumer.
+	if string(b) != "one\n\ntwo\n\nthree\n\ncomplete 3\n" {
+		t.Fatalf("the CAS consumer wrote %q", b)
+	}
+}
