@@ -138,6 +138,9 @@ func buildUIMA(j *Job, paths func() uimaPaths) error {
 	if len(u.DriverJVMArgs) > 0 && u.CR == "" {
 		return errors.New("driver_jvm_args without driver_descriptor_CR: there is no driver process to give them to")
 	}
+	if u.CR != "" && j.Spec.DriverExecutable != "" {
+		return errors.New("driver_descriptor_CR runs the collection reader as the job's driver process: drop driver_executable and driver_executable_args")
+	}
 	if u.CR != "" && (j.InputFile != "" || j.HaveItems) {
 		return errors.New("driver_descriptor_CR makes the work items: drop input_file and input_items")
 	}

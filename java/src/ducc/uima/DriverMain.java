@@ -18,13 +18,14 @@ import org.apache.uima.util.Progress;
  * <pre>
  * → {"ready": true}            initialized (and {"total": N} when the reader knows)
  * ← {"more": N}                ducc asks for up to N items
- * → {"item": "..."}            one per CAS, at most N
- * → {"end": true}              the reader has no more
+ * → {"item": "..."}            one per CAS: N of them, or fewer when the
+ * → {"end": true}              reader has no more, followed by the end
  * </pre>
  *
  * The reader is asked for a CAS only when ducc asks for an item, so the
  * driver holds one CAS at a time whatever the size of the collection.
- * When standard input closes the reader is closed and the process exits 0.
+ * After the end (or when standard input closes) the reader is closed and
+ * the process exits 0.
  * A reader that cannot start: its exception on standard error, exit 1.
  */
 public final class DriverMain {
@@ -55,7 +56,6 @@ public final class DriverMain {
         }
         lines.send("{\"ready\": true}");
         long total = total(cr, -1, lines);
-        boolean ended = false;
         long n = 0;
         try {
             for (String line; (line = lines.read()) != null; ) {
@@ -64,7 +64,8 @@ public final class DriverMain {
                 if (!(more instanceof Long)) {
                     throw new IllegalArgumentException("expected {\"more\": N}, got " + Json.quote(line));
                 }
-                for (long k = (Long) more; k > 0 && !ended && cr.hasNext(); k--) {
+                long k = (Long) more;
+                for (; k > 0 && cr.hasNext(); k--) {
                     cas.reset();
                     cr.getNext(cas);
                     n++;
@@ -76,9 +77,11 @@ public final class DriverMain {
                     }
                     lines.write("{\"item\": " + Json.quote(item) + "}");
                 }
-                if (!ended && !cr.hasNext()) {
-                    lines.write("{\"end\": true}");
-                    ended = true;
+                if (k > 0) {
+                    // Fewer than asked: the collection ended. The end answers
+                    // the request; then the driver is done.
+                    lines.send("{\"end\": true}");
+                    break;
                 }
                 lines.flush();
                 total = total(cr, total, lines);
