@@ -812,3 +812,101 @@ func TestUIMACasMultiplier(t *testing.T) {
 		t.Fatalf("the CAS consumer wrote %q", b)
 	}
 }
+
+// needDriverProcess skips a test when the binary has no driver process
+// (driver_executable: the driver-process change of docs/jobs.md).
+func needDriverProcess(t *testing.T) {
+	t.Helper()
+	out, _ := exec.Command(duccBin, "submit", "--help").CombinedOutput()
+	if !strings.Contains(string(out), "--driver-executable") {
+		t.Skip("this ducc has no driver process (driver_executable) to run a collection reader in")
+	}
+}
+
+// TestUIMAJobWithDriver: a DUCC job spec whose collection reader makes
+// 2,000 CASes runs to its end: the reader in the driver process, the
+// aggregate in several job processes of 2 pipelines; the CAS the
+// annotator throws on is in results --failed with its exception and
+// label; the CAS consumer saw every other CAS once.
+func TestUIMAJobWithDriver(t *testing.T) {
+	needDriverProcess(t)
+	f := newUIMAFixture(t)
+	const n = 2000
+	out := filepath.Join(f.dir, "cc-out")
+	id := f.submitSpec(t, "uima-driver.job",
+		"description = UIMA words with a reader",
+		"classpath = "+f.jars.test,
+		"driver_descriptor_CR = ducc.uima.test.CountingReader",
+		"driver_descriptor_CR_overrides = Count="+strconv.Itoa(n)+" Marker=BOOM MarkEvery=1500",
+		"driver_jvm_args = -Xmx64m",
+		"process_descriptor_AE = ducc.uima.test.WordAnnotator",
+		"process_descriptor_AE_overrides = FailOn=BOOM SleepMs=10",
+		"process_descriptor_CC = ducc.uima.test.LineWriter",
+		"process_descriptor_CC_overrides = OutputDirectory="+out,
+		"process_pipeline_count = 2",
+		"process_deployments_max = 4",
+		"process_jvm_args = -Xmx128m")
+	w := f.waitEnd(t, id, 5*time.Minute)
+	if w.Job.Done != n-1 || w.Job.Failed != 1 {
+		t.Fatalf("job ended %s %q: %+v", w.Completion, w.Reason, w.Job)
+	}
+	failed := f.results(t, id, "--failed")
+	if len(failed) != 1 || !strings.Contains(failed[0]["error"].(string), "marked document: document 1499") ||
+		label(failed[0]["item"].(string)) != "count:1499" {
+		t.Fatalf("failed results: %v", failed)
+	}
+	var want []string
+	for i := range n {
+		if i != 1499 {
+			want = append(want, "count:"+strconv.Itoa(i))
+		}
+	}
+	checkLineWriter(t, out, want, 0)
+}
+
+// TestUIMAExamplesWithDriver: uima-examples' file-system reader, person
+// title annotator and annotation printer, unchanged, from one ducc spec
+// file.
+func TestUIMAExamplesWithDriver(t *testing.T) {
+	needDriverProcess(t)
+	f := newUIMAFixture(t)
+	const ex = "/usr/share/uima/examples"
+	texts, _ := filepath.Glob(ex + "/data/text/*.txt")
+	printed := filepath.Join(f.dir, "printer", "annotations.txt")
+	id := f.submitSpec(t, "examples-driver.job",
+		"classpath = /usr/share/java/uimaj-examples.jar",
+		"driver_descriptor_CR = "+ex+"/descriptors/collectionReader/FileSystemCollectionReader.xml",
+		"driver_descriptor_CR_overrides = InputDirectory="+ex+"/data/text",
+		"process_descriptor_AE = "+ex+"/descriptors/analysisEngine/text/PersonTitleAnnotator.xml",
+		"process_descriptor_CC = "+ex+"/descriptors/casConsumer/AnnotationPrinter.xml",
+		"process_descriptor_CC_overrides = outputFile="+printed,
+		"process_pipeline_count = 1",
+		"process_deployments_max = 1")
+	w := f.waitEnd(t, id, 3*time.Minute)
+	if w.Completion != "EndOfJob" || w.Job.Done != len(texts) {
+		t.Fatalf("job ended %s %q: %+v", w.Completion, w.Reason, w.Job)
+	}
+	var b []byte
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if b, _ = os.ReadFile(printed); strings.Count(string(b), "DOCUMENT URI:file:") == len(texts) && strings.Contains(string(b), "example.PersonTitle ") {
+			return
+		}
+	}
+	t.Fatalf("the annotation printer wrote %d documents, want %d:\n%s", strings.Count(string(b), "DOCUMENT URI:"), len(texts), b)
+}
+
+// TestUIMADriverInitFailure: a collection reader that cannot start ends
+// the job with DriverInitializationFailure and UIMA's message.
+func TestUIMADriverInitFailure(t *testing.T) {
+	needDriverProcess(t)
+	f := newUIMAFixture(t)
+	id := f.submitSpec(t, "bad-reader.job",
+		"classpath = "+f.jars.test,
+		"driver_descriptor_CR = ducc.uima.test.CountingReader",
+		"driver_descriptor_CR_overrides = FailAtInit=true",
+		"process_descriptor_AE = ducc.uima.test.WordAnnotator")
+	w := f.waitEnd(t, id, 2*time.Minute)
+	if w.Completion != "DriverInitializationFailure" || !strings.Contains(w.Reason, "CountingReader told to fail at init") {
+		t.Fatalf("job ended %s %q", w.Completion, w.Reason)
+	}
+}
