@@ -707,24 +707,38 @@ func casItems(b *testing.B, j uimaJars, dir string, n int) []string {
 // BenchmarkUIMAJob: CASes of the test reader through a trivial annotator
 // (one annotation per word) in 4 job processes × 2 pipelines, from
 // submit to the end of the job (JVM starts and the growth from one
-// process to four included).
-func BenchmarkUIMAJob(b *testing.B) {
+// process to four included). The CASes come from an input file.
+func BenchmarkUIMAJob(b *testing.B) { benchUIMAJob(b, false) }
+
+// BenchmarkUIMAJobWithDriver: the same with the reader in the driver
+// process (skipped where the binary has none).
+func BenchmarkUIMAJobWithDriver(b *testing.B) { benchUIMAJob(b, true) }
+
+func benchUIMAJob(b *testing.B, driver bool) {
 	const n = 20_000
 	f := newUIMAFixture(b)
-	input := filepath.Join(f.dir, "cas-items")
-	if err := os.WriteFile(input, []byte(strings.Join(casItems(b, f.jars, f.dir, n), "\n")+"\n"), 0o644); err != nil {
-		b.Fatal(err)
+	source := []string{"driver_descriptor_CR = ducc.uima.test.CountingReader", "driver_descriptor_CR_overrides = Count=" + strconv.Itoa(n)}
+	if driver {
+		out, _ := exec.Command(duccBin, "submit", "--help").CombinedOutput()
+		if !strings.Contains(string(out), "--driver-executable") {
+			b.Skip("this ducc has no driver process (driver_executable)")
+		}
+	} else {
+		input := filepath.Join(f.dir, "cas-items")
+		if err := os.WriteFile(input, []byte(strings.Join(casItems(b, f.jars, f.dir, n), "\n")+"\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		source = []string{"input_file = " + input}
 	}
 	var total time.Duration
 	procs := 0
 	b.ResetTimer()
 	for i := range b.N {
-		id := f.submitSpec(b, "bench"+strconv.Itoa(i)+".job",
-			"classpath = "+f.jars.test,
+		id := f.submitSpec(b, "bench"+strconv.Itoa(i)+".job", append([]string{
+			"classpath = " + f.jars.test,
 			"process_descriptor_AE = ducc.uima.test.WordAnnotator",
 			"process_pipeline_count = 2",
-			"process_deployments_max = 4",
-			"input_file = "+input)
+			"process_deployments_max = 4"}, source...)...)
 		w := f.waitEnd(b, id, 10*time.Minute)
 		if w.Completion != "EndOfJob" || w.Job.Done != n {
 			b.Fatalf("job ended %s: %+v", w.Completion, w.Job)
