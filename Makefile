@@ -8,7 +8,7 @@ RACE_PKGS := ./wire/... ./head/... ./agent/... ./proc/... ./cgroup/...
 
 include Makefile.ops
 
-.PHONY: build test test-short e2e vet staticcheck bench fuzz dev demo clean
+.PHONY: build test test-short e2e vet staticcheck bench fuzz dev demo clean java java-test
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ducc
@@ -62,7 +62,34 @@ dev: build
 	./$(BIN) agent --dev
 
 clean:
-	rm -rf bin
+	rm -rf bin dist/java dist/ducc-uima.jar dist/ducc-uima-test.jar
+
+# The Java side of UIMA jobs (docs/jobs.md, "UIMA jobs"): javac and jar
+# only, against Debian's UIMA (apt-get install default-jdk-headless
+# libuima-core-java). dist/ducc-uima.jar is what the packages ship;
+# dist/ducc-uima-test.jar holds the test reader, annotators and
+# descriptors the end-to-end tests use.
+JAVAC         ?= javac
+JAR           ?= jar
+UIMA_CP       ?= /usr/share/java/uimaj-core.jar
+JAVA_SRC      := $(shell find java/src -name '*.java' 2>/dev/null | sort)
+JAVA_TEST_SRC := $(shell find java/test/src -name '*.java' 2>/dev/null | sort)
+JAVA_TEST_RES := $(shell find java/test/resources -type f 2>/dev/null | sort)
+
+java: dist/ducc-uima.jar
+
+java-test: dist/ducc-uima.jar dist/ducc-uima-test.jar
+
+dist/ducc-uima.jar: $(JAVA_SRC)
+	rm -rf dist/java/main && mkdir -p dist/java/main
+	$(JAVAC) --release 17 -Xlint:all -Werror -cp $(UIMA_CP) -d dist/java/main $(JAVA_SRC)
+	$(JAR) --create --file $@ -C dist/java/main .
+
+dist/ducc-uima-test.jar: dist/ducc-uima.jar $(JAVA_TEST_SRC) $(JAVA_TEST_RES)
+	rm -rf dist/java/test && mkdir -p dist/java/test
+	$(JAVAC) --release 17 -Xlint:all -Werror -cp $(UIMA_CP):dist/ducc-uima.jar -d dist/java/test $(JAVA_TEST_SRC)
+	cp -r java/test/resources/. dist/java/test/
+	$(JAR) --create --file $@ -C dist/java/test .
 
 # Simulated cluster: a real head and 1,000 fake agents (docs/performance.md).
 .PHONY: sim

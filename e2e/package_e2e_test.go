@@ -75,7 +75,7 @@ func TestPackageDeb(t *testing.T) {
 	if v := run("/usr/bin/ducc", "version"); !strings.Contains(v, "e2e-test") {
 		t.Errorf("installed ducc version: %q", v)
 	}
-	for _, f := range []string{"/etc/ducc/ducc.yaml", "/usr/lib/systemd/system/ducc-agent.service", "/var/lib/ducc", "/usr/share/doc/ducc/operations.md"} {
+	for _, f := range []string{"/etc/ducc/ducc.yaml", "/usr/lib/systemd/system/ducc-agent.service", "/var/lib/ducc", "/usr/share/doc/ducc/operations.md", "/usr/share/ducc/ducc-uima.jar"} {
 		if _, err := os.Stat(f); err != nil {
 			t.Errorf("the package did not install %s: %v", f, err)
 		}

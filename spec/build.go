@@ -53,8 +53,11 @@ func BuildJob(raw Raw, cwd string) (*Job, error) {
 		return nil, err
 	}
 	_, j.HaveItems = raw["input_items"]
+	if err := buildUIMA(j, defaultUIMAPaths); err != nil {
+		return nil, err
+	}
 	if j.Spec.Executable == "" {
-		return nil, errors.New("process_executable is required: the worker command, e.g. 'process_executable: ./worker.py' in the spec or --process-executable ./worker.py")
+		return nil, errors.New("process_executable is required: the worker command, e.g. 'process_executable: ./worker.py' in the spec or --process-executable ./worker.py (or, for a UIMA job, process_descriptor_AE)")
 	}
 	if j.Spec.WorkingDirectory == "" {
 		j.Spec.WorkingDirectory = cwd

@@ -19,7 +19,14 @@
 //     sizes and ACLs are the head's business);
 //   - CheckModify and Merge are `ducc services modify`.
 //
+// The UIMA keys (uima.go: driver_descriptor_CR, process_descriptor_*,
+// classpath, jvm, the JVM options) are turned by BuildJob into a stream
+// job whose process_executable and driver_executable are JVMs running
+// ducc-uima.jar (java/ in the repository; docs/jobs.md, "UIMA jobs").
+//
 // Adding a key means adding one entry to the table (and its field to the
 // wire type). The package is pure apart from ParseFile reading a file and
-// the environment; it imports wire and units.
+// the environment, and UIMAPaths (called by BuildJob for UIMA jobs only)
+// looking for ducc-uima.jar beside the running binary; it imports wire
+// and units.
 package spec

@@ -37,10 +37,10 @@ func TestDUCCSpecForms(t *testing.T) {
 		},
 		{
 			name: "all unknown keys at once",
-			text: "driver_descriptor_CR = org.apache.uima.examples.cpe.FileSystemCollectionReader\n" +
-				"process_DD = dd.xml\nprocess_jvm_args = -Xmx1G\nbogus_key = 1\nprocess_executable = x\n",
-			wantErr: []string{"4 keys are not taken by ducc", "line 1: key \"driver_descriptor_CR\" is not used by ducc",
-				"line 2: key \"process_DD\" is not used by ducc", "line 3: key \"process_jvm_args\"", "line 4: unknown key \"bogus_key\"",
+			text: "driver_exception_handler = org.example.Handler\n" +
+				"all_in_one = local\nprocess_error_window_size = 3\nbogus_key = 1\nprocess_executable = x\n",
+			wantErr: []string{"4 keys are not taken by ducc", "line 1: key \"driver_exception_handler\" is not used by ducc",
+				"line 2: key \"all_in_one\" is not used by ducc", "line 3: key \"process_error_window_size\"", "line 4: unknown key \"bogus_key\"",
 				"valid keys are: description"},
 		},
 	}
@@ -90,7 +90,7 @@ func TestDUCCSpecFormsYAML(t *testing.T) {
 	if len(warn) != 1 || !strings.Contains(warn[0], "j.yaml:3: classpath_order is ignored") {
 		t.Errorf("warnings = %q", warn)
 	}
-	_, _, err = ParseYAML([]byte("process_executable: x\nprocess_descriptor_AE: a.xml\nprocess_descriptor_CC: c.xml\n"), "j.yaml", "", KindJob)
+	_, _, err = ParseYAML([]byte("process_executable: x\nall_in_one: local\ndriver_exception_handler: h\n"), "j.yaml", "", KindJob)
 	if err == nil || !strings.Contains(err.Error(), "2 keys are not taken") || !strings.Contains(err.Error(), "line 3") {
 		t.Errorf("error = %v; want both keys named", err)
 	}

@@ -160,6 +160,8 @@ type Job struct {
 	HaveItems bool     // input_items was given (possibly empty)
 	// What the CLI does after submitting.
 	Wait, CancelOnInterrupt, AttachConsole bool
+	// UIMA is what the UIMA keys say; BuildJob turns it into Spec.
+	UIMA UIMA
 }
 
 // Run is a managed reservation as asked for on the command line or in a
@@ -217,6 +219,45 @@ var keys = []Key{
 	},
 	{Name: "driver_memory_size", Type: Size,
 		Job: &Use[Job]{Help: "memory of the driver process, e.g. 512M or 2G (default 512M)", Field: func(j *Job) any { return &j.Spec.DriverMemory }},
+	},
+	{Name: "driver_descriptor_CR", Type: String,
+		Job: &Use[Job]{Help: "UIMA collection reader descriptor (a path ending in .xml, or a name on the class path): run in the driver process, each CAS it makes is a work item", Field: func(j *Job) any { return &j.UIMA.CR }},
+	},
+	{Name: "driver_descriptor_CR_overrides", Type: Args,
+		Job: &Use[Job]{Help: "configuration parameters of the collection reader: \"Name=value Other='a b'\"", Field: func(j *Job) any { return &j.UIMA.CROverrides }},
+	},
+	{Name: "driver_jvm_args", Type: Args,
+		Job: &Use[Job]{Help: "options of the driver process's JVM, e.g. -Xmx1G", Field: func(j *Job) any { return &j.UIMA.DriverJVMArgs }},
+	},
+	{Name: "process_descriptor_CM", Type: String,
+		Job: &Use[Job]{Help: "UIMA CAS multiplier descriptor, first in the job processes' aggregate (path or name)", Field: func(j *Job) any { return &j.UIMA.CM }},
+	},
+	{Name: "process_descriptor_CM_overrides", Type: Args,
+		Job: &Use[Job]{Help: "configuration parameters of the CAS multiplier: \"Name=value ...\"", Field: func(j *Job) any { return &j.UIMA.CMOverrides }},
+	},
+	{Name: "process_descriptor_AE", Type: String,
+		Job: &Use[Job]{Help: "UIMA analysis engine (primitive or aggregate) the job processes run on each item (path or name)", Field: func(j *Job) any { return &j.UIMA.AE }},
+	},
+	{Name: "process_descriptor_AE_overrides", Type: Args,
+		Job: &Use[Job]{Help: "configuration parameters of the analysis engine: \"Name=value ...\"", Field: func(j *Job) any { return &j.UIMA.AEOverrides }},
+	},
+	{Name: "process_descriptor_CC", Type: String,
+		Job: &Use[Job]{Help: "UIMA CAS consumer descriptor, last in the job processes' aggregate (path or name)", Field: func(j *Job) any { return &j.UIMA.CC }},
+	},
+	{Name: "process_descriptor_CC_overrides", Type: Args,
+		Job: &Use[Job]{Help: "configuration parameters of the CAS consumer: \"Name=value ...\"", Field: func(j *Job) any { return &j.UIMA.CCOverrides }},
+	},
+	{Name: "process_descriptor_DD", Type: String,
+		Job: &Use[Job]{Help: "UIMA-AS deployment descriptor naming a plain aggregate, run in the job processes (no remote delegates)", Field: func(j *Job) any { return &j.UIMA.DD }},
+	},
+	{Name: "classpath", Type: String,
+		Job: &Use[Job]{Help: "class path of the UIMA job's JVMs (your jars and folders, ':' separated; relative to working_directory)", Field: func(j *Job) any { return &j.UIMA.Classpath }},
+	},
+	{Name: "process_jvm_args", Type: Args,
+		Job: &Use[Job]{Help: "options of the job processes' JVMs, e.g. -Xmx2G", Field: func(j *Job) any { return &j.UIMA.ProcessJVMArgs }},
+	},
+	{Name: "jvm", Type: Executable,
+		Job: &Use[Job]{Help: "the java command of the UIMA job's JVMs (default: java on the node's PATH)", Field: func(j *Job) any { return &j.UIMA.JVM }},
 	},
 	{Name: "worker_protocol", Type: String, Check: checkProtocol,
 		Job: &Use[Job]{Help: "stream (one long-lived worker, JSON lines) or exec (one run per item)", Default: wire.ProtocolStream, Field: func(j *Job) any { return &j.Spec.WorkerProtocol }},
@@ -352,26 +393,13 @@ var keys = []Key{
 // notTaken are DUCC/UIMA job keys that ducc does not take, with what to
 // do instead, so that people porting a spec get a useful answer.
 var notTaken = map[string]string{
-	"driver_descriptor_cr":            "ducc runs no collection reader yet: give the items with input_file, input_items or standard input",
-	"driver_descriptor_cr_overrides":  "ducc runs no collection reader yet: give the items with input_file, input_items or standard input",
-	"process_descriptor_ae":           "ducc runs no UIMA pipeline itself yet: give the worker with process_executable and process_executable_args",
-	"process_descriptor_ae_overrides": "ducc runs no UIMA pipeline itself yet: give the worker with process_executable and process_executable_args",
-	"process_descriptor_cm":           "ducc runs no UIMA pipeline itself yet: give the worker with process_executable and process_executable_args",
-	"process_descriptor_cm_overrides": "ducc runs no UIMA pipeline itself yet: give the worker with process_executable and process_executable_args",
-	"process_descriptor_cc":           "ducc runs no UIMA pipeline itself yet: give the worker with process_executable and process_executable_args",
-	"process_descriptor_cc_overrides": "ducc runs no UIMA pipeline itself yet: give the worker with process_executable and process_executable_args",
-	"process_descriptor_dd":           "ducc runs no UIMA pipeline itself yet: give the worker with process_executable and process_executable_args",
-	"process_jvm_args":                "ducc starts no JVM itself yet: put JVM options in process_executable_args",
-	"classpath":                       "ducc starts no JVM itself yet: put the class path in process_executable_args or environment (CLASSPATH=...)",
-	"jvm":                             "ducc starts no JVM itself yet: name the java command in process_executable",
-	"driver_jvm_args":                 "ducc has no job driver process to configure yet",
-	"driver_exception_handler":        "the error handler's limits are max_job_errors and max_item_retries",
-	"process_error_window_threshold":  "the error handler's limits are max_job_errors and max_item_retries",
-	"process_error_window_size":       "the error handler's limits are max_job_errors and max_item_retries",
-	"all_in_one":                      "run the worker by hand for a local test; ducc has no all-in-one mode",
-	"service_ping_class":              "write the pinger as a command: service_ping_executable and service_ping_arguments",
-	"service_ping_classpath":          "write the pinger as a command: service_ping_executable and service_ping_arguments",
-	"service_ping_jvm_args":           "write the pinger as a command: service_ping_executable and service_ping_arguments",
+	"driver_exception_handler":       "the error handler's limits are max_job_errors and max_item_retries",
+	"process_error_window_threshold": "the error handler's limits are max_job_errors and max_item_retries",
+	"process_error_window_size":      "the error handler's limits are max_job_errors and max_item_retries",
+	"all_in_one":                     "run the worker by hand for a local test; ducc has no all-in-one mode",
+	"service_ping_class":             "write the pinger as a command: service_ping_executable and service_ping_arguments",
+	"service_ping_classpath":         "write the pinger as a command: service_ping_executable and service_ping_arguments",
+	"service_ping_jvm_args":          "write the pinger as a command: service_ping_executable and service_ping_arguments",
 }
 
 // aliases are DUCC's other names for keys, accepted silently as DUCC
@@ -385,7 +413,7 @@ var aliases = map[string]string{
 // ignored are DUCC keys that ducc accepts and ignores, with why (lower
 // case); reading one gives a warning, not an error, as DUCC accepts them.
 var ignored = map[string]string{
-	"classpath_order":                    "ducc builds no class path, so there is no order to choose",
+	"classpath_order":                    "ducc's classes live in their own package (ducc.uima), so the order does not matter: the class path is ducc-uima.jar, classpath, then UIMA's jars",
 	"process_get_meta_time_max":          "process_initialization_time_max bounds a job process's start",
 	"driver_exception_handler_arguments": "the error handler's limits are max_job_errors and max_item_retries",
 	"process_debug":                      "ducc does not attach debuggers; add the JVM's debug options to the command yourself",
