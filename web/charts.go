@@ -37,12 +37,14 @@ type chartLine struct {
 	Points     string // "x,y x,y ..." in the chart's units
 	N          int
 	X, Y       string // the last point
-	Color      int // 0..5: the line-N class of style.css
+	Color      int  // 0..5: the line-N class of style.css
+	Dashed     bool // a bound (a job's total), not a measure
 }
 
 // chartSeries is one series before scaling: times (unix ms) and values.
 type chartSeries struct {
-	name string
+	name   string
+	dashed bool
 	at   []int64
 	v    []float64
 }
@@ -91,7 +93,7 @@ func newChart(id, title string, format func(float64) string, ss ...chartSeries) 
 			}
 			fmt.Fprintf(&b, "%.1f,%.1f", x, y)
 		}
-		c.Lines = append(c.Lines, chartLine{Name: s.name, Last: format(s.v[len(s.v)-1]), Points: b.String(), N: len(s.at), Color: i % 6,
+		c.Lines = append(c.Lines, chartLine{Name: s.name, Last: format(s.v[len(s.v)-1]), Points: b.String(), N: len(s.at), Color: i % 6, Dashed: s.dashed,
 			X: strconv.FormatFloat(x, 'f', 1, 64), Y: strconv.FormatFloat(y, 'f', 1, 64)})
 	}
 	return c
@@ -124,7 +126,7 @@ func jobCharts(samples []wire.WorkSample, w wire.WorkInfo, now int64) (progress,
 	}
 	done := chartSeries{name: "done"}
 	failed := chartSeries{name: "failed"}
-	total := chartSeries{name: "total"}
+	total := chartSeries{name: "total", dashed: true}
 	items := chartSeries{name: "items/s"}
 	for i, s := range samples {
 		done.at, done.v = append(done.at, s.At), append(done.v, float64(s.Done))
@@ -143,15 +145,20 @@ func jobCharts(samples []wire.WorkSample, w wire.WorkInfo, now int64) (progress,
 	return progress, rate
 }
 
-// classChart is the allocation of every class over time.
+// classChart is the allocation over time of the classes that held
+// shares in it.
 func classChart(cs []wire.ClassSeries) *chart {
 	var ss []chartSeries
 	for _, c := range cs {
 		s := chartSeries{name: c.Class}
+		held := false
 		for _, p := range c.Points {
 			s.at, s.v = append(s.at, p.At), append(s.v, float64(p.Allocated))
+			held = held || p.Allocated > 0
 		}
-		ss = append(ss, s)
+		if held {
+			ss = append(ss, s)
+		}
 	}
 	return newChart("chart-classes", "Allocation by class", formatSize, ss...)
 }
@@ -185,14 +192,14 @@ func nodeBars(nodes []wire.NodeInfo) *barChart {
 	if len(nodes) == 0 {
 		return nil
 	}
-	const row, label, width = 22, 150, chartW
+	const row, label, width = 24, 110, 400
 	most := 1
 	for _, n := range nodes {
 		most = max(most, n.Shares, n.SharesUsed)
 	}
 	b := &barChart{ID: "chart-nodes", Title: "Shares used per node", W: width, H: row * len(nodes)}
 	for i, n := range nodes {
-		scale := float64(width-label-80) / float64(most)
+		scale := float64(width-label-70) / float64(most)
 		b.Bars = append(b.Bars, bar{Name: n.Name, Href: nodeURL(n.Name), Label: fmt.Sprintf("%d / %d", n.SharesUsed, n.Shares),
 			Y: i * row, W: int(float64(n.SharesUsed) * scale), Full: int(float64(n.Shares) * scale)})
 	}
