@@ -37,16 +37,16 @@ type chartLine struct {
 	Points     string // "x,y x,y ..." in the chart's units
 	N          int
 	X, Y       string // the last point
-	Color      int  // 0..5: the line-N class of style.css
-	Dashed     bool // a bound (a job's total), not a measure
+	Color      int    // 0..5: the line-N class of style.css
+	Dashed     bool   // a bound (a job's total), not a measure
 }
 
 // chartSeries is one series before scaling: times (unix ms) and values.
 type chartSeries struct {
 	name   string
 	dashed bool
-	at   []int64
-	v    []float64
+	at     []int64
+	v      []float64
 }
 
 // newChart scales series to one chart; format prints a y value. It
