@@ -191,6 +191,9 @@ func TestWebDashboardBrowser(t *testing.T) {
 		chromedp.Flag("disable-quic", true), chromedp.Flag("no-first-run", true),
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
+		// Overlay scrollbars: the page is 800 px wide, tall or not, and
+		// the full-page screenshots show all of it.
+		chromedp.Flag("hide-scrollbars", true),
 		chromedp.WindowSize(800, 1000),
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
