@@ -81,3 +81,20 @@ func TestJobChartsAddThePresent(t *testing.T) {
 		t.Errorf("a chart without points: %+v", c)
 	}
 }
+
+func TestNodePageNamesItsReservation(t *testing.T) {
+	src := newFake()
+	src.work = append(src.work, wire.WorkInfo{ID: 9, Kind: wire.WorkReservation, User: "dave", Class: "reserve", State: "Running",
+		Memory: 32 << 30, Node: "n1", StartedAt: ms(time.Minute), Procs: []wire.ProcInfo{{ID: "9.1", Node: "n1", State: "Running", StartedAt: ms(time.Minute)}}})
+	srv, _ := newTestServer(t, src, nil)
+	_, body, _ := get(t, srv.URL+"/machines/n1")
+	if !strings.Contains(body, `id="node-reserved">by <a href="/jobs/9">reservation 9</a>`) {
+		t.Errorf("node page without its reservation:\n%s", body)
+	}
+	_, body, _ = get(t, srv.URL+"/reservations")
+	for _, want := range []string{`<a href="/jobs/9">9</a>`, `<a href="/machines/n1">n1</a>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("reservations page lacks %s:\n%s", want, body)
+		}
+	}
+}

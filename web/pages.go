@@ -360,6 +360,8 @@ func fillMachines(s *server, r *http.Request, d *pageData) error {
 type nodeBody struct {
 	wire.NodeInfo
 	Procs []nodeProc
+	// Reserved is the reservation that holds the node, if any.
+	Reserved *wire.WorkInfo
 }
 
 // nodeProc is a live process on a node with the work it belongs to.
@@ -397,6 +399,9 @@ func fillNode(s *server, r *http.Request, d *pageData) error {
 		}
 	}
 	for _, w := range list.Work {
+		if w.Kind == wire.WorkReservation && w.Node == name && !w.Ended && w.State == "Running" {
+			b.Reserved = &w
+		}
 		for _, p := range w.Procs {
 			add(w.ID, w.Kind, w.User, p)
 		}
