@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
@@ -281,22 +283,63 @@ func grep(m map[string]float64, prefix string) []string {
 	return out
 }
 
-// TestWebDashboardBrowser opens the dashboard in Debian's chromium with a
-// running managed reservation, checks its row, opens its details and
-// saves a screenshot.
+// TestWebDashboardBrowser opens every page of a private dev dashboard in
+// Debian's chromium at 800 px wide with a running managed reservation, a
+// running job, a job with a failed item, a service and a pending
+// reservation: first anonymously (no arguments, no items), then signed in
+// with a `ducc web-token` token. It checks that no page scrolls sideways,
+// that the charts have data points, that the work-item table lists the
+// failed item and that the log of a process opens, and saves a screenshot
+// of every page under $DUCC_ARTIFACTS/dashboard (a temporary directory
+// when unset; docs/operations.md).
 func TestWebDashboardBrowser(t *testing.T) {
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Skipf("browser test skipped: %s not installed (apt-get install chromium)", chromiumPath)
 	}
-	c := startCluster(t)
-	base := c.webURL()
-	out, errs, code := c.ducc("run", "--detach", "--", "sleep", "60")
+	cfg := filepath.Join(scratchDir(t), "ducc.yaml")
+	if err := os.WriteFile(cfg, []byte("web:\n  private: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := newJobFixture(t, "--config", cfg)
+	base := f.webURL()
+	shots := artifactDir(t, "dashboard")
+
+	// A job with a failed item, ended.
+	items := seqItems(12)
+	items[5] = "bad"
+	failedJob := f.submit(t, f.items(t, "failing", items), 0, 0, "--max-item-retries", "0")
+	if w := f.waitEnd(t, failedJob, 60*time.Second); w.Job == nil || w.Job.Failed != 1 {
+		t.Fatalf("job %s ended without one failed item: %+v", failedJob, w.Job)
+	}
+	// A service, a managed reservation and a job that keep running.
+	port := freePorts(t, 1)
+	svc := f.register(t, "--service-request-endpoint", fmt.Sprintf("HTTP:127.0.0.1:%d/", port), "--process-memory-size", "1G",
+		"--service-ping-interval", "500ms", "--", f.py, examplePath(t, "http_service.py"), strconv.Itoa(port))
+	f.mustDucc(t, "services", "start", svc)
+	t.Cleanup(func() { f.ducc("services", "stop", svc) })
+	f.waitService(svc, 30*time.Second, "available", available)
+	out, errs, code := f.ducc("run", "--detach", "--", "sleep", "300")
 	if code != 0 {
 		t.Fatalf("ducc run --detach: %d %s", code, errs)
 	}
-	id := strings.TrimSpace(out)
-	w := c.waitRunning(id)
-	t.Cleanup(func() { c.ducc("cancel", id) })
+	managed := strings.TrimSpace(out)
+	w := f.waitRunning(managed)
+	t.Cleanup(func() { f.ducc("cancel", managed) })
+	job := f.submit(t, f.items(t, "long", seqItems(3000)), 0, 0.5)
+	t.Cleanup(func() { f.ducc("cancel", job) })
+	f.waitRunning(job)
+	// A reservation of the whole node: it waits, as the service and the
+	// managed reservation may not be evicted.
+	out, errs, code = f.ducc("reserve", "--memory", "16G")
+	if code != 0 {
+		t.Fatalf("ducc reserve: exit %d %q %q", code, out, errs)
+	}
+	res := strings.TrimSuffix(strings.Fields(out)[1], ":")
+	t.Cleanup(func() { f.ducc("cancel", res) })
+	tok, errs, code := f.ducc("web-token")
+	if code != 0 {
+		t.Fatalf("ducc web-token: exit %d %s", code, errs)
+	}
 
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath), chromedp.UserDataDir(t.TempDir()),
@@ -304,55 +347,188 @@ func TestWebDashboardBrowser(t *testing.T) {
 		chromedp.Flag("disable-quic", true), chromedp.Flag("no-first-run", true),
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(1400, 900),
+		// Overlay scrollbars: the page is 800 px wide, tall or not, and
+		// the full-page screenshots show all of it.
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.WindowSize(800, 1000),
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancelA()
 	ctx, cancelB := chromedp.NewContext(actx)
 	defer cancelB()
-	ctx, cancelT := context.WithTimeout(ctx, 40*time.Second)
+	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancelT()
+	run := func(what string, actions ...chromedp.Action) {
+		t.Helper()
+		if err := chromedp.Run(ctx, actions...); err != nil {
+			t.Fatalf("browser, %s: %v\nagent log:\n%s", what, err, tail(f.agentLog(), 40))
+		}
+	}
+	run("viewport", chromedp.EmulateViewport(800, 1000))
 
-	row := "#work-" + id
-	var rowText, state, liveBadge, procText string
-	var shot []byte
-	err := chromedp.Run(ctx,
-		chromedp.Navigate(base+"/jobs"),
+	// visit opens a page, checks that it does not scroll sideways at 800
+	// px and saves its screenshot.
+	n := 0
+	visit := func(name, path string, actions ...chromedp.Action) {
+		t.Helper()
+		var width, client int
+		var wide []string
+		var shot []byte
+		all := append([]chromedp.Action{chromedp.Navigate(base + path), chromedp.WaitVisible("#content", chromedp.ByQuery)}, actions...)
+		all = append(all, chromedp.Evaluate(`document.documentElement.scrollWidth`, &width),
+			chromedp.Evaluate(`document.documentElement.clientWidth`, &client),
+			// A table may scroll inside its box; none should have to.
+			chromedp.Evaluate(`Array.from(document.querySelectorAll(".tablewrap")).filter(e => e.scrollWidth > e.clientWidth).map(e => e.firstElementChild.id)`, &wide),
+			chromedp.FullScreenshot(&shot, 100))
+		run(path, all...)
+		if width > 800 || width > client {
+			t.Errorf("%s is %d px wide in an 800 px window (%d px inside): it scrolls sideways", path, width, client)
+		}
+		if len(wide) > 0 {
+			t.Errorf("%s: tables %v are wider than the page at 800 px", path, wide)
+		}
+		n++
+		p := filepath.Join(shots, fmt.Sprintf("%02d-%s.png", n, name))
+		if err := os.WriteFile(p, shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(sel string, n *int) chromedp.Action {
+		return chromedp.Evaluate(`document.querySelectorAll(`+strconv.Quote(sel)+`).length`, n)
+	}
+	// points is the most points of the chart's lines (data-n).
+	points := func(chart string) string {
+		return `Math.max(0, ...Array.from(document.querySelectorAll("#` + chart + ` polyline")).map(e => Number(e.dataset.n)))`
+	}
+
+	// Anonymous: the work without its arguments, no items.
+	row := "#work-" + managed
+	var rowText, state, liveBadge, procText, private string
+	visit("jobs-anonymous", "/jobs",
 		chromedp.WaitVisible(row, chromedp.ByQuery),
-		chromedp.Text(row, &rowText, chromedp.ByQuery),
+		chromedp.TextContent(row, &rowText, chromedp.ByQuery), // Kind and Command hide at 800 px
 		chromedp.AttributeValue(row, "data-state", &state, nil, chromedp.ByQuery),
 		// live.js marks the page live after its first poll of the JSON API.
 		chromedp.Poll(`document.getElementById("live").textContent === "live"`, nil, chromedp.WithPollingTimeout(10*time.Second)),
-		chromedp.Text("#live", &liveBadge, chromedp.ByQuery),
-		chromedp.Click(row+` a[href="/jobs/`+id+`"]`, chromedp.ByQuery),
-		chromedp.WaitVisible("#procs", chromedp.ByQuery),
-		chromedp.Text("#procs", &procText, chromedp.ByQuery),
-		chromedp.FullScreenshot(&shot, 100), // 100: PNG,
-	)
-	if err != nil {
-		t.Fatalf("browser: %v\nagent log:\n%s", err, c.agentLog())
-	}
-	// The dashboard cannot tell who is looking: the executable, not its
+		chromedp.Text("#live", &liveBadge, chromedp.ByQuery))
+	// The dashboard does not know who looks: the executable, not its
 	// arguments (docs/decisions.md, "Who sees what").
-	if state != "Running" || !strings.Contains(rowText, "sleep …") || strings.Contains(rowText, "sleep 60") || !strings.Contains(rowText, "managed") {
+	if state != "Running" || !strings.Contains(rowText, "sleep …") || strings.Contains(rowText, "sleep 300") || !strings.Contains(rowText, "managed") {
 		t.Errorf("job row: state %q text %q", state, rowText)
 	}
 	if liveBadge != "live" {
 		t.Errorf("live badge %q", liveBadge)
 	}
+	visit("job-anonymous", "/jobs/"+failedJob, chromedp.Text("#items-private", &private, chromedp.ByQuery))
+	if !strings.Contains(private, "Sign in") {
+		t.Errorf("anonymous item table: %q", private)
+	}
+
+	// Signed in with the token (root: an administrator, who sees all): the
+	// cookie the sign-in form sets (web/identity_test.go tests the form).
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run("sign in", chromedp.ActionFunc(func(ctx context.Context) error {
+		return network.SetCookie("ducc_token", strings.TrimSpace(tok)).WithDomain(u.Hostname()).WithPath("/").
+			WithHTTPOnly(true).WithSameSite(network.CookieSameSiteStrict).Do(ctx)
+	}))
+	var who string
+	visit("login", "/login", chromedp.WaitVisible("#signed-in", chromedp.ByQuery), chromedp.Text("#who", &who, chromedp.ByQuery))
+	if !strings.Contains(who, "root") {
+		t.Errorf("signed in as %q, want root", who)
+	}
+	visit("jobs", "/jobs", chromedp.WaitVisible("#work-"+job, chromedp.ByQuery))
+	visit("jobs-all", "/jobs?all=1", chromedp.WaitVisible("#work-"+failedJob, chromedp.ByQuery))
+	// The PID column hides at 800 px: read the text, shown or not.
+	visit("managed", "/jobs/"+managed, chromedp.WaitVisible("#procs", chromedp.ByQuery), chromedp.TextContent("#procs", &procText, chromedp.ByQuery))
 	if pid := strconv.Itoa(w.Procs[0].PID); !strings.Contains(procText, pid) || !strings.Contains(procText, "n1") {
 		t.Errorf("details lack pid %s on n1: %q", pid, procText)
 	}
-	dir := os.Getenv("DUCC_ARTIFACTS")
-	if dir == "" {
-		dir = t.TempDir()
+
+	// The running job: progress and items/s over time. The head samples
+	// every few seconds and live.js swaps the page in as it changes.
+	var progressN, rateN, logLinks int
+	visit("job-running", "/jobs/"+job,
+		chromedp.Poll(points("chart-progress")+` >= 3`, nil, chromedp.WithPollingTimeout(60*time.Second)),
+		chromedp.Evaluate(points("chart-progress"), &progressN),
+		chromedp.Evaluate(points("chart-rate"), &rateN),
+		count(`#procs a[href^="/jobs/`+job+`/log"]`, &logLinks))
+	if progressN < 3 || rateN < 2 {
+		t.Errorf("job %s charts: %d progress points, %d rate points; want at least 3 and 2", job, progressN, rateN)
 	}
+	if logLinks == 0 {
+		t.Errorf("job %s: no link to a process log", job)
+	}
+	var logHref, logText string
+	var ok bool
+	run("log link", chromedp.AttributeValue(`#procs a[href^="/jobs/`+job+`/log"]`, "href", &logHref, &ok, chromedp.ByQuery))
+	run("log", chromedp.Navigate(base+logHref), chromedp.Text("body", &logText, chromedp.ByQuery))
+	if strings.Contains(logText, "private") || strings.Contains(logText, "not serve") {
+		t.Errorf("the log of job %s: %q", job, logText)
+	}
+
+	// The failed item is in the work-item table, alone when asked.
+	var failedState, itemsText, failedOnly string
+	var failedRows int
+	visit("job-failed-item", "/jobs/"+failedJob,
+		chromedp.WaitVisible("#items-table", chromedp.ByQuery),
+		chromedp.AttributeValue("#item-5", "data-state", &failedState, nil, chromedp.ByQuery),
+		chromedp.Text("#items-table", &itemsText, chromedp.ByQuery))
+	if failedState != "Failed" || !strings.Contains(itemsText, "bad") {
+		t.Errorf("work-item table of job %s: item 5 %q; table %q", failedJob, failedState, itemsText)
+	}
+	visit("job-failed-only", "/jobs/"+failedJob+"?items=failed",
+		chromedp.WaitVisible("#items-table", chromedp.ByQuery),
+		count("#items-table tbody tr", &failedRows),
+		chromedp.Text("#items-table", &failedOnly, chromedp.ByQuery))
+	if failedRows != 1 || !strings.Contains(failedOnly, "bad item") {
+		t.Errorf("failed items of job %s: %d rows %q, want the one failed item", failedJob, failedRows, failedOnly)
+	}
+
+	// The other pages, their links and charts.
+	var svcLinks, resLinks, nodeLinks, classN, sharesN, bars int
+	var peers string
+	visit("services", "/services", chromedp.WaitVisible("#svc-"+svc, chromedp.ByQuery),
+		count(`#svc-`+svc+` a[href="/jobs/`+svc+`"]`, &svcLinks))
+	visit("service", "/jobs/"+svc, chromedp.WaitVisible("#procs", chromedp.ByQuery))
+	visit("reservations", "/reservations", chromedp.WaitVisible("#res-"+res, chromedp.ByQuery),
+		count(`#res-`+res+` a[href="/jobs/`+res+`"]`, &resLinks))
+	visit("reservation", "/jobs/"+res, chromedp.WaitVisible("#work-facts", chromedp.ByQuery))
+	visit("machines", "/machines", chromedp.WaitVisible("#node-n1", chromedp.ByQuery),
+		count(`#node-n1 a[href="/machines/n1"]`, &nodeLinks),
+		count(`#chart-nodes rect.bar-used`, &bars),
+		chromedp.Poll(points("chart-shares")+` >= 1`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Evaluate(points("chart-shares"), &sharesN))
+	visit("node", "/machines/n1", chromedp.WaitVisible("#node-procs", chromedp.ByQuery))
+	visit("classes", "/classes", chromedp.WaitVisible("#classes", chromedp.ByQuery),
+		chromedp.Poll(points("chart-classes")+` >= 1`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Evaluate(points("chart-classes"), &classN))
+	visit("cluster", "/cluster", chromedp.WaitVisible("#peers", chromedp.ByQuery), chromedp.Text("#peers", &peers, chromedp.ByQuery))
+	if svcLinks == 0 || resLinks == 0 || nodeLinks == 0 {
+		t.Errorf("links: service %d, reservation %d, node %d; want each page linked", svcLinks, resLinks, nodeLinks)
+	}
+	if bars == 0 || sharesN == 0 || classN == 0 {
+		t.Errorf("charts: %d node bars, %d shares points, %d class points", bars, sharesN, classN)
+	}
+	if !strings.Contains(peers, "n1") || !strings.Contains(peers, "Leader") || !strings.Contains(peers, "voter") {
+		t.Errorf("Raft peers by node name: %q", peers)
+	}
+	t.Logf("%d screenshots at 800 px in %s", n, shots)
+}
+
+// artifactDir is where a test keeps files for people to look at:
+// $DUCC_ARTIFACTS/name, or a temporary directory when that is unset.
+func artifactDir(t *testing.T, name string) string {
+	t.Helper()
+	root := os.Getenv("DUCC_ARTIFACTS")
+	if root == "" {
+		return t.TempDir()
+	}
+	dir := filepath.Join(root, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "dashboard-job-"+id+".png")
-	if err := os.WriteFile(path, shot, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot of the job details: %s", path)
+	return dir
 }

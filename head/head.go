@@ -64,6 +64,7 @@ type Head struct {
 	jd      *jd.Driver
 	sm      *sm.Manager
 	rates   rates
+	charts  charts
 }
 
 // New returns a head; Run starts it.
@@ -127,6 +128,7 @@ func (h *Head) Run(ctx context.Context) {
 	h.nameIncarnation(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { h.retain(ctx) })
+	wg.Go(func() { h.sampleCharts(ctx) })
 	h.orch.Run(ctx)
 	h.sm.Wait()
 	wg.Wait()

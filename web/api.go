@@ -19,7 +19,7 @@ type apiError struct {
 func httpStatus(err error) int {
 	switch wire.ErrorCode(err) {
 	case wire.CodeUsage:
-		if strings.Contains(err.Error(), "no work with id") {
+		if strings.Contains(err.Error(), "no work with id") || strings.HasPrefix(err.Error(), "no node ") {
 			return http.StatusNotFound
 		}
 		if strings.Contains(err.Error(), "private") || strings.Contains(err.Error(), "may read") {

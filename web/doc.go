@@ -11,7 +11,9 @@
 //
 //	/                      redirect to /jobs
 //	/jobs, /jobs/{id}      work (jobs, managed reservations) and one piece of work
-//	/machines, /cluster    nodes; head, Raft state and peers
+//	                       (a job's charts and work-item table: ?items=failed&offset=N)
+//	/machines, /machines/{name}, /cluster
+//	                       nodes; one node; head, Raft state and the head group
 //	/services              registered services, instances, pinger state
 //	/reservations, /classes
 //	/api/v1/jobs[?all=1&user=U], /api/v1/jobs/{id}, /api/v1/nodes, /api/v1/status,
@@ -24,6 +26,10 @@
 // seconds and, when the answer changed, swaps in the server-rendered
 // content (GET the page with ?fragment=1); durations and ages tick in the
 // browser. Without JavaScript the pages are complete, just not live.
+//
+// Charts (charts.go) are SVG rendered on the server from the head's
+// samples (wire.MethodCharts), with no script or inline style, so they
+// pass the Content-Security-Policy.
 //
 // Adding a page: write assets/NAME.html defining "content" (and "title"),
 // add an entry to the pages table in pages.go with a handler that fills

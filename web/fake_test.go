@@ -76,12 +76,26 @@ func (f *fakeSource) Call(_ context.Context, c wire.Caller, method string, req, 
 				if !fakeMayRead(c, w.User) {
 					return wire.Errorf(wire.CodeUsage, "the results of job %d are private to %s", r.ID, w.User)
 				}
-				resp.(*wire.ResultsReply).Results = []wire.ItemResult{{Index: 0, Result: "secret result of " + w.User}}
-				resp.(*wire.ResultsReply).Total = 1
+				out := resp.(*wire.ResultsReply)
+				out.Next, out.Total = -1, 2
+				for _, it := range []wire.ItemResult{{Index: 0, OK: true, Result: "secret result of " + w.User, Millis: 120, Proc: "5.1", Attempts: 1},
+					{Index: 1, Item: `{"n":1}`, Error: "worker raised ValueError", Millis: 2500, Proc: "5.1", Attempts: 3}} {
+					if (!r.Failed || !it.OK) && it.Index >= r.Offset {
+						out.Results = append(out.Results, it)
+					}
+				}
 				return nil
 			}
 		}
 		return wire.Errorf(wire.CodeUsage, "no work with id %d", r.ID)
+	case wire.MethodCharts:
+		out := resp.(*wire.ChartsReply)
+		if req.(wire.ChartsRequest).Work == 5 {
+			out.Work = []wire.WorkSample{{At: ms(3 * time.Minute), Done: 0, Total: 100}, {At: ms(2 * time.Minute), Done: 10, Failed: 1, Total: 100},
+				{At: ms(time.Minute), Done: 30, Failed: 2, Total: 100}}
+		}
+		out.Classes = []wire.ClassSeries{{Class: "normal", Points: []wire.ClassSample{{At: ms(2 * time.Minute), Allocated: 2 << 30}, {At: ms(time.Minute), Allocated: 6 << 30}}}}
+		out.Cluster = []wire.ClusterSample{{At: ms(2 * time.Minute), SharesUsed: 2, Shares: 16}, {At: ms(time.Minute), SharesUsed: 4, Shares: 16}}
 	case wire.MethodNodes:
 		resp.(*wire.NodeList).Nodes = append([]wire.NodeInfo(nil), f.nodes...)
 	case wire.MethodStatus:
@@ -140,7 +154,9 @@ func newFake() *fakeSource {
 				Procs: 1, CPUs: 8, Load1: 0.25, LastHeartbeat: ms(time.Second)},
 		},
 		status: wire.StatusInfo{Head: "n1", HeadPeer: "12D3KooWHead", RaftState: "Leader", RaftTerm: 2, RaftIndex: 57,
-			Peers: []string{"12D3KooWHead"}, NodesUp: 1, NodesAll: 2, Version: "v1.2.3", Quantum: 1 << 30},
+			Peers: []string{"12D3KooWHead", "12D3KooWOther"}, NodesUp: 1, NodesAll: 2, Version: "v1.2.3", Quantum: 1 << 30,
+			Voters: []wire.VoterInfo{{Peer: "12D3KooWHead", Node: "n1", State: "Leader", Voter: true, LastHeartbeat: ms(time.Second)},
+				{Peer: "12D3KooWOther", Node: "n2", State: "Unreachable", Voter: true}}},
 	}
 }
 

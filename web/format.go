@@ -25,6 +25,8 @@ func funcs() template.FuncMap {
 		"lower":  strings.ToLower,
 		"ms":     formatMS,
 		"times":  func(start, end, now int64) timeSpan { return timeSpan{start, end, now} },
+		"node":   nodeURL,
+		"add":    func(a, b int) int { return a + b },
 	}
 }
 

@@ -74,6 +74,7 @@ func parsePages() (*pageSet, error) {
 		{"/jobs", "jobs", "/jobs", fillJobs},
 		{"/jobs/{id}", "job", "/jobs", fillJob},
 		{"/machines", "machines", "/machines", fillMachines},
+		{"/machines/{name}", "node", "/machines", fillNode},
 		{"/cluster", "cluster", "/cluster", fillCluster},
 		{"/services", "services", "/services", fillServices},
 		{"/reservations", "reservations", "/reservations", fillReservations},
@@ -201,6 +202,30 @@ type jobBody struct {
 	Progress   *progress
 	Procs      []procRow
 	ResultsURL string // the results API, for an identified user who may read them
+	// Charts of a job: progress and items/s over time.
+	ProgressChart, RateChart *chart
+	// Items is the page of the work-item table (jobs only).
+	Items *itemsPage
+}
+
+// itemsPageSize is how many items one page of the work-item table shows.
+const itemsPageSize = 50
+
+// itemsPage is one page of a job's work-item table (DUCC's Work Items
+// tab), from the head's results RPC under its access rule.
+type itemsPage struct {
+	Failed         bool // only failed items
+	Offset, Next   int  // this page's first item index; the next page's (-1: none)
+	Total          int
+	Rows           []itemRow
+	Private        string // why no items are shown
+	Base, Filtered string // links: all items, failed only
+}
+
+// itemRow is one item of the table.
+type itemRow struct {
+	wire.ItemResult
+	ProcURL string
 }
 
 type procRow struct {
@@ -238,8 +263,82 @@ func fillJob(s *server, r *http.Request, d *pageData) error {
 		}
 		b.Procs = append(b.Procs, pr)
 	}
+	if w.Job != nil {
+		ch, err := s.data.charts(r.Context(), w.ID)
+		if err != nil {
+			s.log.Debug("no chart samples", "work", w.ID, "err", err)
+		}
+		b.ProgressChart, b.RateChart = jobCharts(ch.Work, w, d.Now)
+		b.Items = s.itemsPage(r, b)
+	}
 	d.Body = b
 	return nil
+}
+
+// itemsPage fills the work-item table: ?items=failed shows only failed
+// items, ?offset=N starts at item N. Anonymous viewers see none (the
+// results are private to those who may read the job's output).
+func (s *server) itemsPage(r *http.Request, b *jobBody) *itemsPage {
+	q := r.URL.Query()
+	base := "/jobs/" + strconv.FormatUint(b.ID, 10)
+	p := &itemsPage{Failed: q.Get("items") == "failed", Next: -1, Base: base, Filtered: base + "?items=failed"}
+	p.Offset, _ = strconv.Atoi(q.Get("offset"))
+	p.Offset = max(p.Offset, 0)
+	c := callerOf(r)
+	if c.User == "" {
+		p.Private = "The items and results of work are private to its owner (and those it is shared with) and administrators."
+		if s.cfg.Private {
+			p.Private += " Sign in to see your own."
+		}
+		return p
+	}
+	rep, err := s.data.results(r.Context(), c, wire.ResultsRequest{ID: b.ID, Failed: p.Failed, Offset: p.Offset, Limit: itemsPageSize})
+	if err != nil {
+		p.Private = err.Error()
+		return p
+	}
+	p.Next, p.Total = rep.Next, rep.Total
+	logs := map[string]string{}
+	for _, pr := range b.Procs {
+		logs[pr.ID] = pr.LogURL
+	}
+	for _, it := range rep.Results {
+		row := itemRow{ItemResult: it}
+		if it.Proc != "" {
+			row.ProcURL = logs[it.Proc]
+			if row.ProcURL == "" {
+				row.ProcURL = "#proc-" + it.Proc
+			}
+		}
+		p.Rows = append(p.Rows, row)
+	}
+	return p
+}
+
+// pageURL is the link to another page of the item table.
+func (p *itemsPage) PageURL(offset int) string {
+	v := url.Values{}
+	if p.Failed {
+		v.Set("items", "failed")
+	}
+	if offset > 0 {
+		v.Set("offset", strconv.Itoa(offset))
+	}
+	if len(v) == 0 {
+		return p.Base
+	}
+	return p.Base + "?" + v.Encode()
+}
+
+// nodeURL is the page of a node.
+func nodeURL(name string) string { return "/machines/" + url.PathEscape(name) }
+
+// machinesBody is the Machines page: the nodes, their shares used now
+// and the cluster's over time.
+type machinesBody struct {
+	Nodes       []wire.NodeInfo
+	Bars        *barChart
+	SharesChart *chart
 }
 
 func fillMachines(s *server, r *http.Request, d *pageData) error {
@@ -249,7 +348,70 @@ func fillMachines(s *server, r *http.Request, d *pageData) error {
 		return err
 	}
 	slices.SortFunc(nodes.Nodes, func(a, b wire.NodeInfo) int { return cmp.Compare(a.Name, b.Name) })
-	d.Body = nodes.Nodes
+	b := &machinesBody{Nodes: nodes.Nodes, Bars: nodeBars(nodes.Nodes)}
+	if ch, err := s.data.charts(r.Context(), 0); err == nil {
+		b.SharesChart = clusterChart(ch.Cluster)
+	}
+	d.Body = b
+	return nil
+}
+
+// nodeBody is one node's page: the node and the live processes on it.
+type nodeBody struct {
+	wire.NodeInfo
+	Procs []nodeProc
+	// Reserved is the reservation that holds the node, if any.
+	Reserved *wire.WorkInfo
+}
+
+// nodeProc is a live process on a node with the work it belongs to.
+type nodeProc struct {
+	wire.ProcInfo
+	Work uint64
+	Kind wire.WorkKind
+	User string
+}
+
+func fillNode(s *server, r *http.Request, d *pageData) error {
+	name := r.PathValue("name")
+	d.Title, d.API = "Node "+name, "/api/v1/nodes"
+	nodes, err := s.data.nodes(r.Context())
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(nodes.Nodes, func(n wire.NodeInfo) bool { return n.Name == name })
+	if i < 0 {
+		return wire.Errorf(wire.CodeUsage, "no node %q has sent a heartbeat to this head", name)
+	}
+	b := &nodeBody{NodeInfo: nodes.Nodes[i]}
+	d.Body = b
+	list, err := s.data.jobs(r.Context(), callerOf(r), wire.ListRequest{})
+	if err != nil {
+		return err
+	}
+	svcs, err := s.data.services(r.Context(), callerOf(r), wire.ServiceQueryRequest{})
+	if err != nil {
+		return err
+	}
+	add := func(id uint64, kind wire.WorkKind, user string, p wire.ProcInfo) {
+		if p.Node == name && p.EndedAt == 0 {
+			b.Procs = append(b.Procs, nodeProc{ProcInfo: p, Work: id, Kind: kind, User: user})
+		}
+	}
+	for _, w := range list.Work {
+		if w.Kind == wire.WorkReservation && w.Node == name && !w.Ended && w.State == "Running" {
+			b.Reserved = &w
+		}
+		for _, p := range w.Procs {
+			add(w.ID, w.Kind, w.User, p)
+		}
+	}
+	for _, sv := range svcs.Services {
+		for _, in := range sv.Procs {
+			add(sv.ID, wire.WorkService, sv.User, in.Proc)
+		}
+	}
+	slices.SortFunc(b.Procs, func(x, y nodeProc) int { return cmp.Or(cmp.Compare(x.Work, y.Work), cmp.Compare(x.ID, y.ID)) })
 	return nil
 }
 
@@ -299,6 +461,17 @@ func fillClasses(s *server, r *http.Request, d *pageData) error {
 	if err := s.data.call(r.Context(), wire.Caller{}, wire.MethodClasses, wire.Empty{}, &list); err != nil {
 		return err
 	}
-	d.Body = list.Classes
+	b := &classesBody{Classes: list.Classes}
+	if ch, err := s.data.charts(r.Context(), 0); err == nil {
+		b.Chart = classChart(ch.Classes)
+	}
+	d.Body = b
 	return nil
+}
+
+// classesBody is the Classes page: the classes and their allocation over
+// time.
+type classesBody struct {
+	Classes []wire.ClassInfo
+	Chart   *chart
 }

@@ -89,6 +89,7 @@ func methodTable() []Method {
 		m(MethodServiceQuery, FromCLI, ro, newOf[ServiceQueryRequest](), newOf[ServiceList]()),
 		// The dashboard.
 		m(MethodWebToken, FromCLI, ro, newOf[WebTokenRequest](), newOf[WebTokenReply]()),
+		m(MethodCharts, FromCLI, ro, newOf[ChartsRequest](), newOf[ChartsReply]()),
 		// Agent → head.
 		m(MethodReport, FromAgent, ro, newOf[Report](), newOf[Empty]()),
 		m(MethodExchange, FromAgent, rw, newOf[ExchangeRequest](), newOf[ExchangeReply]()),

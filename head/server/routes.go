@@ -58,6 +58,8 @@ func Dispatch(ctx context.Context, h *head.Head, method string, c wire.Caller, r
 		return h.QueryServices(c, *req.(*wire.ServiceQueryRequest))
 	case wire.MethodReport:
 		return h.Report(ctx, *req.(*wire.Report))
+	case wire.MethodCharts:
+		return h.Charts(*req.(*wire.ChartsRequest)), nil
 	case wire.MethodLogAccess:
 		return h.LogAccess(c, req.(*wire.IDRequest).ID)
 	}
