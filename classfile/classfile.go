@@ -31,18 +31,30 @@ type stanza struct {
 // Translate reads the class file at path and returns the scheduler section
 // as YAML (with `scheduler:` at the top), the configuration it makes, and
 // warnings for what ducc reads but does not honour. All problems of the
-// file are reported together.
-func Translate(path string, read ReadFile) (yamlText []byte, cfg *rm.Config, warnings []string, err error) {
-	data, err := read(path)
+// file are reported together. usersPath, if not "", is a DUCC user
+// registry (ducc.users: User stanzas only) whose stanzas join the class
+// file's.
+func Translate(path, usersPath string, read ReadFile) (yamlText []byte, cfg *rm.Config, warnings []string, err error) {
+	stanzas, err := readStanzas(path, read)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("cannot read the class file: %w", err)
+		return nil, nil, nil, err
 	}
-	if len(data) > MaxFileSize {
-		return nil, nil, nil, fmt.Errorf("%s is larger than %d bytes: not a DUCC class file", path, MaxFileSize)
-	}
-	stanzas, err := parse(data)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
+	if usersPath != "" {
+		users, err := readStanzas(usersPath, read)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for _, u := range users {
+			if u.typ != "User" {
+				return nil, nil, nil, fmt.Errorf("%s line %d: a user registry holds only User stanzas; %s %s belongs in the class file", usersPath, u.line, u.typ, u.name)
+			}
+			for _, s := range stanzas {
+				if s.typ == "User" && s.name == u.name {
+					return nil, nil, nil, fmt.Errorf("%s line %d: user %s is also defined in %s (line %d): keep one", usersPath, u.line, u.name, path, s.line)
+				}
+			}
+		}
+		stanzas = append(stanzas, users...)
 	}
 	t := &translator{file: path, dir: filepath.Dir(path), read: read}
 	out := t.translate(stanzas)
@@ -61,6 +73,22 @@ func Translate(path string, read ReadFile) (yamlText []byte, cfg *rm.Config, war
 		return nil, nil, t.warn, fmt.Errorf("%s translates to a scheduler section ducc refuses: %w", path, err)
 	}
 	return text, cfg, t.warn, nil
+}
+
+// readStanzas reads and parses one DUCC stanza file.
+func readStanzas(path string, read ReadFile) ([]stanza, error) {
+	data, err := read(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%s is larger than %d bytes: not a DUCC class file", path, MaxFileSize)
+	}
+	stanzas, err := parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return stanzas, nil
 }
 
 // LooksLikeClassFile reports whether data is a DUCC class file (its first

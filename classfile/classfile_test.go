@@ -10,7 +10,7 @@ import (
 )
 
 func TestTranslateSite(t *testing.T) {
-	text, cfg, warn, err := Translate("testdata/site.classes", os.ReadFile)
+	text, cfg, warn, err := Translate("testdata/site.classes", "", os.ReadFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestTranslateErrors(t *testing.T) {
 			dir := t.TempDir()
 			p := filepath.Join(dir, "ducc.classes")
 			os.WriteFile(p, []byte(tc.text), 0o644)
-			_, _, _, err := Translate(p, os.ReadFile)
+			_, _, _, err := Translate(p, "", os.ReadFile)
 			if err == nil {
 				t.Fatalf("no error; want %q", tc.want)
 			}
@@ -142,9 +142,32 @@ func FuzzTranslate(f *testing.F) {
 			}
 			return []byte("n1\nimport in.classes\n"), nil
 		}
-		text, cfg, _, err := Translate("/x/in.classes", read)
+		text, cfg, _, err := Translate("/x/in.classes", "", read)
 		if err == nil && (cfg == nil || len(text) == 0) {
 			t.Fatal("no error and no result")
 		}
 	})
+}
+
+// DUCC's user registry (ducc.users) joins the class file's stanzas.
+func TestTranslateUsersFile(t *testing.T) {
+	dir := t.TempDir()
+	classes := filepath.Join(dir, "ducc.classes")
+	os.WriteFile(classes, []byte("Nodepool p { }\nClass fair { policy = FAIR_SHARE; priority = 10; nodepool = p; default = true }\n"+
+		"Class fixed { policy = FIXED_SHARE; priority = 5; nodepool = p; default = true }\n"), 0o644)
+	users := filepath.Join(dir, "ducc.users")
+	os.WriteFile(users, []byte("# registry\nUser bob { max-allotment = 30 }\n"), 0o644)
+	_, cfg, _, err := Translate(classes, users, os.ReadFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfg.Classes {
+		if c.Name == "fixed" && (len(c.Limits) != 1 || c.Limits[0].User != "bob" || c.Limits[0].MaxMemory != 30<<30) {
+			t.Errorf("fixed's limits %+v", c.Limits)
+		}
+	}
+	os.WriteFile(users, []byte("Class x { policy = FAIR_SHARE }\n"), 0o644)
+	if _, _, _, err := Translate(classes, users, os.ReadFile); err == nil || !strings.Contains(err.Error(), "only User stanzas") {
+		t.Errorf("a class in the user registry: %v", err)
+	}
 }

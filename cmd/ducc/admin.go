@@ -46,7 +46,7 @@ DUCC class file (ducc.classes), read as 'ducc admin import-classes' does.`,
 			}
 			var raw []byte
 			if data, err := os.ReadFile(path); err == nil && classfile.LooksLikeClassFile(data) {
-				text, _, warn, err := classfile.Translate(path, os.ReadFile)
+				text, _, warn, err := classfile.Translate(path, "", os.ReadFile)
 				printWarnings(cmd, warn)
 				if err != nil {
 					return usageErr("%v", err)
@@ -84,18 +84,20 @@ DUCC class file (ducc.classes), read as 'ducc admin import-classes' does.`,
 }
 
 func newImportClassesCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "import-classes DUCC_CLASS_FILE",
+	var users string
+	cmd := &cobra.Command{
+		Use:   "import-classes DUCC_CLASS_FILE [--users DUCC_USERS_FILE]",
 		Short: "print the scheduler section equivalent to a DUCC class file (ducc.classes)",
 		Long: `Read a DUCC class file (Nodepool, Class and User stanzas, with its node files and
-their imports) and print the equivalent scheduler section of ducc.yaml. Attributes
+their imports), and optionally DUCC's user registry (ducc.users: User stanzas with
+max-allotment), and print the equivalent scheduler section of ducc.yaml. Attributes
 ducc does not honour are named on stderr; ones that would change where work runs are
 errors. Paste the output into /etc/ducc/ducc.yaml, or give the class file to
 'ducc admin reconfigure' directly. See docs/ducc-compatibility.md.`,
-		Example: "  ducc admin import-classes /opt/ducc/resources/ducc.classes >> /etc/ducc/ducc.yaml",
+		Example: "  ducc admin import-classes /opt/ducc/resources/ducc.classes --users /opt/ducc/resources/ducc.users >> /etc/ducc/ducc.yaml",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			text, cfg, warn, err := classfile.Translate(args[0], os.ReadFile)
+			text, cfg, warn, err := classfile.Translate(args[0], users, os.ReadFile)
 			printWarnings(cmd, warn)
 			if err != nil {
 				return usageErr("%v", err)
@@ -105,6 +107,8 @@ errors. Paste the output into /etc/ducc/ducc.yaml, or give the class file to
 			return err
 		},
 	}
+	cmd.Flags().StringVar(&users, "users", "", "DUCC's user registry (ducc.users), read with the class file")
+	return cmd
 }
 
 func newRemoveServerCmd(g *globals) *cobra.Command {

@@ -46,6 +46,19 @@ func TestMaxJobErrorsIsExceeded(t *testing.T) {
 					t.Errorf("after %d failed items (max_job_errors 2): completion %q, want %q (state %s, reason %q)", tc.failed, w.Completion, tc.want, w.State, w.Reason)
 				}
 			})
+			if tc.want == "" {
+				return
+			}
+			// Items the stopping process still reports change no count of
+			// the ended job: --wait, show and history say the same.
+			late := Command{Type: CmdOutcomes, Time: 10, WorkID: 1, ProcID: "1.1",
+				Outcomes: []wire.ItemOutcome{{Index: 8, Error: "stopped"}, {Index: 9, OK: true}}}
+			apply(t, f, 10, late)
+			f.View(func(v *View) {
+				if j := v.Work(1).Job; j.Failed != tc.failed || j.Done != 0 {
+					t.Errorf("outcomes after the end changed the counts: failed %d done %d, want %d and 0", j.Failed, j.Done, tc.failed)
+				}
+			})
 		})
 	}
 }

@@ -174,6 +174,12 @@ func (f *FSM) outcomes(c *Command) Result {
 	if err != nil {
 		return Result{Err: err}
 	}
+	if w.Ended() {
+		// The counts of an ended job are final: outcomes of processes
+		// still stopping (a job ended by max_job_errors) change nothing,
+		// so --wait, show and history agree.
+		return Result{ID: w.ID}
+	}
 	p := w.proc(c.ProcID)
 	for _, o := range c.Outcomes {
 		if o.Index < 0 || o.Index >= len(j.Items) {
