@@ -59,3 +59,22 @@ func TestCancelOneJobProcess(t *testing.T) {
 		t.Errorf("the canceled process counted as a failure: %d failures, state %s", w.Job.ProcFailures, w.State)
 	}
 }
+
+// As DUCC allows: a reservation in a FIXED_SHARE class (memory in shares,
+// not a whole machine) and a job in a RESERVE class (each process a whole
+// machine of exactly its memory) are admitted and placed.
+func TestClassPoliciesAsDUCC(t *testing.T) {
+	f := newFixture(t, options{})
+	f.node("n1", 8*gib)
+	var rep wire.SubmitReply
+	f.mustCall(t, wire.MethodReserve, alice, wire.ReserveRequest{Memory: gib, Class: "fixed"}, &rep)
+	eventually(t, "the FIXED_SHARE reservation holds 1 GiB on n1", func() bool {
+		w := f.work(rep.ID)
+		return len(w.Procs) == 1 && w.Procs[0].Node == "n1" && w.Procs[0].MemoryLimit == gib
+	})
+	id := f.submitJob(t, bob, wire.SubmitJobRequest{Spec: wire.JobSpec{Executable: "/bin/w", Memory: 8 * gib, Class: "reserve"},
+		Items: []string{"a"}})
+	if w := f.work(id); w.Class != "reserve" {
+		t.Fatalf("job class %q", w.Class)
+	}
+}

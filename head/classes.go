@@ -51,12 +51,18 @@ func (h *Head) Reserve(ctx context.Context, c wire.Caller, r wire.ReserveRequest
 	if err != nil {
 		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "%v", err)
 	}
-	if class.Policy != rm.Reserve {
-		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "class %q is %s; reservations need a RESERVE class (%s)",
-			class.Name, class.Policy, strings.Join(classesOf(sc, rm.Reserve), ", "))
-	}
-	if err := h.someNodeIsExactly(r.Memory, sc.Quantum(class.Nodepool)); err != nil {
-		return wire.SubmitReply{}, err
+	switch class.Policy {
+	case rm.Reserve: // a whole machine of exactly that size
+		if err := h.someNodeIsExactly(r.Memory, sc.Quantum(class.Nodepool)); err != nil {
+			return wire.SubmitReply{}, err
+		}
+	case rm.FixedShare: // as DUCC: the memory held in shares on a node
+		if err := h.fitsSomeNode(r.Memory, sc.Quantum(class.Nodepool)); err != nil {
+			return wire.SubmitReply{}, err
+		}
+	default:
+		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "class %q is %s; reservations need a RESERVE class (%s) or a FIXED_SHARE class (%s)",
+			class.Name, class.Policy, strings.Join(classesOf(sc, rm.Reserve), ", "), strings.Join(classesOf(sc, rm.FixedShare), ", "))
 	}
 	if err := h.checkSubmit(c, class.Name, r.Memory); err != nil {
 		return wire.SubmitReply{}, err
@@ -163,6 +169,6 @@ func (h *Head) someNodeIsExactly(mem, quantum int64) error {
 	for _, k := range keys {
 		have = append(have, fmt.Sprintf("%d × %s", byShares[k], units.FormatSize(k*quantum)))
 	}
-	return wire.Errorf(wire.CodeUsage, "no node has exactly %s schedulable, and a reservation gets a whole machine of exactly its size; "+
-		"the nodes have %s (ask for one of these sizes)", units.FormatSize(need*quantum), strings.Join(have, ", "))
+	return wire.Errorf(wire.CodeUsage, "no node has exactly %s schedulable, and work in a RESERVE class (a reservation, or each process of a job) gets a whole machine of exactly its size; "+
+		"the nodes have %s (ask for one of these sizes, or use a FIXED_SHARE class for part of a machine)", units.FormatSize(need*quantum), strings.Join(have, ", "))
 }

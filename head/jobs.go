@@ -26,7 +26,11 @@ func (h *Head) SubmitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobReq
 	if s.Memory == 0 {
 		s.Memory = sc.DefaultMemory.Bytes()
 	}
-	if err := h.fitsSomeNode(s.Memory, sc.Quantum(class.Nodepool)); err != nil {
+	fits := h.fitsSomeNode
+	if class.Policy == rm.Reserve {
+		fits = h.someNodeIsExactly // each job process gets a whole machine of exactly its memory
+	}
+	if err := fits(s.Memory, sc.Quantum(class.Nodepool)); err != nil {
 		return wire.SubmitReply{}, err
 	}
 	if err := spec.CheckItems(r.Items); err != nil {
@@ -119,7 +123,8 @@ func driverClassOf(sc *rm.Config, job *rm.Class) (*rm.Class, error) {
 	return c, nil
 }
 
-// jobClass resolves the class of a job: FAIR_SHARE or FIXED_SHARE.
+// jobClass resolves the class of a job: FAIR_SHARE or FIXED_SHARE, or, as
+// DUCC allows, RESERVE (each job process then holds a whole machine).
 func jobClass(sc *rm.Config, name string) (*rm.Class, error) {
 	if name == "" {
 		c, err := sc.DefaultClass(rm.FairShare)
@@ -131,10 +136,6 @@ func jobClass(sc *rm.Config, name string) (*rm.Class, error) {
 	c, err := sc.Class(name)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeUsage, "%v", err)
-	}
-	if c.Policy == rm.Reserve {
-		return nil, wire.Errorf(wire.CodeUsage, "class %q is RESERVE (whole machines); jobs need a FAIR_SHARE or FIXED_SHARE class (%s)",
-			name, strings.Join(append(classesOf(sc, rm.FairShare), classesOf(sc, rm.FixedShare)...), ", "))
 	}
 	return c, nil
 }

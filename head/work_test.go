@@ -154,8 +154,8 @@ func TestReserve(t *testing.T) {
 	}{
 		{"no size", wire.ReserveRequest{}, []string{"say how big a machine to reserve", "--memory 64G"}},
 		{"unknown class", wire.ReserveRequest{Memory: gib, Class: "nope"}, []string{`unknown class "nope"`}},
-		{"not a reserve class", wire.ReserveRequest{Memory: gib, Class: "fixed"},
-			[]string{`class "fixed" is FIXED_SHARE`, "reservations need a RESERVE class (reserve)"}},
+		{"a fair-share class", wire.ReserveRequest{Memory: gib, Class: "normal"},
+			[]string{`class "normal" is FAIR_SHARE`, "reservations need a RESERVE class (reserve) or a FIXED_SHARE class (fixed, "}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -81,14 +81,18 @@ func (c *Config) defaultName(policy string) string {
 	return ""
 }
 
+// policyAllowed says which class policies a kind of work may use. As in
+// DUCC, a job may use a RESERVE class (each job process then gets a whole
+// machine of exactly its memory) and a reservation a FIXED_SHARE class (it
+// then holds its memory in shares on a node, not a whole machine).
 func policyAllowed(k WorkKind, policy string) bool {
 	switch k {
 	case Job:
-		return policy == FairShare || policy == FixedShare
+		return policy == FairShare || policy == FixedShare || policy == Reserve
 	case Service, ManagedReservation:
 		return policy == FixedShare
 	case Reservation:
-		return policy == Reserve
+		return policy == Reserve || policy == FixedShare
 	}
 	return false
 }

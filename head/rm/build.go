@@ -114,6 +114,7 @@ type work struct {
 	quantum  int64
 	order    int
 	fair     bool
+	whole    bool // RESERVE class: each process (or hold) is a whole machine of exactly order shares
 	prio     int
 	live     []*proc // counted processes (not stopping, not written off)
 	cur      int     // len(live) less processes stopped in this plan
@@ -290,6 +291,7 @@ func (s *sched) build() {
 			}
 			wk.quantum = wk.pool.quantum
 			wk.fair = cl.Policy == FairShare
+			wk.whole = cl.Policy == Reserve
 			wk.prio = cl.Priority
 			mem := w.Memory
 			if mem <= 0 {

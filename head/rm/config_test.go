@@ -71,8 +71,13 @@ scheduler:
 	if cl, err := c.ResolveClass("zed", nil, "", Service); err != nil || cl.Name != "fixed" {
 		t.Fatalf("service default: %v %v", cl, err)
 	}
-	if _, err := c.ResolveClass("zed", nil, "fixed", Reservation); err == nil {
-		t.Fatal("reservation accepted a FIXED_SHARE class")
+	// As in DUCC: a reservation may use a FIXED_SHARE class and a job a
+	// RESERVE class; a service may not use a RESERVE class.
+	if cl, err := c.ResolveClass("zed", nil, "fixed", Reservation); err != nil || cl.Name != "fixed" {
+		t.Fatalf("reservation in a FIXED_SHARE class: %v %v", cl, err)
+	}
+	if _, err := c.ResolveClass("zed", nil, "reserve", Service); err == nil {
+		t.Fatal("service accepted a RESERVE class")
 	}
 	// ACLs and limits.
 	if err := c.CheckSubmit("carol", nil, "normal", GiB, Usage{}); err == nil || !strings.Contains(err.Error(), "may not submit") {

@@ -20,8 +20,11 @@
 // gets more placed on it than that, processes that are stopping included.
 // Work is one of four kinds (WorkKind): a Job (many processes, normally
 // FAIR_SHARE), a Service instance and a ManagedReservation (one process
-// each, FIXED_SHARE) and a Reservation (a whole machine of exactly the
-// requested size, RESERVE; the Start it gets is a hold, nothing runs).
+// each, FIXED_SHARE) and a Reservation (the Start it gets is a hold,
+// nothing runs). The class's policy, not the kind, decides whole
+// machines: in a RESERVE class each process or hold is a whole machine of
+// exactly the requested size (a Reservation, or as DUCC allows, a Job's
+// processes); in a FIXED_SHARE class a Reservation holds shares.
 //
 // # The cycle
 //

@@ -115,7 +115,7 @@ func (s *sched) noFitCode(w *work, ps []*pool) WaitCode {
 // tooBig says why no node can ever hold one process of w, or "".
 func (s *sched) tooBig(w *work, ps []*pool) string {
 	l := s.largest(w, ps)
-	if w.w.Kind == Reservation {
+	if w.whole {
 		return ""
 	}
 	if l >= w.order {
@@ -174,14 +174,14 @@ func (s *sched) placeNP(ws []*work, npUse map[string]int64) {
 				break
 			}
 			var n *node
-			if w.w.Kind == Reservation {
+			if w.whole {
 				n = s.freeMachine(w)
 			} else if n = s.heldNode(w); n == nil {
 				n = s.fitIn(w, w.pool)
 			}
 			if n != nil {
 				shares := w.order
-				if w.w.Kind == Reservation {
+				if w.whole {
 					shares = n.shares
 				}
 				reason := fmt.Sprintf("%s class %s", w.class.Policy, w.class.Name)
@@ -222,7 +222,7 @@ func (s *sched) freeMachine(w *work) *node {
 
 // npWaitCode classifies npWaitReason.
 func (s *sched) npWaitCode(w *work) WaitCode {
-	if w.w.Kind != Reservation {
+	if !w.whole {
 		return WaitResources
 	}
 	up := false
@@ -242,7 +242,7 @@ func (s *sched) npWaitCode(w *work) WaitCode {
 
 func (s *sched) npWaitReason(w *work) string {
 	size := units.FormatSize(int64(w.order) * w.quantum)
-	if w.w.Kind == Reservation {
+	if w.whole {
 		sizes := map[int]int{}
 		for _, n := range w.pool.nodes {
 			if n.up() {

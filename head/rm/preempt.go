@@ -243,7 +243,7 @@ func (s *sched) bestVictims(w *work, nodes []*node, bound []int, order int, exac
 // fair-share processes of worse priority in w's own pool. It returns false if
 // no node can be freed.
 func (s *sched) evictFor(w *work) bool {
-	exact := w.w.Kind == Reservation
+	exact := w.whole
 	cat := func(p *proc) int {
 		if p.w.fair && p.w.prio > w.prio {
 			return catEvict

@@ -418,3 +418,26 @@ func TestNoPingPong(t *testing.T) {
 		t.Fatal("the story never preempted; it tests nothing")
 	}
 }
+
+// As in DUCC, a reservation in a FIXED_SHARE class holds its memory in
+// shares on a node (not a whole machine), and the processes of a job in a
+// RESERVE class each get a whole machine of exactly their memory.
+func TestClassPolicyDecidesWholeMachines(t *testing.T) {
+	cfg := flat(DefaultConfig()) // a job gets its processes in one cycle
+	nodes := []Node{{Name: "big1", MemSchedulable: 128 * GiB}, {Name: "m1", MemSchedulable: 16 * GiB}, {Name: "m2", MemSchedulable: 16 * GiB}}
+	fixedRes := Work{ID: 1, Kind: Reservation, User: "ann", Class: "fixed", Memory: 4 * GiB, SubmitTime: t0}
+	p := Schedule(Input{Now: t0, Config: cfg, Nodes: nodes, Work: []Work{fixedRes}})
+	if len(p.Starts) != 1 || p.Starts[0].Shares != 4 {
+		t.Fatalf("reservation in a FIXED_SHARE class: %+v, want one hold of 4 shares", p.Starts)
+	}
+	resJob := job(2, "bob", "reserve", 16*GiB, 10)
+	resJob.DeploymentsMax = 2
+	p = Schedule(Input{Now: t0, Config: cfg, Nodes: nodes, Work: []Work{resJob}})
+	got := map[string]int{}
+	for _, s := range p.Starts {
+		got[s.Node] = s.Shares
+	}
+	if len(p.Starts) != 2 || got["m1"] != 16 || got["m2"] != 16 {
+		t.Fatalf("job in a RESERVE class: starts %+v, want whole machines m1 and m2 (16 shares each)", p.Starts)
+	}
+}

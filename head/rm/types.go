@@ -7,10 +7,10 @@ type WorkKind int
 
 // Kinds of work.
 const (
-	Job                WorkKind = iota // many processes, FAIR_SHARE or FIXED_SHARE
+	Job                WorkKind = iota // many processes, FAIR_SHARE, FIXED_SHARE or RESERVE (whole machines)
 	Service                            // one service instance: one process, FIXED_SHARE
 	ManagedReservation                 // `ducc run`: one process, FIXED_SHARE
-	Reservation                        // a whole machine, RESERVE; nothing is started
+	Reservation                        // held memory, nothing started: a whole machine in a RESERVE class, shares in a FIXED_SHARE class
 )
 
 func (k WorkKind) String() string {
