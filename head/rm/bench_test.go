@@ -79,9 +79,14 @@ func cpuTime() time.Duration {
 // cycle as cpu-ns/op beside the wall-clock ns/op (run with -cpu 1 so the
 // two measure the same core).
 func loop(b *testing.B, in Input) {
+	loopWith(b, in, Schedule)
+}
+
+// loopWith is loop with another cycle function (a Scheduler's).
+func loopWith(b *testing.B, in Input, schedule func(Input) Plan) {
 	c0, n := cpuTime(), 0
 	for b.Loop() {
-		Schedule(in)
+		schedule(in)
 		n++
 	}
 	b.ReportMetric(float64(cpuTime()-c0)/float64(n), "cpu-ns/op")
@@ -106,6 +111,11 @@ func BenchmarkSchedule(b *testing.B) {
 		warm.NoTrace = true
 		b.Run(fmt.Sprintf("steady-notrace/nodes=%d", sz.nodes), func(b *testing.B) {
 			loop(b, warm)
+		})
+		// What the orchestrator runs: one Scheduler, cycle after cycle.
+		b.Run(fmt.Sprintf("steady-notrace-kept/nodes=%d", sz.nodes), func(b *testing.B) {
+			var sc Scheduler
+			loopWith(b, warm, sc.Schedule)
 		})
 	}
 }
