@@ -526,6 +526,8 @@ type buildMem struct {
 	nodeBy    map[string]*node
 	workBy    map[uint64]*work
 	procBy    map[string]*proc
+	fsJobs    []fsJob   // the job heaps of one fairShare call
+	fsOwners  []*fsUser // scratch space of fairShare
 }
 
 // grow returns b with length n, reusing its array when it is large enough.
