@@ -281,8 +281,14 @@ func (s *sched) build() {
 		s.workBy[w.ID] = nil
 		keys = append(keys, newWorkKey(w, i))
 	}
-	sortWorkKeys(keys)
 	m.keys = keys
+	if slices.Equal(keys, m.lastIn) {
+		keys = m.lastSorted // the same works as in the last cycle, so the same order
+	} else {
+		m.lastIn = append(m.lastIn[:0], keys...)
+		sortWorkKeys(keys)
+		m.lastSorted = append(m.lastSorted[:0], keys...)
+	}
 	m.works = grow(m.works, len(keys))
 	s.works = m.works
 	m.workSlab = grow(m.workSlab, len(keys))
@@ -523,11 +529,15 @@ type buildMem struct {
 	procLists []*proc
 	onNode    []int
 	keys      []workKey
-	nodeBy    map[string]*node
-	workBy    map[uint64]*work
-	procBy    map[string]*proc
-	fsJobs    []fsJob   // the job heaps of one fairShare call
-	fsOwners  []*fsUser // scratch space of fairShare
+	// The work keys of the last cycle, in input order and sorted: when a
+	// snapshot lists the same works (id and submit time) in the same
+	// order, their order is known without sorting.
+	lastIn, lastSorted []workKey
+	nodeBy             map[string]*node
+	workBy             map[uint64]*work
+	procBy             map[string]*proc
+	fsJobs             []fsJob   // the job heaps of one fairShare call
+	fsOwners           []*fsUser // scratch space of fairShare
 }
 
 // grow returns b with length n, reusing its array when it is large enough.

@@ -234,7 +234,7 @@ func (s *sched) growFair() {
 		if w.have() >= w.target || w.stops > 0 {
 			continue
 		}
-		why := fmt.Sprintf("fair share %d", w.target)
+		why := "fair share " + itoa(w.target)
 		for w.have() < w.target && w.stops == 0 {
 			if !s.placeFair(w, why) {
 				if s.trace {

@@ -21,7 +21,7 @@ func TestSchedulerSameAsFromScratch(t *testing.T) {
 		s := &sim{cfg: in.Config, nodes: in.Nodes, work: in.Work, now: in.Now}
 		for c := 0; c < 6; c++ {
 			snap := Input{Now: s.now, Config: s.cfg, Nodes: s.nodes, Work: s.work, Carry: s.carry, NoTrace: r.Intn(2) == 0}
-			switch r.Intn(4) {
+			switch r.Intn(5) {
 			case 0: // a node, a work and a process listed twice
 				snap.Nodes = append(append([]Node(nil), snap.Nodes...), snap.Nodes[r.Intn(len(snap.Nodes))])
 				snap.Work = append(append([]Work(nil), snap.Work...), snap.Work[r.Intn(len(snap.Work))])
@@ -31,6 +31,12 @@ func TestSchedulerSameAsFromScratch(t *testing.T) {
 						break
 					}
 				}
+			case 2: // a work replaced by a new one, as many works as before
+				snap.Work = append([]Work(nil), snap.Work...)
+				w := &snap.Work[r.Intn(len(snap.Work))]
+				w.ID += 1000
+				w.SubmitTime = t0.Add(time.Duration(r.Intn(3000)) * time.Second)
+				w.Procs = nil
 			case 1: // another order
 				snap.Nodes = append([]Node(nil), snap.Nodes...)
 				snap.Work = append([]Work(nil), snap.Work...)
