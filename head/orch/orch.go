@@ -108,7 +108,8 @@ type Orchestrator struct {
 
 	trigger chan struct{}
 
-	carry rm.Carry // the scheduler's memory; used by the cycle only
+	carry   rm.Carry     // the scheduler's memory; used by the cycle only
+	rmSched rm.Scheduler // keeps the cycle's working memory between cycles; used by the cycle only
 
 	mu       sync.Mutex
 	sched    *rm.Config
@@ -253,7 +254,7 @@ func (o *Orchestrator) cycle(ctx context.Context) error {
 		nodes[i].Admin = admin[nodes[i].Name]
 	}
 	t0 := time.Now()
-	plan := rm.Schedule(o.input(now, nodes, active))
+	plan := o.rmSched.Schedule(o.input(now, nodes, active))
 	o.carry = plan.Carry
 	cmds, pending := planCommands(plan, active, now.UnixMilli())
 	o.observeCycle(time.Since(t0), cmds, active, now)

@@ -3,6 +3,7 @@ package rm
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -61,6 +62,21 @@ func steady(nodes, jobs, users int) Input {
 	return Input{Now: s.now.Add(4 * time.Second), Config: s.cfg, Nodes: s.nodes, Work: s.work, Carry: s.carry}
 }
 
+// steadyCycles is steady's input followed by the inputs of the next k-1
+// cycles of the simulated cluster, each after the plan before it was
+// carried out: the same works, other processes.
+func steadyCycles(nodes, jobs, users, k int) []Input {
+	in := steady(nodes, jobs, users)
+	s := &sim{cfg: in.Config, nodes: in.Nodes, work: in.Work, now: in.Now.Add(-4 * time.Second), carry: in.Carry}
+	var out []Input
+	for i := 0; i < k; i++ {
+		out = append(out, Input{Now: s.now.Add(4 * time.Second), Config: s.cfg, Nodes: s.nodes,
+			Work: slices.Clone(s.work), Carry: s.carry, NoTrace: true})
+		s.step(4 * time.Second)
+	}
+	return out
+}
+
 var benchSizes = []struct{ nodes, jobs, users int }{
 	{100, 500, 50}, {1000, 5000, 200}, {5000, 25000, 500}, {10000, 50000, 1000},
 }
@@ -79,9 +95,14 @@ func cpuTime() time.Duration {
 // cycle as cpu-ns/op beside the wall-clock ns/op (run with -cpu 1 so the
 // two measure the same core).
 func loop(b *testing.B, in Input) {
+	loopWith(b, in, Schedule)
+}
+
+// loopWith is loop with another cycle function (a Scheduler's).
+func loopWith(b *testing.B, in Input, schedule func(Input) Plan) {
 	c0, n := cpuTime(), 0
 	for b.Loop() {
-		Schedule(in)
+		schedule(in)
 		n++
 	}
 	b.ReportMetric(float64(cpuTime()-c0)/float64(n), "cpu-ns/op")
@@ -106,6 +127,23 @@ func BenchmarkSchedule(b *testing.B) {
 		warm.NoTrace = true
 		b.Run(fmt.Sprintf("steady-notrace/nodes=%d", sz.nodes), func(b *testing.B) {
 			loop(b, warm)
+		})
+		// What the orchestrator runs: one Scheduler, cycle after cycle.
+		b.Run(fmt.Sprintf("steady-notrace-kept/nodes=%d", sz.nodes), func(b *testing.B) {
+			var sc Scheduler
+			loopWith(b, warm, sc.Schedule)
+		})
+		// Four successive cycles, over and over, each from scratch and with
+		// one Scheduler: the snapshot changes from one cycle to the next.
+		seq := steadyCycles(sz.nodes, sz.jobs, sz.users, 4)
+		b.Run(fmt.Sprintf("cycles-notrace/nodes=%d", sz.nodes), func(b *testing.B) {
+			i := 0
+			loopWith(b, seq[0], func(Input) Plan { i++; return Schedule(seq[i%len(seq)]) })
+		})
+		b.Run(fmt.Sprintf("cycles-notrace-kept/nodes=%d", sz.nodes), func(b *testing.B) {
+			var sc Scheduler
+			i := 0
+			loopWith(b, seq[0], func(Input) Plan { i++; return sc.Schedule(seq[i%len(seq)]) })
 		})
 	}
 }

@@ -168,6 +168,7 @@ type sched struct {
 	sizes      map[int64]string // formatted sizes (sz)
 	changed    []*node          // nodes whose space or processes changed in this cycle, in order
 	evictSets  map[evictKey]*evictSet
+	mem        *buildMem // where build lays out nodes, works and processes
 	schedState
 }
 
@@ -222,9 +223,13 @@ func (s *sched) build() {
 
 	// Nodes.
 	in := s.in
-	s.nodeBy = make(map[string]*node, len(in.Nodes))
-	s.nodes = make([]*node, 0, len(in.Nodes))
-	nodeSlab := make([]node, len(in.Nodes))
+	m := s.mem
+	m.nodeBy = reuseMap(m.nodeBy, len(in.Nodes))
+	s.nodeBy = m.nodeBy
+	m.nodes = grow(m.nodes, len(in.Nodes))[:0]
+	s.nodes = m.nodes
+	m.nodeSlab = grow(m.nodeSlab, len(in.Nodes))
+	nodeSlab := m.nodeSlab
 	for i := range in.Nodes {
 		n := &in.Nodes[i]
 		if _, dup := s.nodeBy[n.Name]; dup {
@@ -259,12 +264,15 @@ func (s *sched) build() {
 	for i := range in.Work {
 		nprocs += len(in.Work[i].Procs)
 	}
-	s.workBy = make(map[uint64]*work, len(in.Work))
-	s.procBy = make(map[string]*proc, nprocs)
-	procSlab := make([]proc, nprocs)
+	m.workBy = reuseMap(m.workBy, len(in.Work))
+	s.workBy = m.workBy
+	m.procBy = reuseMap(m.procBy, nprocs)
+	s.procBy = m.procBy
+	m.procSlab = grow(m.procSlab, nprocs)
+	procSlab := m.procSlab
 	// The first of works listed twice wins; the rest are laid out in
 	// submit order (submit time, then id), so passes over s.works walk memory in order.
-	keys := make([]workKey, 0, len(in.Work))
+	keys := grow(m.keys, len(in.Work))[:0]
 	for i := range in.Work {
 		w := &in.Work[i]
 		if _, dup := s.workBy[w.ID]; dup {
@@ -274,9 +282,18 @@ func (s *sched) build() {
 		s.workBy[w.ID] = nil
 		keys = append(keys, newWorkKey(w, i))
 	}
-	sortWorkKeys(keys)
-	s.works = make([]*work, len(keys))
-	workSlab := make([]work, len(keys))
+	m.keys = keys
+	if slices.Equal(keys, m.lastIn) {
+		keys = m.lastSorted // the same works as in the last cycle, so the same order
+	} else {
+		m.lastIn = append(m.lastIn[:0], keys...)
+		sortWorkKeys(keys)
+		m.lastSorted = append(m.lastSorted[:0], keys...)
+	}
+	m.works = grow(m.works, len(keys))
+	s.works = m.works
+	m.workSlab = grow(m.workSlab, len(keys))
+	workSlab := m.workSlab
 	for rank, k := range keys {
 		w := &in.Work[k.i]
 		wk := &workSlab[rank]
@@ -307,8 +324,11 @@ func (s *sched) build() {
 	// Each work's live list and each node's process list are carved out
 	// of one slab each; a node's list is filled in a second pass, once its
 	// length is known, in the order the processes were made.
-	liveSlab := make([]*proc, nprocs)
-	onNode := make([]int, len(s.nodes))
+	m.liveSlab = grow(m.liveSlab, nprocs)
+	liveSlab := m.liveSlab
+	m.onNode = grow(m.onNode, len(s.nodes))
+	onNode := m.onNode
+	clear(onNode)
 	made := 0
 	for _, wk := range s.works {
 		wk.live = liveSlab[:0:len(wk.w.Procs)]
@@ -364,7 +384,8 @@ func (s *sched) build() {
 		}
 		wk.cur = len(wk.live)
 	}
-	procLists := make([]*proc, made)
+	m.procLists = grow(m.procLists, made)
+	procLists := m.procLists
 	for _, n := range s.nodes {
 		k := onNode[n.idx]
 		n.procs = procLists[:0:k]
@@ -494,4 +515,47 @@ type schedState struct {
 	roundWait time.Duration  // time to the next preemption round
 	budgetHit bool           // the round's max_per_round was used up
 	anyOver   bool           // some job is over its fair share beyond the deadzone
+}
+
+// buildMem is the memory build lays the working state out in. A Scheduler
+// keeps it between cycles, so a cycle reuses the previous one's slabs and
+// maps instead of allocating (and later collecting) them again; every entry
+// a cycle reads is written by that cycle first.
+type buildMem struct {
+	nodeSlab  []node
+	nodes     []*node
+	workSlab  []work
+	works     []*work
+	procSlab  []proc
+	liveSlab  []*proc
+	procLists []*proc
+	onNode    []int
+	keys      []workKey
+	// The work keys of the last cycle, in input order and sorted: when a
+	// snapshot lists the same works (id and submit time) in the same
+	// order, their order is known without sorting.
+	lastIn, lastSorted []workKey
+	nodeBy             map[string]*node
+	workBy             map[uint64]*work
+	procBy             map[string]*proc
+	fsJobs             []fsJob   // the job heaps of one fairShare call
+	fsOwners           []*fsUser // scratch space of fairShare
+}
+
+// grow returns b with length n, reusing its array when it is large enough.
+// The elements are left as they were.
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	return b[:n]
+}
+
+// reuseMap returns m emptied, or a new map for about n entries if m is nil.
+func reuseMap[K comparable, V any](m map[K]V, n int) map[K]V {
+	if m == nil {
+		return make(map[K]V, n)
+	}
+	clear(m)
+	return m
 }

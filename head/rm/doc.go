@@ -61,9 +61,15 @@
 //     issued is never taken back (Carry.Issued). With observe_only the
 //     preemptions are reported in Plan.WouldPreempt instead.
 //
-// Carry is the only memory between cycles; pass the previous Plan.Carry into
-// the next Input. A zero Carry (after a head failover) is safe: at worst one
-// preemption round comes early.
+// Carry is the only memory between cycles that a decision depends on; pass
+// the previous Plan.Carry into the next Input. A zero Carry (after a head
+// failover) is safe: at worst one preemption round comes early.
+//
+// A Scheduler runs the same cycle and keeps its working memory between
+// calls (the orchestrator holds one): the slabs and maps the working state
+// is laid out in, the fair-share heaps, and the submit order of the last
+// snapshot's works, reused when the next snapshot lists the same works. Its
+// plan is always the one Schedule gives for the same Input.
 //
 // Decisions the user documentation leaves open, taken here: sub-pools are searched in
 // ascending search_order; min_runtime defaults to 0 (off); evictions for
@@ -86,6 +92,7 @@
 // order; eviction costs are kept per node in a segment tree per pool,
 // priority and size and updated from the nodes a cycle changes; a
 // preemption round keeps per node the shares it could still take and
-// passes over nodes that cannot offer enough. None of this changes a
-// decision (docs/performance.md has the figures).
+// passes over nodes that cannot offer enough; a Scheduler reuses the
+// memory of the last cycle instead of allocating it again. None of this
+// changes a decision (docs/performance.md has the figures).
 package rm

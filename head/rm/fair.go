@@ -30,6 +30,7 @@ type fsUser struct {
 	name  string
 	alloc int
 	jobs  minHeap[fsJob]
+	njobs int // len(jobs) once filled
 }
 
 type fsUserEntry struct {
@@ -59,6 +60,9 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 	var cl []*fsClass
 	var ul []classUser // users in first-seen order
 	byClass := map[*fsClass][]*fsUser{}
+	// The users' job heaps are carved out of one slab, kept between calls;
+	// owners remembers each job's user for the second pass.
+	owners := s.mem.fsOwners[:0]
 	for _, w := range jobs {
 		w.target = 0
 		if w.want <= 0 {
@@ -81,6 +85,24 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 			byClass[c] = append(byClass[c], u)
 			c.nusers++
 		}
+		u.njobs++
+		owners = append(owners, u)
+	}
+	s.mem.fsOwners = owners
+	slab := grow(s.mem.fsJobs, len(owners))
+	s.mem.fsJobs = slab
+	for _, k := range ul {
+		u := users[k]
+		u.jobs = slab[:0:u.njobs]
+		slab = slab[u.njobs:]
+	}
+	i := 0
+	for _, w := range jobs {
+		if w.want <= 0 {
+			continue
+		}
+		u := owners[i]
+		i++
 		u.jobs = append(u.jobs, fsJob{rank: w.rank, want: w.want, order: w.order, w: w})
 	}
 	slices.SortFunc(cl, func(a, b *fsClass) int { return strings.Compare(a.c.Name, b.c.Name) })
@@ -185,7 +207,7 @@ func (a fsJob) before(b fsJob) bool {
 	if a.alloc != b.alloc {
 		return a.alloc < b.alloc
 	}
-	return a.w.rank < b.w.rank
+	return a.rank < b.rank
 }
 
 // before orders a class's users by shares handed out, then name.

@@ -15,6 +15,15 @@ func (s *sched) reasons() {
 			s.plan.Pending = nil // as when nothing was ever appended
 		}
 	}()
+	nheld := 0
+	for _, w := range s.works {
+		if w.class != nil && w.capCode != WaitNone && w.want < w.capMax {
+			nheld++
+		}
+	}
+	if nheld > 0 {
+		s.plan.Held = make([]Held, 0, nheld)
+	}
 	for _, w := range s.works {
 		if w.class == nil {
 			_, err := s.cfg.Class(w.w.Class)

@@ -15,11 +15,28 @@ import (
 // the plan. It is pure and deterministic: the same input gives the same plan.
 // A nil in.Config means DefaultConfig().
 func Schedule(in Input) Plan {
+	return new(Scheduler).Schedule(in)
+}
+
+// Scheduler runs scheduling cycles like Schedule and keeps the memory of
+// its working state (the slabs of nodes, works and processes and the maps
+// that find them) from one cycle to the next, so a busy cycle allocates and
+// collects a fraction of what a fresh one does. Its Plan is the one
+// Schedule gives for the same Input: nothing a cycle decides depends on
+// what the previous cycle left in that memory. The zero value is ready to
+// use. A Scheduler is not safe for concurrent use; the Plan it returns
+// shares no memory with it.
+type Scheduler struct {
+	mem buildMem
+}
+
+// Schedule runs one cycle; see the package function Schedule.
+func (sc *Scheduler) Schedule(in Input) Plan {
 	if in.Config == nil {
 		in.Config = DefaultConfig()
 	}
 	s := &sched{
-		in: &in, cfg: in.Config, now: in.Now, trace: !in.NoTrace,
+		in: &in, cfg: in.Config, now: in.Now, trace: !in.NoTrace, mem: &sc.mem,
 		classShare: map[string]int{}, classUsers: map[string]int{}, userShare: map[classUser]int{},
 		poolCap:    map[poolBand]int{},
 		schedState: schedState{shrinking: map[uint64]*Shrinking{}, observed: map[*work]bool{}, userHeld: map[string]int{}},
@@ -217,7 +234,7 @@ func (s *sched) growFair() {
 		if w.have() >= w.target || w.stops > 0 {
 			continue
 		}
-		why := fmt.Sprintf("fair share %d", w.target)
+		why := "fair share " + itoa(w.target)
 		for w.have() < w.target && w.stops == 0 {
 			if !s.placeFair(w, why) {
 				if s.trace {
