@@ -1,8 +1,10 @@
-# ducc — one binary. `make build` then `make test`.
+# ducc — the ducc binary and its small process shim, ducc-shim (the agent
+# finds it next to ducc; ARCHITECTURE.md). `make build` then `make test`.
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 BIN       := bin/ducc
+SHIM_BIN  := bin/ducc-shim
 # Packages with goroutines and locks run under the race detector.
 RACE_PKGS := ./wire/... ./head/... ./agent/... ./proc/... ./cgroup/...
 
@@ -12,6 +14,7 @@ include Makefile.ops
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ducc
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(SHIM_BIN) ./cmd/ducc-shim
 
 # Every test: unit, race, and the end-to-end tests in e2e/ that start the
 # real binary. Run as root for cgroups, test users and network namespaces
