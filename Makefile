@@ -1,5 +1,6 @@
 # ducc — the ducc binary and its small process shim, ducc-shim (the agent
-# finds it next to ducc; ARCHITECTURE.md). `make build` then `make test`.
+# finds it next to ducc; ARCHITECTURE.md; static, as packaged: no dynamic
+# loader on every process start). `make build` then `make test`.
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
@@ -14,7 +15,7 @@ include Makefile.ops
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ducc
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(SHIM_BIN) ./cmd/ducc-shim
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(SHIM_BIN) ./cmd/ducc-shim
 
 # Every test: unit, race, and the end-to-end tests in e2e/ that start the
 # real binary. Run as root for cgroups, test users and network namespaces

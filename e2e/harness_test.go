@@ -38,7 +38,11 @@ func runTests(m *testing.M) int {
 	// build and the packages install them).
 	duccBin = filepath.Join(dir, "ducc")
 	for _, b := range []struct{ out, pkg string }{{duccBin, "cmd/ducc"}, {filepath.Join(dir, "ducc-shim"), "cmd/ducc-shim"}} {
-		out, err := exec.Command("go", "build", "-o", b.out, "github.com/ducc-project/ducc/"+b.pkg).CombinedOutput()
+		cmd := exec.Command("go", "build", "-o", b.out, "github.com/ducc-project/ducc/"+b.pkg)
+		if b.pkg == "cmd/ducc-shim" {
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build and the packages
+		}
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", b.pkg, err, out)
 			return 1
