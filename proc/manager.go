@@ -36,8 +36,8 @@ type Manager struct {
 	// Forget costs no lookup on cgroupfs and disk.
 	forgotten      map[string]struct{}
 	forgottenOrder []string
-	closed bool
-	wg     sync.WaitGroup // watchers and OnExit goroutines
+	closed         bool
+	wg             sync.WaitGroup // watchers and OnExit goroutines
 }
 
 type entry struct {
