@@ -31,13 +31,14 @@ type Manager struct {
 	mu     sync.Mutex
 	procs  map[string]*entry
 	runSeq uint64 // numbers Run's processes
+	closed bool
+	wg     sync.WaitGroup // watchers and OnExit goroutines
+
 	// forgotten holds the ids this Manager forgot last (at most
 	// forgetMemory, oldest first in forgottenOrder), so that a repeated
-	// Forget costs no lookup on cgroupfs and disk.
+	// Forget costs no lookup on cgroupfs and disk; guarded by mu.
 	forgotten      map[string]struct{}
 	forgottenOrder []string
-	closed         bool
-	wg             sync.WaitGroup // watchers and OnExit goroutines
 }
 
 type entry struct {
