@@ -1,17 +1,21 @@
-# ducc — one binary. `make build` then `make test`.
+# ducc — the ducc binary and its small process shim, ducc-shim (the agent
+# finds it next to ducc; ARCHITECTURE.md; static, as packaged: no dynamic
+# loader on every process start). `make build` then `make test`.
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 BIN       := bin/ducc
+SHIM_BIN  := bin/ducc-shim
 # Packages with goroutines and locks run under the race detector.
 RACE_PKGS := ./wire/... ./head/... ./agent/... ./proc/... ./cgroup/...
 
 include Makefile.ops
 
-.PHONY: build test test-short e2e vet staticcheck bench fuzz dev demo clean java java-test
+.PHONY: build test test-short e2e vet staticcheck bench bench-e2e fuzz dev demo clean java java-test
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ducc
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(SHIM_BIN) ./cmd/ducc-shim
 
 # Every test: unit, race, and the end-to-end tests in e2e/ that start the
 # real binary. Run as root for cgroups, test users and network namespaces
@@ -46,6 +50,15 @@ bench: build
 	$(GO) test -run XXX -bench . -benchtime 30x ./proc/
 	$(GO) test -run XXX -bench RunTrue -benchtime 40x ./e2e/
 	$(GO) test -run XXX -bench Job -benchtime 1x ./e2e/
+
+# The ducc side of the comparison with Slurm (docs/performance.md): 500
+# short jobs end to end with the agent's CPU per job, `ducc run -- true`
+# and `ducc run --detach -- true` latency, 100,000 items through a trivial
+# Python worker, idle CPU and RSS of a fresh dev agent (60 s). Root; not
+# part of make test.
+bench-e2e: build
+	$(GO) test -count=1 -timeout 30m -run XXX -bench 'ShortJobs500|JobStream100k|Idle' -benchtime 1x ./e2e/
+	$(GO) test -count=1 -timeout 10m -run XXX -bench 'RunTrue|SubmitDetach' -benchtime 40x ./e2e/
 
 # Fuzz every decoder and parser of user input, 20 s each.
 fuzz:

@@ -193,9 +193,9 @@ func (a *Agent) Run(ctx context.Context) error {
 // startProcs creates the process manager and re-adopts processes a
 // previous agent left running.
 func (a *Agent) startProcs(ctx context.Context) error {
-	exe, err := os.Executable()
+	shim, err := proc.ShimCommand()
 	if err != nil {
-		return fmt.Errorf("find own executable for the shim: %w", err)
+		return err
 	}
 	var cg *cgroup.Manager
 	if os.Geteuid() == 0 {
@@ -209,12 +209,13 @@ func (a *Agent) startProcs(ctx context.Context) error {
 		cg = cgroup.NewDisabled(a.base)
 	}
 	a.procs, err = proc.NewManager(proc.Config{
-		DataDir: a.cfg.DataDir, ShimCommand: []string{exe, "shim"}, Cgroups: cg, Logger: a.base,
+		DataDir: a.cfg.DataDir, ShimCommand: shim, Cgroups: cg, Logger: a.base,
 		OnExit: a.onExit,
 	})
 	if err != nil {
 		return fmt.Errorf("process manager: %w", err)
 	}
+	a.log.Info("process shim", "command", shim)
 	adopted, err := a.procs.Adopt(ctx)
 	if err != nil {
 		return fmt.Errorf("re-adopt processes: %w", err)

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"os"
 	"time"
 
 	"github.com/ducc-project/ducc/proc"
@@ -124,9 +123,8 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 	if spec.Kind == wire.ProcJob {
 		ps.Stdin = true // the agent feeds items over FIFOs
 		if spec.Protocol == wire.ProtocolExec {
-			exe, err := os.Executable()
-			if err == nil {
-				ps.Path, ps.Args = exe, append([]string{"exec-worker", "--", spec.Path}, spec.Args...)
+			if w, err := proc.ExecWorkerCommand(); err == nil {
+				ps.Path, ps.Args = w[0], append(append(w[1:], "--", spec.Path), spec.Args...)
 			}
 		}
 	}

@@ -34,11 +34,19 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// ducc and, next to it, the process shim the agent runs (as make
+	// build and the packages install them).
 	duccBin = filepath.Join(dir, "ducc")
-	out, err := exec.Command("go", "build", "-o", duccBin, "github.com/ducc-project/ducc/cmd/ducc").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build ducc: %v\n%s", err, out)
-		return 1
+	for _, b := range []struct{ out, pkg string }{{duccBin, "cmd/ducc"}, {filepath.Join(dir, "ducc-shim"), "cmd/ducc-shim"}} {
+		cmd := exec.Command("go", "build", "-o", b.out, "github.com/ducc-project/ducc/"+b.pkg)
+		if b.pkg == "cmd/ducc-shim" {
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build and the packages
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", b.pkg, err, out)
+			return 1
+		}
 	}
 	return m.Run()
 }

@@ -80,6 +80,10 @@ func TestPackageDeb(t *testing.T) {
 			t.Errorf("the package did not install %s: %v", f, err)
 		}
 	}
+	// The process shim the agent runs from ducc's directory (ARCHITECTURE.md).
+	if fi, err := os.Stat("/usr/bin/ducc-shim"); err != nil || fi.Mode()&0o111 == 0 {
+		t.Errorf("the package did not install an executable /usr/bin/ducc-shim: %v", err)
+	}
 	// The Grafana dashboard of the metrics (docs/operations.md).
 	if _, err := os.Stat("/usr/share/ducc/grafana/ducc-dashboard.json"); err != nil {
 		t.Errorf("the package did not install the Grafana dashboard: %v", err)

@@ -1,8 +1,15 @@
 // Package proc is the only package in ducc that forks.
 //
 // It launches a process as a user inside a cgroup through a small shim
-// (`ducc shim`, entry point [RunShim]) that stays the process's parent,
-// records its exit status on disk, and lets a restarted agent re-adopt it.
+// (entry point [RunShim]) that stays the process's parent, records its exit
+// status on disk, and lets a restarted agent re-adopt it.
+//
+// The shim, and the worker of exec jobs ([RunExecWorker]), run from the
+// small executable ducc-shim ([Main], cmd/ducc-shim) when it lies next to
+// the running executable, else from that executable (`ducc shim`, `ducc
+// exec-worker`): [ShimCommand] and [ExecWorkerCommand] choose. ducc-shim
+// links this package and what it needs, not the CLI, libp2p or
+// Prometheus, so a process start does not pay for initializing them.
 //
 // # Files
 //

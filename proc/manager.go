@@ -33,6 +33,12 @@ type Manager struct {
 	runSeq uint64 // numbers Run's processes
 	closed bool
 	wg     sync.WaitGroup // watchers and OnExit goroutines
+
+	// forgotten holds the ids this Manager forgot last (at most
+	// forgetMemory, oldest first in forgottenOrder), so that a repeated
+	// Forget costs no lookup on cgroupfs and disk; guarded by mu.
+	forgotten      map[string]struct{}
+	forgottenOrder []string
 }
 
 type entry struct {
@@ -689,15 +695,26 @@ func (m *Manager) AppendLog(id string) (*os.File, error) {
 	return f, nil
 }
 
+// forgetMemory is how many forgotten ids a Manager remembers: the head
+// repeats its acknowledgement of an ended process in every desired state
+// until the agent's next heartbeat no longer reports it, hundreds of times
+// a second under short jobs.
+const forgetMemory = 4096
+
 // Forget removes an ended process: its directory and its cgroup. Call it
-// once the head has acknowledged the exit.
+// once the head has acknowledged the exit. Forgetting a process again is a
+// no-op (for the last forgetMemory ids, without a system call).
 func (m *Manager) Forget(id string) error {
 	if err := ValidID(id); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	e, ok := m.procs[id]
+	_, done := m.forgotten[id]
 	m.mu.Unlock()
+	if !ok && done {
+		return nil
+	}
 	if ok {
 		select {
 		case <-e.done:
@@ -718,8 +735,26 @@ func (m *Manager) Forget(id string) error {
 	}
 	m.mu.Lock()
 	delete(m.procs, id)
+	m.rememberForgotten(id)
 	m.mu.Unlock()
 	return nil
+}
+
+// rememberForgotten adds id to the forgotten ids, dropping the oldest
+// beyond forgetMemory; m.mu is held.
+func (m *Manager) rememberForgotten(id string) {
+	if _, ok := m.forgotten[id]; ok {
+		return
+	}
+	if m.forgotten == nil {
+		m.forgotten = make(map[string]struct{}, forgetMemory)
+	}
+	if len(m.forgottenOrder) >= forgetMemory {
+		delete(m.forgotten, m.forgottenOrder[0])
+		m.forgottenOrder = m.forgottenOrder[1:]
+	}
+	m.forgotten[id] = struct{}{}
+	m.forgottenOrder = append(m.forgottenOrder, id)
 }
 
 // Close stops the watchers and waits for them (and for running OnExit

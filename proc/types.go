@@ -119,8 +119,9 @@ type Status struct {
 type Config struct {
 	// DataDir: processes live in DataDir/procs/<id>/.
 	DataDir string
-	// ShimCommand runs the shim, e.g. {"/usr/bin/ducc", "shim"}; the
-	// process directory is appended as the last argument.
+	// ShimCommand runs the shim, e.g. {"/usr/bin/ducc-shim", "shim"}
+	// (see [ShimCommand]); the process directory is appended as the last
+	// argument.
 	ShimCommand []string
 	// ShimEnv is added to the agent's environment for the shim.
 	ShimEnv []string

@@ -1,0 +1,169 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ducc-project/ducc/wire"
+)
+
+// The ducc side of the comparison with Slurm (docs/performance.md, issue
+// 12): `make bench-e2e` runs these with the stream job of
+// bench_e2e_test.go. They print figures; they assert only that the work
+// ran.
+
+// cpuTicks is the CPU time of a process in clock ticks: its own (utime,
+// stime) and that of the children it reaped (cutime, cstime: the shims).
+func cpuTicks(tb testing.TB, pid int) (self, children int64) {
+	tb.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// Fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	n := func(i int) int64 { v, _ := strconv.ParseInt(f[i-3], 10, 64); return v } // i: field number in proc(5)
+	return n(14) + n(15), n(16) + n(17)
+}
+
+// clockTick is USER_HZ, 100 on every Linux ducc runs on.
+const clockTick = 10 * time.Millisecond
+
+func rssKiB(tb testing.TB, pid int) int64 {
+	tb.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// BenchmarkShortJobs500: 500 × `ducc run --detach -- true`, one after the
+// other, then until the last has ended (the peer: 500 × `sbatch
+// --wrap=true`). It reports jobs/s end to end (from the first submit to
+// the last end the head recorded), the submit rate, and the agent's CPU per
+// job with the shims it reaped.
+//
+//	go test -run XXX -bench ShortJobs500 -benchtime 3x ./e2e/
+func BenchmarkShortJobs500(b *testing.B) {
+	const n = 500
+	c := startCluster(b)
+	c.ducc("run", "--", "true") // warm up
+	pid := c.cmd.Process.Pid
+	var e2e, submit time.Duration
+	var ticks int64
+	b.ResetTimer()
+	for range b.N {
+		s0, c0 := cpuTicks(b, pid)
+		ids := make(map[uint64]bool, n)
+		t0 := time.Now()
+		for range n {
+			out, errs, code := c.ducc("run", "--detach", "--", "true")
+			id, err := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+			if code != 0 || err != nil {
+				b.Fatalf("run --detach: exit %d: %s %s", code, out, errs)
+			}
+			ids[id] = true
+		}
+		submit += time.Since(t0)
+		last := waitHistory(b, c, ids, t0)
+		e2e += last.Sub(t0)
+		s1, c1 := cpuTicks(b, pid)
+		ticks += s1 - s0 + c1 - c0
+	}
+	b.StopTimer()
+	jobs := float64(n * b.N)
+	b.ReportMetric(jobs/e2e.Seconds(), "jobs/s")
+	b.ReportMetric(jobs/submit.Seconds(), "submits/s")
+	b.ReportMetric(float64(time.Duration(ticks)*clockTick)/float64(time.Millisecond)/jobs, "agent-cpu-ms/job")
+	b.ReportMetric(0, "ns/op")
+}
+
+// waitHistory waits until every work of ids has an accounting record and
+// returns the latest end among them.
+func waitHistory(b *testing.B, c *cluster, ids map[uint64]bool, since time.Time) time.Time {
+	b.Helper()
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		out, errs, code := c.ducc("history", "--json", "--since", since.Add(-time.Second).Format(time.RFC3339))
+		if code != 0 {
+			b.Fatalf("history: exit %d: %s", code, errs)
+		}
+		var rep wire.HistoryReply
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			b.Fatalf("history: %v", err)
+		}
+		seen, last := 0, int64(0)
+		for _, r := range rep.Records {
+			if ids[r.ID] {
+				seen++
+				if r.ExitCode != 0 {
+					b.Fatalf("work %d: %s %s", r.ID, r.State, r.Reason)
+				}
+				last = max(last, r.EndedAt)
+			}
+		}
+		if seen == len(ids) {
+			return time.UnixMilli(last)
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d short jobs ended in 10 minutes", seen, len(ids))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// BenchmarkSubmitDetach: one `ducc run --detach -- true`, CLI start to
+// id printed (the peer: `sbatch --wrap=true`).
+func BenchmarkSubmitDetach(b *testing.B) {
+	c := startCluster(b)
+	c.ducc("run", "--", "true") // warm up
+	b.ResetTimer()
+	for range b.N {
+		if out, errs, code := c.ducc("run", "--detach", "--", "true"); code != 0 {
+			b.Fatalf("exit %d: %s %s", code, out, errs)
+		}
+	}
+}
+
+// BenchmarkIdle: a fresh dev agent, idle: its RSS and its CPU over 60 s
+// (-benchtime 1x; DUCC_BENCH_IDLE=10s shortens the window).
+func BenchmarkIdle(b *testing.B) {
+	window := time.Minute
+	if s := os.Getenv("DUCC_BENCH_IDLE"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			b.Fatalf("DUCC_BENCH_IDLE: %v", err)
+		}
+		window = d
+	}
+	c := startCluster(b)
+	pid := c.cmd.Process.Pid
+	time.Sleep(5 * time.Second) // past the start
+	var cpu, wall time.Duration
+	var rss int64
+	b.ResetTimer()
+	for range b.N {
+		s0, c0 := cpuTicks(b, pid)
+		t0 := time.Now()
+		time.Sleep(window)
+		wall += time.Since(t0)
+		s1, c1 := cpuTicks(b, pid)
+		cpu += time.Duration(s1-s0+c1-c0) * clockTick
+		rss = rssKiB(b, pid)
+	}
+	b.StopTimer()
+	b.ReportMetric(100*cpu.Seconds()/wall.Seconds(), "%-core")
+	b.ReportMetric(float64(rss)/1024, "RSS-MiB")
+	b.ReportMetric(0, "ns/op")
+}
