@@ -21,15 +21,15 @@ import (
 
 // joinTarget is one configured join address and what we learned of it.
 type joinTarget struct {
-	addr multiaddr.Multiaddr // transport part, without /p2p
-	id   peer.ID             // from the address, or learned on first contact
+	addr    multiaddr.Multiaddr // transport part, without /p2p
+	id      peer.ID             // from the address, or learned on first contact
+	learned bool                // id was learned, not configured: learn it again if the address answers with another
 }
 
 // joiner keeps this agent connected to the agents listed under join.
 type joiner struct {
 	a       *Agent
 	targets []*joinTarget
-	probe   peer.ID // a peer id nobody has, used to learn a peer's real id
 
 	mu      sync.Mutex
 	lastErr error // the last failure when no join peer is connected
@@ -50,13 +50,6 @@ func newJoiner(a *Agent) (*joiner, error) {
 			continue // our own address in a shared config
 		}
 		j.targets = append(j.targets, t)
-	}
-	_, pub, err := crypto.GenerateEd25519Key(rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("join: probe identity: %w", err)
-	}
-	if j.probe, err = peer.IDFromPublicKey(pub); err != nil {
-		return nil, fmt.Errorf("join: probe identity: %w", err)
 	}
 	return j, nil
 }
@@ -150,13 +143,17 @@ func (j *joiner) dial(ctx context.Context, t *joinTarget) error {
 		if id == j.a.host.ID() {
 			return nil
 		}
-		t.id = id
+		t.id, t.learned = id, true
 	}
 	if sw, ok := j.a.host.Network().(*swarm.Swarm); ok {
 		sw.Backoff().Clear(t.id) // the agent may just have come back
 	}
 	err := j.a.host.Connect(ctx, peer.AddrInfo{ID: t.id, Addrs: []multiaddr.Multiaddr{t.addr}})
 	if err != nil {
+		var mismatch sec.ErrPeerIDMismatch
+		if t.learned && errors.As(err, &mismatch) {
+			t.id = "" // another agent answers there now (a reinstalled node): learn it again
+		}
 		return fmt.Errorf("join %s: %w", t.addr, wire.ExplainJoinError(ctx, t.addr, err))
 	}
 	j.a.host.Peerstore().AddAddr(t.id, t.addr, peerstore.PermanentAddrTTL)
@@ -165,12 +162,17 @@ func (j *joiner) dial(ctx context.Context, t *joinTarget) error {
 
 // learnID finds the peer id of the agent at addr: a dial that names a peer
 // id nobody has fails the Noise handshake with the real id in the error.
+// Each call uses a fresh probe id: the targets are dialled in parallel,
+// and dials of one peer id are merged by libp2p (every address in its
+// peerstore entry is tried), so a shared probe could learn one agent's id
+// for another agent's address.
 func (j *joiner) learnID(ctx context.Context, addr multiaddr.Multiaddr) (peer.ID, error) {
-	if sw, ok := j.a.host.Network().(*swarm.Swarm); ok {
-		sw.Backoff().Clear(j.probe)
+	probe, err := newProbeID()
+	if err != nil {
+		return "", err
 	}
-	j.a.host.Peerstore().ClearAddrs(j.probe)
-	err := j.a.host.Connect(ctx, peer.AddrInfo{ID: j.probe, Addrs: []multiaddr.Multiaddr{addr}})
+	defer j.a.host.Peerstore().RemovePeer(probe)
+	err = j.a.host.Connect(ctx, peer.AddrInfo{ID: probe, Addrs: []multiaddr.Multiaddr{addr}})
 	var mismatch sec.ErrPeerIDMismatch
 	if errors.As(err, &mismatch) {
 		return mismatch.Actual, nil
@@ -179,4 +181,17 @@ func (j *joiner) learnID(ctx context.Context, addr multiaddr.Multiaddr) (peer.ID
 		return "", fmt.Errorf("join %s: the probe dial unexpectedly succeeded", addr)
 	}
 	return "", fmt.Errorf("join %s: %w", addr, wire.ExplainJoinError(ctx, addr, err))
+}
+
+// newProbeID makes a peer id that nobody has.
+func newProbeID() (peer.ID, error) {
+	_, pub, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		return "", fmt.Errorf("join: probe identity: %w", err)
+	}
+	id, err := peer.IDFromPublicKey(pub)
+	if err != nil {
+		return "", fmt.Errorf("join: probe identity: %w", err)
+	}
+	return id, nil
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -86,5 +87,51 @@ func TestJoinUnreachableLogsWarning(t *testing.T) {
 				t.Errorf("%d errors, want %d", got, tc.wantEr)
 			}
 		})
+	}
+}
+
+// Join addresses given without /p2p are dialled in parallel; each must
+// learn the id of the agent at its own address (a shared probe id once
+// gave every address the id of one agent, and when that agent died the
+// node could reach no other).
+func TestJoinLearnsEachAddressesID(t *testing.T) {
+	psk := wiretest.Key(t)
+	var join []string
+	want := map[string]bool{}
+	for range 3 {
+		n := wiretest.NewNode(t, psk)
+		for _, ma := range n.Host.Addrs() {
+			if strings.Contains(ma.String(), "/ip4/127.0.0.1/tcp/") {
+				join = append(join, ma.String())
+				want[n.Host.ID().String()] = true
+				break
+			}
+		}
+	}
+	node := wiretest.NewNode(t, psk)
+	a := &Agent{cfg: &Config{Join: join}, log: slog.New(&levels{}), host: node.Host}
+	j, err := newJoiner(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 { // several rounds: the race needed parallel probes
+		for _, tg := range j.targets {
+			tg.id, tg.learned = "", false
+		}
+		if n := j.round(context.Background()); n != 3 {
+			t.Fatalf("connected to %d of 3 targets", n)
+		}
+		got := map[string]bool{}
+		for _, tg := range j.targets {
+			got[tg.id.String()] = true
+		}
+		if len(got) != 3 {
+			t.Fatalf("the three addresses learned %d distinct ids: %v (want %v)", len(got), got, want)
+		}
+		for id := range got {
+			if !want[id] {
+				t.Fatalf("learned id %s belongs to no target", id)
+			}
+		}
 	}
 }
