@@ -18,8 +18,13 @@ const failoverPoll = 200 * time.Millisecond
 // grace and a node timeout pass, and how late heartbeats arrive.
 func failover(ctx context.Context, hs heads, o *Options) (*FailoverResult, error) {
 	old := hs.leader()
-	if old == nil {
-		return nil, errors.New("sim: no head leads before the failover")
+	for waitBy := time.Now().Add(time.Minute); old == nil; old = hs.leader() {
+		if time.Now().After(waitBy) {
+			return nil, errors.New("sim: no head leads before the failover")
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return nil, err
+		}
 	}
 	endedBefore, _, err := workCounts(ctx, hs)
 	if err != nil {
@@ -72,9 +77,19 @@ func failover(ctx context.Context, hs heads, o *Options) (*FailoverResult, error
 	down := map[string]bool{}
 	fr.NodesUpMin = -1
 	for {
+		// The leadership may move again on a busy machine: ask whichever
+		// member leads now.
 		var nl wire.NodeList
-		if err := nh.call(ctx, wire.MethodNodes, wire.Empty{}, &nl); err != nil {
-			log.Warn("the new head does not answer", "err", err)
+		if l := hs.leader(); l == nil {
+			log.Warn("no head leads now")
+		} else {
+			if l != nh {
+				log.Warn("the leadership moved again", "head", l.name)
+				nh, fr.Elections = l, fr.Elections+1
+			}
+			if err := l.call(ctx, wire.MethodNodes, wire.Empty{}, &nl); err != nil {
+				log.Warn("the head does not answer", "head", l.name, "err", err)
+			}
 		}
 		up := 0
 		for _, n := range nl.Nodes {

@@ -75,6 +75,9 @@ func writeFailover(w io.Writer, f *FailoverResult) {
 	}
 	fmt.Fprintf(w, "failover\t%s: %s stopped, %s leads %.2f s later; %s; watched %.0f s\n",
 		verdict, f.OldHead, f.NewHead, f.NewHeadSeconds, allUp, f.WatchedSeconds)
+	if f.Elections > 0 {
+		fmt.Fprintf(w, "more elections\t%d while watched\n", f.Elections)
+	}
 	fmt.Fprintf(w, "after the failover\t%d nodes declared down, %d written off, %d processes stopped, head lists %d running; fewest up %d\n",
 		f.NodesDown, f.WrittenOff, f.Stopped, f.HeadRunning, f.NodesUpMin)
 	fmt.Fprintf(w, "new head\t%.0f heartbeats/s, lag p50 %.0f ms, p99 %.0f ms, max %.0f ms; %.3f cores\n",

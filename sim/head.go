@@ -91,6 +91,13 @@ func startHeads(ctx context.Context, o *Options) (_ heads, err error) {
 			}
 		}
 	}
+	// Joining may have cost the first member its leadership on a busy
+	// machine: wait for a leader again.
+	for hs.leader() == nil {
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return nil, fmt.Errorf("sim head: waiting for a leader: %w", err)
+		}
+	}
 	return hs, nil
 }
 
@@ -134,7 +141,7 @@ func startHead(ctx context.Context, o *Options, psk pnet.PSK, i int, earlier hea
 	}
 	s.srv, err = server.New(server.Config{
 		Host: s.host, Heartbeats: s.hbT, Leaders: s.leadT,
-		DataDir: s.dir, BootstrapExpect: expect, FollowedLeader: follow, Heartbeat: o.Heartbeat,
+		DataDir: s.dir, BootstrapExpect: expect, FollowedLeader: follow, Heartbeat: o.Heartbeat, Elect: o.Elect,
 		Node: s.name, Version: "sim", Scheduler: rm.DefaultConfig(), NodeTimeout: o.NodeTimeout, MaxHeartbeatsPerSecond: max(o.MaxHeartbeatsPerSecond, 0),
 		Metrics: web.NewHeadMetrics(s.reg),
 		Hooks:   server.Hooks{Heartbeat: s.sawHeartbeat, Pushed: s.pushed},

@@ -57,6 +57,9 @@ type Options struct {
 	// processes it writes off, heartbeat lag. It needs Heads ≥ 2 (3 if
 	// zero) and processes that run until the end (RunFor 0).
 	Failover bool
+	// Elect is the head group's Raft heartbeat and election timeout
+	// (head.election_timeout; 500 ms if zero, as ducc's default).
+	Elect time.Duration
 	// FakesCommand starts the fake agents in a child process (e.g.
 	// {"/usr/bin/ducc", "sim", "--fakes-only"}); nil runs them in this
 	// process, and the head's CPU and memory figures then include theirs.
@@ -237,6 +240,9 @@ type FailoverResult struct {
 	// NewHeadSeconds is from the stop until another member ran the head
 	// (elected, its barrier applied); -1 if none did in time.
 	NewHeadSeconds float64 `json:"new_head_seconds"`
+	// Elections counts further changes of leader while watched (the
+	// figures below are of whichever member led).
+	Elections int `json:"elections,omitempty"`
 	// AllUpSeconds is from the stop until the new head saw every node up
 	// (each had sent it a heartbeat); -1 if it never did.
 	AllUpSeconds float64 `json:"all_up_seconds"`

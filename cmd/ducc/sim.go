@@ -129,6 +129,7 @@ Fake nodes run nothing: a wanted process is Running at once (and ends after
 	f.BoolVar(&o.SubscribeHeartbeats, "agents-subscribe", false, "fake hosts subscribe to the heartbeat topic, as every agent does today (gossipsub then delivers every heartbeat to every host)")
 	f.IntVar(&o.Heads, "heads", 0, "head candidates in one head group (default 1, or 3 with --failover)")
 	f.BoolVar(&o.Failover, "failover", false, "stop the leading head once the work runs and measure the new head; exit non-zero if it declared a node down or wrote off a process")
+	f.DurationVar(&o.Elect, "election-timeout", 500*time.Millisecond, "the head group's Raft heartbeat and election timeout (head.election_timeout)")
 	f.BoolVar(&inProcess, "in-process", false, "run the fake agents in the head's process (head figures then include them)")
 	f.StringVar(&logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	f.BoolVar(&fakesOnly, "fakes-only", false, "internal: be the fakes process of a simulation (JSON lines on stdin/stdout)")

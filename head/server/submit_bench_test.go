@@ -23,14 +23,22 @@ import (
 // scheduling cycles and their assignments run beside the submissions.
 //
 //	go test -run XXX -bench Submit -benchtime 2000x ./head/server/
+//
+// via=libp2p sends each submission from another libp2p host over an RPC
+// stream to the head's router (wire.Serve → Server.Handle), as an agent
+// forwards its CLI's calls; via=call runs it through Server.Call (the
+// same encoding, no stream).
 func BenchmarkSubmit(b *testing.B) {
 	for _, nodes := range []int{100, 5000} {
-		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) { benchSubmit(b, nodes, 16) })
+		for _, via := range []string{"call", "libp2p"} {
+			b.Run(fmt.Sprintf("nodes=%d/via=%s", nodes, via), func(b *testing.B) { benchSubmit(b, nodes, 16, via == "libp2p") })
+		}
 	}
 }
 
-func benchSubmit(b *testing.B, nodes, inFlight int) {
-	node := wiretest.NewNode(b, wiretest.Key(b))
+func benchSubmit(b *testing.B, nodes, inFlight int, overStreams bool) {
+	key := wiretest.Key(b)
+	node := wiretest.NewNode(b, key)
 	cfg := Config{
 		Host: node.Host, Heartbeats: node.Heartbeats, Leaders: node.Leaders,
 		DataDir: b.TempDir(), BootstrapExpect: 1, Elect: 100 * time.Millisecond, Heartbeat: time.Second,
@@ -52,6 +60,18 @@ func benchSubmit(b *testing.B, nodes, inFlight int) {
 		}
 	}()
 	wiretest.Eventually(b, "the election", s.Leading)
+	call := func(ctx context.Context, c wire.Caller, req wire.RunRequest, rep *wire.SubmitReply) error {
+		return s.Call(ctx, wire.MethodRun, c, req, rep)
+	}
+	if overStreams {
+		wire.Serve(node.Host, s.Handle, wire.WithServeLogger(cfg.Logger))
+		defer wire.StopServing(node.Host)
+		agent := wiretest.NewNode(b, key)
+		wiretest.Connect(b, agent, node)
+		call = func(ctx context.Context, c wire.Caller, req wire.RunRequest, rep *wire.SubmitReply) error {
+			return wire.Call(ctx, agent.Host, node.Host.ID(), wire.MethodRun, c, req, rep)
+		}
+	}
 	h := s.Head()
 	// The nodes' pushes fail at once (no such peer); their heartbeats are
 	// folded in directly.
@@ -73,7 +93,7 @@ func benchSubmit(b *testing.B, nodes, inFlight int) {
 			for next.Add(1) <= int64(b.N) {
 				var rep wire.SubmitReply
 				req := wire.RunRequest{Path: "/bin/true", Memory: 1 << 30}
-				if err := s.Call(ctx, wire.MethodRun, caller, req, &rep); err != nil || rep.ID == 0 {
+				if err := call(ctx, caller, req, &rep); err != nil || rep.ID == 0 {
 					if failed.Add(1) == 1 {
 						b.Errorf("submit: %v (id %d)", err, rep.ID)
 					}
