@@ -61,9 +61,9 @@ func firstErr(s string) string {
 }
 
 func writeFailover(w io.Writer, f *FailoverResult) {
-	verdict := "held: no node down, nothing written off"
+	verdict := "held: the new head declared no node down, wrote nothing off"
 	if !f.Held() {
-		verdict = "LOST WORK OR NODES"
+		verdict = "the new head LOST NODES OR WORK"
 	}
 	if f.NewHeadSeconds < 0 {
 		fmt.Fprintf(w, "failover\t%s stopped; no new head within a minute\n", f.OldHead)

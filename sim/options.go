@@ -272,7 +272,9 @@ type FailoverResult struct {
 }
 
 // Held reports whether the failover lost nothing: a new head took over,
-// declared no node down and wrote off no process.
+// declared no node down and wrote off no process while watched. (What
+// the old head lost before it was stopped shows in Result.Work and
+// Stopped.)
 func (f *FailoverResult) Held() bool {
-	return f.NewHeadSeconds >= 0 && f.NodesDown == 0 && f.WrittenOff == 0 && f.Stopped == 0
+	return f.NewHeadSeconds >= 0 && f.NodesDown == 0 && f.WrittenOff == 0
 }

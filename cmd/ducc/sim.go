@@ -38,7 +38,7 @@ host and data directory, as one head group. --failover then stops the
 leading head hard once the work runs and measures the election and the new
 head: time to a new head, nodes it declares down, processes it writes off,
 heartbeat lag; the command exits non-zero if any node went down or any
-process was written off.
+process was written off, before the failover or after it.
 
 Fake nodes run nothing: a wanted process is Running at once (and ends after
 --run-for, if set). Many fake nodes share one libp2p host (--nodes-per-host).`,
@@ -108,8 +108,13 @@ Fake nodes run nothing: a wanted process is Running at once (and ends after
 			} else {
 				err = sim.WriteTable(cmd.OutOrStdout(), res)
 			}
-			if err == nil && res.Failover != nil && !res.Failover.Held() {
-				return &exitError{code: exitFailed, msg: "the failover lost nodes or work (see the failover figures)"}
+			if err == nil && res.Failover != nil {
+				switch {
+				case !res.Failover.Held():
+					return &exitError{code: exitFailed, msg: "the failover lost nodes or work (see the failover figures)"}
+				case res.Failover.Stopped > 0 || res.Work.HeadRunning < res.Work.Running:
+					return &exitError{code: exitFailed, msg: "the first head lost nodes or work before the failover (see the work figures)"}
+				}
 			}
 			return err
 		},
