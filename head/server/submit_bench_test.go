@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
@@ -60,26 +61,31 @@ func benchSubmit(b *testing.B, nodes, inFlight int, overStreams bool) {
 		}
 	}()
 	wiretest.Eventually(b, "the election", s.Leading)
+	// One agent host stands for every node: it takes their desired-state
+	// pushes (over real RPC streams, acknowledged at once) and, with
+	// overStreams, sends the submissions.
+	agent := wiretest.NewNode(b, key)
+	wiretest.Connect(b, agent, node)
+	wire.Serve(agent.Host, func(context.Context, peer.ID, *wire.Request) (any, error) { return wire.Empty{}, nil })
+	defer wire.StopServing(agent.Host)
 	call := func(ctx context.Context, c wire.Caller, req wire.RunRequest, rep *wire.SubmitReply) error {
 		return s.Call(ctx, wire.MethodRun, c, req, rep)
 	}
 	if overStreams {
 		wire.Serve(node.Host, s.Handle, wire.WithServeLogger(cfg.Logger))
 		defer wire.StopServing(node.Host)
-		agent := wiretest.NewNode(b, key)
-		wiretest.Connect(b, agent, node)
 		call = func(ctx context.Context, c wire.Caller, req wire.RunRequest, rep *wire.SubmitReply) error {
 			return wire.Call(ctx, agent.Host, node.Host.ID(), wire.MethodRun, c, req, rep)
 		}
 	}
 	h := s.Head()
-	// The nodes' pushes fail at once (no such peer); their heartbeats are
-	// folded in directly.
+	// The nodes' heartbeats are folded in directly; their pushes go to
+	// the agent host.
 	for i := range nodes {
 		h.Heartbeat(ctx, wire.Heartbeat{
-			Node: fmt.Sprintf("node%05d", i), PeerID: "bench", Seq: 1, Time: time.Now().UnixMilli(),
+			Node: fmt.Sprintf("node%05d", i), PeerID: agent.Host.ID().String(), Seq: 1, Time: time.Now().UnixMilli(),
 			MemTotal: 32 << 30, MemSchedulable: 32 << 30, CPUs: 16,
-		}, "bench")
+		}, agent.Host.ID().String())
 	}
 	caller := wire.Caller{User: "bench", UID: 1000, GID: 1000, Node: "head"}
 	var next atomic.Int64
