@@ -243,6 +243,15 @@ func (hs heads) leader() *simHead {
 	return nil
 }
 
+// leaderOrFirst returns the leader, or the first member when none leads
+// at this moment (the fakes then follow the next announcement).
+func (hs heads) leaderOrFirst() *simHead {
+	if l := hs.leader(); l != nil {
+		return l
+	}
+	return hs[0]
+}
+
 func (hs heads) close() {
 	for _, h := range hs {
 		h.close()

@@ -24,7 +24,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer h.close()
 	res := &Result{Heads: o.Heads, SubscribeHeartbeats: o.SubscribeHeartbeats, Nodes: o.Nodes, FakeHosts: o.hosts(), HeartbeatSec: o.Heartbeat.Seconds(), FakesInProcess: o.FakesCommand == nil}
 	cfg := fakesConfig{
-		Head: h.addrInfo(), Leader: h.leader().host.ID().String(), ClusterKey: h[0].psk, Nodes: o.Nodes, NodesPerHost: o.NodesPerHost, Heartbeat: o.Heartbeat,
+		Head: h.addrInfo(), Leader: h.leaderOrFirst().host.ID().String(), ClusterKey: h[0].psk, Nodes: o.Nodes, NodesPerHost: o.NodesPerHost, Heartbeat: o.Heartbeat,
 		NodeMemory: o.NodeMemory, WorkMemory: o.WorkMemory, RunFor: o.RunFor, Submitters: o.Submitters,
 		Subscribe: o.SubscribeHeartbeats,
 	}
@@ -55,7 +55,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err != nil {
 			// With several heads, the leadership may move on a busy
 			// machine; the join goes on with the next head.
-			log.Warn("no head answers; waiting", "err", err)
+			log.Debug("no head answers; waiting", "err", err)
 		}
 		res.NodesUp = up
 		if err == nil && up >= o.Nodes {
