@@ -18,6 +18,13 @@
 // per fake host rather than per node; everything above the connection
 // (heartbeats, signatures, validation, pushes, reports) is per node.
 //
+// Options.Heads runs several head candidates in this process as one head
+// group (each a real head server with its own libp2p host and data
+// directory; the fakes connect to all and follow the leader
+// announcements), and Options.Failover stops the leader hard once the work
+// runs and watches the member that takes over: the time to a new head, the
+// nodes it declares down and the work it writes off (FailoverResult).
+//
 // By default the fake agents and the workload driver run in a child
 // process (Options.FakesCommand, e.g. `ducc sim --fakes-only`), so the CPU
 // and memory measured in the parent are the head's alone; the child talks

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -21,7 +22,8 @@ import (
 // fakesConfig is what the fake agents need; it crosses to a child process
 // as JSON.
 type fakesConfig struct {
-	Head         []string      `json:"head"`        // head multiaddrs ending in /p2p/ID
+	Head         []string      `json:"head"`        // every head candidate's multiaddrs ending in /p2p/ID
+	Leader       string        `json:"leader"`      // peer id of the head that leads at the start
 	ClusterKey   []byte        `json:"cluster_key"` // raw PSK
 	Nodes        int           `json:"nodes"`
 	NodesPerHost int           `json:"nodes_per_host"`
@@ -89,17 +91,24 @@ func startFakes(ctx context.Context, cfg fakesConfig, logger *slog.Logger) (_ *f
 	if len(cfg.Head) == 0 {
 		return nil, errors.New("fake agents: no head address")
 	}
-	head, err := peer.AddrInfoFromString(cfg.Head[0])
-	if err != nil {
-		return nil, fmt.Errorf("fake agents: head address %q: %w", cfg.Head[0], err)
-	}
-	for _, a := range cfg.Head[1:] {
-		if ai, err := peer.AddrInfoFromString(a); err == nil {
-			head.Addrs = append(head.Addrs, ai.Addrs...)
+	var heads []peer.AddrInfo // one per head candidate, in order
+	for _, a := range cfg.Head {
+		ai, err := peer.AddrInfoFromString(a)
+		if err != nil {
+			return nil, fmt.Errorf("fake agents: head address %q: %w", a, err)
+		}
+		if i := slices.IndexFunc(heads, func(h peer.AddrInfo) bool { return h.ID == ai.ID }); i >= 0 {
+			heads[i].Addrs = append(heads[i].Addrs, ai.Addrs...)
+		} else {
+			heads = append(heads, *ai)
 		}
 	}
+	leader, err := peer.Decode(cfg.Leader)
+	if err != nil {
+		return nil, fmt.Errorf("fake agents: leader %q: %w", cfg.Leader, err)
+	}
 	rctx, cancel := context.WithCancel(context.Background())
-	f := &fakes{cfg: cfg, log: logger, leader: head.ID, interval: cfg.Heartbeat, running: map[uint64]time.Time{}, cancel: cancel}
+	f := &fakes{cfg: cfg, log: logger, leader: leader, interval: cfg.Heartbeat, running: map[uint64]time.Time{}, cancel: cancel}
 	defer func() {
 		if err != nil {
 			f.stop()
@@ -113,8 +122,12 @@ func startFakes(ctx context.Context, cfg fakesConfig, logger *slog.Logger) (_ *f
 		if err != nil {
 			return nil, err
 		}
-		if err := fh.h.Connect(ctx, *head); err != nil {
-			return nil, fmt.Errorf("fake host %d: connect to the head: %w", i, wire.ExplainDialError(err))
+		// Every agent is connected to every head candidate (its bootstrap
+		// peers), so that a new head hears the heartbeats at once.
+		for _, head := range heads {
+			if err := fh.h.Connect(ctx, head); err != nil {
+				return nil, fmt.Errorf("fake host %d: connect to head %s: %w", i, head.ID, wire.ExplainDialError(err))
+			}
 		}
 	}
 	for i := range cfg.Nodes {

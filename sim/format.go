@@ -20,6 +20,9 @@ func WriteTable(w io.Writer, r *Result) error {
 	if r.JoinSeconds < 0 {
 		join = "not all nodes joined"
 	}
+	if r.Heads > 1 {
+		fmt.Fprintf(tw, "head candidates\t%d in this process (head figures are theirs together)\n", r.Heads)
+	}
 	fmt.Fprintf(tw, "simulated nodes\t%d on %d libp2p hosts, heartbeat %gs, fakes %s\n", r.Nodes, r.FakeHosts, r.HeartbeatSec, where)
 	fmt.Fprintf(tw, "join\t%s; nodes up at end %d, fewest seen %d\n", join, r.NodesUp, r.NodesUpMin)
 	fmt.Fprintln(tw)
@@ -40,6 +43,9 @@ func WriteTable(w io.Writer, r *Result) error {
 		fmt.Fprintf(tw, "submit → Running\tp50 %.0f ms, p99 %.0f ms, max %.0f ms; all %d running after %.2f s; head lists %d running at the end\n",
 			wk.LatencyP50MS, wk.LatencyP99MS, wk.LatencyMaxMS, wk.Running, wk.AllRunningSeconds, wk.HeadRunning)
 	}
+	if fo := r.Failover; fo != nil {
+		writeFailover(tw, fo)
+	}
 	fmt.Fprintf(tw, "head peak RSS\t%.0f MiB\n", r.HeadPeakRSSMiB)
 	f := r.Fakes
 	fmt.Fprintf(tw, "fakes\t%.1f CPU s, peak RSS %.0f MiB; %d heartbeats sent (%d failed), %d pushes received, %d reports (%d failed), %d processes started, %d ended\n",
@@ -52,4 +58,28 @@ func firstErr(s string) string {
 		return ""
 	}
 	return "; first: " + s
+}
+
+func writeFailover(w io.Writer, f *FailoverResult) {
+	verdict := "held: the new head declared no node down, wrote nothing off"
+	if !f.Held() {
+		verdict = "the new head LOST NODES OR WORK"
+	}
+	if f.NewHeadSeconds < 0 {
+		fmt.Fprintf(w, "failover\t%s stopped; no new head within a minute\n", f.OldHead)
+		return
+	}
+	allUp := fmt.Sprintf("every node up at the new head %.1f s after the stop", f.AllUpSeconds)
+	if f.AllUpSeconds < 0 {
+		allUp = "not every node came up at the new head"
+	}
+	fmt.Fprintf(w, "failover\t%s: %s stopped, %s leads %.2f s later; %s; watched %.0f s\n",
+		verdict, f.OldHead, f.NewHead, f.NewHeadSeconds, allUp, f.WatchedSeconds)
+	if f.Elections > 0 {
+		fmt.Fprintf(w, "more elections\t%d while watched\n", f.Elections)
+	}
+	fmt.Fprintf(w, "after the failover\t%d nodes declared down, %d written off, %d processes stopped, head lists %d running; fewest up %d\n",
+		f.NodesDown, f.WrittenOff, f.Stopped, f.HeadRunning, f.NodesUpMin)
+	fmt.Fprintf(w, "new head\t%.0f heartbeats/s, lag p50 %.0f ms, p99 %.0f ms, max %.0f ms; %.3f cores\n",
+		f.Heartbeats, f.HeartbeatLagP50MS, f.HeartbeatLagP99MS, f.HeartbeatLagMaxMS, f.HeadCPU)
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -45,6 +46,20 @@ type Options struct {
 	// interval never stretches). The fake agents follow the interval the
 	// head announces.
 	MaxHeartbeatsPerSecond int
+	// Heads is the number of head candidates (default 1): the first
+	// bootstraps the head group and leads, the others join it as
+	// followers, each with its own libp2p host and data directory, all in
+	// this process.
+	Heads int
+	// Failover stops the leading head hard once the work runs (or after
+	// the idle window when there is none) and measures the election and
+	// what the new head does: time to a new head, nodes it declares down,
+	// processes it writes off, heartbeat lag. It needs Heads ≥ 2 (3 if
+	// zero) and processes that run until the end (RunFor 0).
+	Failover bool
+	// Elect is the head group's Raft heartbeat and election timeout
+	// (head.election_timeout; 500 ms if zero, as ducc's default).
+	Elect time.Duration
 	// FakesCommand starts the fake agents in a child process (e.g.
 	// {"/usr/bin/ducc", "sim", "--fakes-only"}); nil runs them in this
 	// process, and the head's CPU and memory figures then include theirs.
@@ -87,12 +102,24 @@ func (o *Options) defaults() error {
 	if o.MaxHeartbeatsPerSecond == 0 {
 		o.MaxHeartbeatsPerSecond = 2000
 	}
+	if o.Heads <= 0 {
+		o.Heads = 1
+		if o.Failover {
+			o.Heads = 3
+		}
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
 	o.Logger = o.Logger.With("component", "sim")
 	if o.Nodes < 1 {
 		return fmt.Errorf("sim: --nodes must be at least 1, got %d", o.Nodes)
+	}
+	if o.Failover && o.Heads < 2 {
+		return fmt.Errorf("sim: a failover needs at least 2 heads, got %d", o.Heads)
+	}
+	if o.Failover && o.RunFor > 0 {
+		return errors.New("sim: a failover counts every process that ends as written off: it needs processes that run until the end (no --run-for)")
 	}
 	if o.WorkMemory > o.NodeMemory {
 		return fmt.Errorf("sim: work memory %d exceeds node memory %d: no node could hold it", o.WorkMemory, o.NodeMemory)
@@ -109,6 +136,7 @@ func (o *Options) hosts() int { return (o.Nodes + o.NodesPerHost - 1) / o.NodesP
 // Result is what a simulation measured.
 type Result struct {
 	Nodes        int     `json:"nodes"`
+	Heads        int     `json:"heads"`
 	FakeHosts    int     `json:"fake_hosts"`
 	HeartbeatSec float64 `json:"heartbeat_seconds"`
 	// AnnouncedHeartbeatSec is the heartbeat interval the head announced
@@ -132,6 +160,9 @@ type Result struct {
 	Submit     Phase      `json:"submit"`
 	Busy       Phase      `json:"busy"`
 	Work       WorkResult `json:"work"`
+	// Failover is what happened when the leading head was stopped (nil:
+	// no failover was run).
+	Failover *FailoverResult `json:"failover,omitempty"`
 	// HeadPeakRSSMiB is the head process's peak resident memory (VmHWM).
 	HeadPeakRSSMiB float64   `json:"head_peak_rss_mib"`
 	Fakes          FakeStats `json:"fakes"`
@@ -197,4 +228,53 @@ type FakeStats struct {
 	ReportErrors   uint64  `json:"report_errors"`
 	Started        uint64  `json:"procs_started"`
 	Ended          uint64  `json:"procs_ended"`
+}
+
+// FailoverResult is what a failover measured, from the moment the leading
+// head was stopped.
+type FailoverResult struct {
+	// OldHead is the node name of the head that was stopped and NewHead
+	// the one that took over ("" if none did).
+	OldHead string `json:"old_head"`
+	NewHead string `json:"new_head,omitempty"`
+	// NewHeadSeconds is from the stop until another member ran the head
+	// (elected, its barrier applied); -1 if none did in time.
+	NewHeadSeconds float64 `json:"new_head_seconds"`
+	// Elections counts further changes of leader while watched (the
+	// figures below are of whichever member led).
+	Elections int `json:"elections,omitempty"`
+	// AllUpSeconds is from the stop until the new head saw every node up
+	// (each had sent it a heartbeat); -1 if it never did.
+	AllUpSeconds float64 `json:"all_up_seconds"`
+	// WatchedSeconds is how long the new head was watched after it took
+	// over: past its failover grace and a node timeout.
+	WatchedSeconds float64 `json:"watched_seconds"`
+	// NodesDown is how many nodes the new head listed Down at any sample
+	// (every 200 ms) while watched; NodesUpMin the fewest it listed Up
+	// once all were up.
+	NodesDown  int `json:"nodes_down"`
+	NodesUpMin int `json:"nodes_up_min"`
+	// WrittenOff is how much of the submitted work ended while watched
+	// (every process runs until the end, so a process that ended was
+	// written off); HeadRunning how many the new head lists running at
+	// the end; Stopped how many processes the fakes were told to stop
+	// in the whole run.
+	WrittenOff  int    `json:"written_off"`
+	HeadRunning int    `json:"head_running"`
+	Stopped     uint64 `json:"procs_stopped"`
+	// Heartbeat lag at the new head while watched, and heartbeats it
+	// handled per second.
+	HeartbeatLagP50MS float64 `json:"heartbeat_lag_p50_ms"`
+	HeartbeatLagP99MS float64 `json:"heartbeat_lag_p99_ms"`
+	HeartbeatLagMaxMS float64 `json:"heartbeat_lag_max_ms"`
+	Heartbeats        float64 `json:"heartbeats_per_second"`
+	HeadCPU           float64 `json:"head_cpu"`
+}
+
+// Held reports whether the failover lost nothing: a new head took over,
+// declared no node down and wrote off no process while watched. (What
+// the old head lost before it was stopped shows in Result.Work and
+// Stopped.)
+func (f *FailoverResult) Held() bool {
+	return f.NewHeadSeconds >= 0 && f.NodesDown == 0 && f.WrittenOff == 0
 }

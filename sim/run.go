@@ -17,14 +17,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	log := o.Logger
-	h, err := startHead(ctx, &o)
+	h, err := startHeads(ctx, &o)
 	if err != nil {
 		return nil, err
 	}
 	defer h.close()
-	res := &Result{SubscribeHeartbeats: o.SubscribeHeartbeats, Nodes: o.Nodes, FakeHosts: o.hosts(), HeartbeatSec: o.Heartbeat.Seconds(), FakesInProcess: o.FakesCommand == nil}
+	res := &Result{Heads: o.Heads, SubscribeHeartbeats: o.SubscribeHeartbeats, Nodes: o.Nodes, FakeHosts: o.hosts(), HeartbeatSec: o.Heartbeat.Seconds(), FakesInProcess: o.FakesCommand == nil}
 	cfg := fakesConfig{
-		Head: h.addrInfo(), ClusterKey: h.psk, Nodes: o.Nodes, NodesPerHost: o.NodesPerHost, Heartbeat: o.Heartbeat,
+		Head: h.addrInfo(), Leader: h.leaderOrFirst().host.ID().String(), ClusterKey: h[0].psk, Nodes: o.Nodes, NodesPerHost: o.NodesPerHost, Heartbeat: o.Heartbeat,
 		NodeMemory: o.NodeMemory, WorkMemory: o.WorkMemory, RunFor: o.RunFor, Submitters: o.Submitters,
 		Subscribe: o.SubscribeHeartbeats,
 	}
@@ -53,10 +53,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	for {
 		up, err := h.nodesUp(ctx)
 		if err != nil {
-			return nil, err
+			// With several heads, the leadership may move on a busy
+			// machine; the join goes on with the next head.
+			log.Debug("no head answers; waiting", "err", err)
 		}
 		res.NodesUp = up
-		if up >= o.Nodes {
+		if err == nil && up >= o.Nodes {
 			res.JoinSeconds = time.Since(t0).Seconds()
 			break
 		}
@@ -134,12 +136,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			}
 		}
 	}
+	if o.Failover {
+		if res.Failover, err = failover(ctx, h, &o); err != nil {
+			return nil, err
+		}
+	}
 	if u, err := sampleUsage(); err == nil {
 		res.HeadPeakRSSMiB = mib(u.peakRSS)
 	}
 	res.MaxHeartbeatsPerSecond = max(o.MaxHeartbeatsPerSecond, 0)
-	if hd := h.srv.Head(); hd != nil {
-		res.AnnouncedHeartbeatSec = hd.HeartbeatInterval().Seconds()
+	if l := h.leader(); l != nil {
+		if hd := l.srv.Head(); hd != nil {
+			res.AnnouncedHeartbeatSec = hd.HeartbeatInterval().Seconds()
+		}
 	}
 	// Stop the head first, so that it does not log every node's push
 	// failing as the fakes go away.
@@ -147,6 +156,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	stopped = true
 	if res.Fakes, err = r.stop(); err != nil {
 		log.Warn("stopping the fakes", "err", err)
+	}
+	if res.Failover != nil {
+		// Every process runs until the end (Options.Failover): whatever
+		// the fakes were told to stop, a head stopped.
+		res.Failover.Stopped = res.Fakes.Ended
 	}
 	return res, nil
 }

@@ -113,6 +113,44 @@ func TestSimStretchedHeartbeats(t *testing.T) {
 	}
 }
 
+// TestSimFailover runs three head candidates, stops the leader hard once
+// every reservation runs, and checks the outcome: another member takes
+// over, declares no node down and writes off no process, and every
+// reservation still runs.
+func TestSimFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("watches a new head past its failover grace")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Options{
+		Nodes: 200, NodesPerHost: 50, Duration: 2 * time.Second, Heartbeat: 500 * time.Millisecond,
+		Heads: 3, Failover: true, Logger: testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", res)
+	fo := res.Failover
+	if fo == nil {
+		t.Fatal("no failover result")
+	}
+	t.Logf("failover: %+v", *fo)
+	if res.Work.Running != 200 || res.Work.SubmitErrors != 0 {
+		t.Fatalf("before the failover: %d running, %d submissions failed; want 200 and none", res.Work.Running, res.Work.SubmitErrors)
+	}
+	if fo.NewHeadSeconds < 0 || fo.NewHead == fo.OldHead || fo.NewHead == "" {
+		t.Fatalf("no new head took over from %s (new %q)", fo.OldHead, fo.NewHead)
+	}
+	if fo.NodesDown != 0 || fo.WrittenOff != 0 || fo.Stopped != 0 || !fo.Held() {
+		t.Errorf("the new head declared %d nodes down, wrote off %d pieces of work, stopped %d processes; want none",
+			fo.NodesDown, fo.WrittenOff, fo.Stopped)
+	}
+	if fo.AllUpSeconds < 0 || fo.HeadRunning != 200 {
+		t.Errorf("after the failover: all up after %.1fs, head lists %d running; want every node up and 200", fo.AllUpSeconds, fo.HeadRunning)
+	}
+}
+
 // TestSimChild runs the fakes in a child process and lets processes end:
 // the head must see the ends and the fakes' CPU is reported separately.
 func TestSimChild(t *testing.T) {

@@ -33,6 +33,13 @@ acknowledgements. After the nodes have joined, measure an idle window, submit
 busy window. Reports head CPU and RSS, heartbeats handled per second,
 desired-state pushes, scheduling cycles and submit-to-Running latency.
 
+With --heads N the process runs N head candidates, each with its own libp2p
+host and data directory, as one head group. --failover then stops the
+leading head hard once the work runs and measures the election and the new
+head: time to a new head, nodes it declares down, processes it writes off,
+heartbeat lag; the command exits non-zero if any node went down or any
+process was written off, before the failover or after it.
+
 Fake nodes run nothing: a wanted process is Running at once (and ends after
 --run-for, if set). Many fake nodes share one libp2p host (--nodes-per-host).`,
 		Args: cobra.NoArgs,
@@ -97,9 +104,19 @@ Fake nodes run nothing: a wanted process is Running at once (and ends after
 				return &exitError{code: exitFailed, msg: err.Error()}
 			}
 			if g.json {
-				return printJSON(cmd.OutOrStdout(), res)
+				err = printJSON(cmd.OutOrStdout(), res)
+			} else {
+				err = sim.WriteTable(cmd.OutOrStdout(), res)
 			}
-			return sim.WriteTable(cmd.OutOrStdout(), res)
+			if err == nil && res.Failover != nil {
+				switch {
+				case !res.Failover.Held():
+					return &exitError{code: exitFailed, msg: "the failover lost nodes or work (see the failover figures)"}
+				case res.Failover.Stopped > 0 || res.Work.HeadRunning < res.Work.Running:
+					return &exitError{code: exitFailed, msg: "the first head lost nodes or work before the failover (see the work figures)"}
+				}
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -115,6 +132,9 @@ Fake nodes run nothing: a wanted process is Running at once (and ends after
 	f.DurationVar(&o.NodeTimeout, "node-timeout", 10*time.Second, "the head's node timeout")
 	f.IntVar(&o.MaxHeartbeatsPerSecond, "max-heartbeats-per-second", 2000, "the head's heartbeat intake bound: it stretches the interval it announces beyond that (negative: never)")
 	f.BoolVar(&o.SubscribeHeartbeats, "agents-subscribe", false, "fake hosts subscribe to the heartbeat topic, as every agent does today (gossipsub then delivers every heartbeat to every host)")
+	f.IntVar(&o.Heads, "heads", 0, "head candidates in one head group (default 1, or 3 with --failover)")
+	f.BoolVar(&o.Failover, "failover", false, "stop the leading head once the work runs and measure the new head; exit non-zero if it declared a node down or wrote off a process")
+	f.DurationVar(&o.Elect, "election-timeout", 500*time.Millisecond, "the head group's Raft heartbeat and election timeout (head.election_timeout)")
 	f.BoolVar(&inProcess, "in-process", false, "run the fake agents in the head's process (head figures then include them)")
 	f.StringVar(&logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	f.BoolVar(&fakesOnly, "fakes-only", false, "internal: be the fakes process of a simulation (JSON lines on stdin/stdout)")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
@@ -23,14 +24,22 @@ import (
 // scheduling cycles and their assignments run beside the submissions.
 //
 //	go test -run XXX -bench Submit -benchtime 2000x ./head/server/
+//
+// via=libp2p sends each submission from another libp2p host over an RPC
+// stream to the head's router (wire.Serve → Server.Handle), as an agent
+// forwards its CLI's calls; via=call runs it through Server.Call (the
+// same encoding, no stream).
 func BenchmarkSubmit(b *testing.B) {
 	for _, nodes := range []int{100, 5000} {
-		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) { benchSubmit(b, nodes, 16) })
+		for _, via := range []string{"call", "libp2p"} {
+			b.Run(fmt.Sprintf("nodes=%d/via=%s", nodes, via), func(b *testing.B) { benchSubmit(b, nodes, 16, via == "libp2p") })
+		}
 	}
 }
 
-func benchSubmit(b *testing.B, nodes, inFlight int) {
-	node := wiretest.NewNode(b, wiretest.Key(b))
+func benchSubmit(b *testing.B, nodes, inFlight int, overStreams bool) {
+	key := wiretest.Key(b)
+	node := wiretest.NewNode(b, key)
 	cfg := Config{
 		Host: node.Host, Heartbeats: node.Heartbeats, Leaders: node.Leaders,
 		DataDir: b.TempDir(), BootstrapExpect: 1, Elect: 100 * time.Millisecond, Heartbeat: time.Second,
@@ -52,14 +61,31 @@ func benchSubmit(b *testing.B, nodes, inFlight int) {
 		}
 	}()
 	wiretest.Eventually(b, "the election", s.Leading)
+	// One agent host stands for every node: it takes their desired-state
+	// pushes (over real RPC streams, acknowledged at once) and, with
+	// overStreams, sends the submissions.
+	agent := wiretest.NewNode(b, key)
+	wiretest.Connect(b, agent, node)
+	wire.Serve(agent.Host, func(context.Context, peer.ID, *wire.Request) (any, error) { return wire.Empty{}, nil })
+	defer wire.StopServing(agent.Host)
+	call := func(ctx context.Context, c wire.Caller, req wire.RunRequest, rep *wire.SubmitReply) error {
+		return s.Call(ctx, wire.MethodRun, c, req, rep)
+	}
+	if overStreams {
+		wire.Serve(node.Host, s.Handle, wire.WithServeLogger(cfg.Logger))
+		defer wire.StopServing(node.Host)
+		call = func(ctx context.Context, c wire.Caller, req wire.RunRequest, rep *wire.SubmitReply) error {
+			return wire.Call(ctx, agent.Host, node.Host.ID(), wire.MethodRun, c, req, rep)
+		}
+	}
 	h := s.Head()
-	// The nodes' pushes fail at once (no such peer); their heartbeats are
-	// folded in directly.
+	// The nodes' heartbeats are folded in directly; their pushes go to
+	// the agent host.
 	for i := range nodes {
 		h.Heartbeat(ctx, wire.Heartbeat{
-			Node: fmt.Sprintf("node%05d", i), PeerID: "bench", Seq: 1, Time: time.Now().UnixMilli(),
+			Node: fmt.Sprintf("node%05d", i), PeerID: agent.Host.ID().String(), Seq: 1, Time: time.Now().UnixMilli(),
 			MemTotal: 32 << 30, MemSchedulable: 32 << 30, CPUs: 16,
-		}, "bench")
+		}, agent.Host.ID().String())
 	}
 	caller := wire.Caller{User: "bench", UID: 1000, GID: 1000, Node: "head"}
 	var next atomic.Int64
@@ -73,7 +99,7 @@ func benchSubmit(b *testing.B, nodes, inFlight int) {
 			for next.Add(1) <= int64(b.N) {
 				var rep wire.SubmitReply
 				req := wire.RunRequest{Path: "/bin/true", Memory: 1 << 30}
-				if err := s.Call(ctx, wire.MethodRun, caller, req, &rep); err != nil || rep.ID == 0 {
+				if err := call(ctx, caller, req, &rep); err != nil || rep.ID == 0 {
 					if failed.Add(1) == 1 {
 						b.Errorf("submit: %v (id %d)", err, rep.ID)
 					}
