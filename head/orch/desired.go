@@ -133,12 +133,20 @@ func fingerprint(ds wire.DesiredState) string {
 	return b.String()
 }
 
-// pushAll pushes every up node whose desired state changed.
+// pushAll pushes every up node whose desired state changed. It needs the
+// names only: no copy and no sort of every node (with 5,000 nodes that was
+// a tenth of a busy head's CPU).
 func (o *Orchestrator) pushAll(ctx context.Context) {
-	for _, n := range o.Nodes() {
+	o.mu.Lock()
+	up := make([]string, 0, len(o.nodes))
+	for name, n := range o.nodes {
 		if n.State == NodeUp {
-			o.pushNode(n.Name, false)
+			up = append(up, name)
 		}
+	}
+	o.mu.Unlock()
+	for _, name := range up {
+		o.pushNode(name, false)
 	}
 }
 
