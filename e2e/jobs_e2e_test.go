@@ -237,7 +237,9 @@ func TestJobBadSpec(t *testing.T) {
 		want string
 	}{
 		{"unknown class", []string{"--scheduling-class", "hgih"}, `unknown class "hgih"`},
-		{"reserve class", []string{"--scheduling-class", "reserve"}, "jobs need a FAIR_SHARE or FIXED_SHARE class"},
+		// A job may use a RESERVE class (as DUCC): each process then needs a
+		// whole machine of exactly its memory, which this node is not.
+		{"reserve class, no machine of that size", []string{"--scheduling-class", "reserve"}, "gets a whole machine of exactly its size"},
 		{"too big", []string{"--process-memory-size", "64G"}, "no node can hold 64 GiB"},
 		{"bad protocol", []string{"--worker-protocol", "carrier-pigeon"}, "worker_protocol"},
 	}

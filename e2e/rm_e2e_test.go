@@ -62,8 +62,19 @@ func TestReserveAndClasses(t *testing.T) {
 	if w := c.show(id); w.Completion != "CanceledByUser" {
 		t.Errorf("released reservation: %+v", w)
 	}
-	if _, errs, code := c.ducc("reserve", "--memory", "8G", "--class", "fixed"); code != 2 || !strings.Contains(errs, "RESERVE class") {
-		t.Errorf("reserve in a fixed class: %d %q", code, errs)
+	// As DUCC: a reservation in a FIXED_SHARE class holds its memory in
+	// shares on a node, not a whole machine.
+	out, errs, code = c.ducc("reserve", "--memory", "2G", "--class", "fixed", "--wait")
+	if code != 0 {
+		t.Fatalf("reserve in a fixed class: exit %d %q %q", code, out, errs)
+	}
+	fixedID := strings.Fields(out)[1]
+	fixedID = strings.TrimSuffix(fixedID, ":")
+	if w := c.show(fixedID); len(w.Procs) != 1 || w.Procs[0].MemoryLimit != 2<<30 {
+		t.Errorf("reservation in a FIXED_SHARE class holds %+v; want one hold of 2 GiB", w.Procs)
+	}
+	if _, errs, code := c.ducc("reserve", "--memory", "8G", "--class", "normal"); code != 2 || !strings.Contains(errs, "RESERVE class") {
+		t.Errorf("reserve in a FAIR_SHARE class: %d %q", code, errs)
 	}
 }
 
