@@ -33,6 +33,8 @@ test-short:
 	$(GO) test -short -count=1 ./...
 
 vet:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
 STATICCHECK_VERSION := v0.8.2

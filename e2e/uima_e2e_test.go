@@ -438,7 +438,9 @@ func TestUIMADriverMemoryFlat(t *testing.T) {
 }
 
 // bytes0 reports whether b starts with prefix.
-func bytes0(b []byte, prefix string) bool { return len(b) >= len(prefix) && string(b[:len(prefix)]) == prefix }
+func bytes0(b []byte, prefix string) bool {
+	return len(b) >= len(prefix) && string(b[:len(prefix)]) == prefix
+}
 
 // uimaFixture is a dev cluster whose CLI finds the jars of this tree.
 type uimaFixture struct {
