@@ -361,20 +361,12 @@ func (f *feeder) snapshot() feedState {
 }
 
 // readWorker parses the worker's stdout; lines that are not protocol go to
-// the process's log, opened (by openLog, on the first such line) as the
-// process's user and never through a symlink: the user owns the log and
-// may have replaced it (proc.Manager.AppendLog). A log that cannot be
-// opened is said once in the agent's log, and those lines are dropped. A
-// line longer than maxLine ends the reading with an overlong event.
+// the process's log (otherLines). A line longer than maxLine ends the
+// reading with an overlong event.
 func readWorker(ctx context.Context, log *slog.Logger, out *os.File, openLog func() (*os.File, error), events chan<- feedEvent) {
 	defer close(events)
-	var logf *os.File
-	opened := false
-	defer func() {
-		if logf != nil {
-			logf.Close()
-		}
-	}()
+	other := &otherLines{open: openLog, log: log, who: "worker"}
+	defer other.close()
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	for sc.Scan() {
@@ -403,25 +395,49 @@ func readWorker(ctx context.Context, log *slog.Logger, out *os.File, openLog fun
 			}
 			continue
 		}
-		if !opened {
-			opened = true
-			var err error
-			if logf, err = openLog(); err != nil {
-				log.Warn("the worker's output that is not protocol is dropped: its log cannot be written", "err", err)
-			}
-		}
-		if logf != nil {
-			if _, err := fmt.Fprintf(logf, "%s\n", line); err != nil {
-				log.Warn("cannot write the worker's output to its log", "err", err)
-				logf.Close()
-				logf = nil
-			}
-		}
+		other.write(line)
 	}
 	if errors.Is(sc.Err(), bufio.ErrTooLong) {
 		select {
 		case events <- feedEvent{overlong: true}:
 		case <-ctx.Done():
 		}
+	}
+}
+
+// otherLines writes the lines of a process's stdout that are not protocol
+// to the process's log, opened by open on the first such line (as the
+// process's user, never through a symlink: proc.Manager.AppendLog). A log
+// that cannot be opened or written is said once in the agent's log, and
+// the lines are dropped from then on.
+type otherLines struct {
+	open   func() (*os.File, error)
+	log    *slog.Logger
+	who    string // "worker", "driver": for the agent's log
+	f      *os.File
+	opened bool
+}
+
+func (o *otherLines) write(line []byte) {
+	if !o.opened {
+		o.opened = true
+		var err error
+		if o.f, err = o.open(); err != nil {
+			o.log.Warn("the "+o.who+"'s output that is not protocol is dropped: its log cannot be written", "err", err)
+		}
+	}
+	if o.f == nil {
+		return
+	}
+	if _, err := fmt.Fprintf(o.f, "%s\n", line); err != nil {
+		o.log.Warn("cannot write the "+o.who+"'s output to its log", "err", err)
+		o.f.Close()
+		o.f = nil
+	}
+}
+
+func (o *otherLines) close() {
+	if o.f != nil {
+		o.f.Close()
 	}
 }

@@ -374,13 +374,8 @@ func (p *driverPump) finish(events <-chan driverEvent) {
 // its log, as readWorker does for job processes.
 func readDriver(ctx context.Context, log *slog.Logger, out *os.File, openLog func() (*os.File, error), events chan<- driverEvent) {
 	defer close(events)
-	var logf *os.File
-	opened := false
-	defer func() {
-		if logf != nil {
-			logf.Close()
-		}
-	}()
+	other := &otherLines{open: openLog, log: log, who: "driver"}
+	defer other.close()
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	for sc.Scan() {
@@ -405,19 +400,7 @@ func readDriver(ctx context.Context, log *slog.Logger, out *os.File, openLog fun
 			}
 			continue
 		}
-		if !opened {
-			opened = true
-			var err error
-			if logf, err = openLog(); err != nil {
-				log.Warn("the driver's output that is not protocol is dropped: its log cannot be written", "err", err)
-			}
-		}
-		if logf != nil {
-			if _, err := fmt.Fprintf(logf, "%s\n", line); err != nil {
-				logf.Close()
-				logf = nil
-			}
-		}
+		other.write(line)
 	}
 	if errors.Is(sc.Err(), bufio.ErrTooLong) {
 		select {
