@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ducc-project/ducc/wire"
 )
 
 // The UIMA tests run real JVMs with Debian's UIMA: ducc-uima.jar (java/),
@@ -542,12 +544,21 @@ func TestUIMAJob(t *testing.T) {
 		"process_deployments_max = 4",
 		"process_jvm_args = -Xmx128m",
 		"input_file = "+input)
+	w := f.checkMarkedJob(t, id, out, n)
+	if len(w.Procs) < 2 {
+		t.Errorf("the job ran in %d job processes, want several", len(w.Procs))
+	}
+}
+
+// checkMarkedJob waits for a job of the counting reader's n documents,
+// every 1500th marked so that the word annotator throws (MarkEvery=1500),
+// and checks that exactly document 1499 failed, with the exception, and
+// that the CAS consumer wrote every other document once.
+func (f *uimaFixture) checkMarkedJob(t *testing.T, id, out string, n int) wire.WorkInfo {
+	t.Helper()
 	w := f.waitEnd(t, id, 5*time.Minute)
 	if w.Job.Done != n-1 || w.Job.Failed != 1 {
 		t.Fatalf("job ended %s %q: %+v", w.Completion, w.Reason, w.Job)
-	}
-	if len(w.Procs) < 2 {
-		t.Errorf("the job ran in %d job processes, want several", len(w.Procs))
 	}
 	failed := f.results(t, id, "--failed")
 	if len(failed) != 1 || !strings.Contains(failed[0]["error"].(string), "marked document: document 1499") ||
@@ -561,6 +572,7 @@ func TestUIMAJob(t *testing.T) {
 		}
 	}
 	checkLineWriter(t, out, want, 0)
+	return w
 }
 
 // TestUIMAJobPlainTextAndKill: plain-text items from an input file; a job
@@ -862,22 +874,7 @@ func TestUIMAJobWithDriver(t *testing.T) {
 		"process_pipeline_count = 2",
 		"process_deployments_max = 4",
 		"process_jvm_args = -Xmx128m")
-	w := f.waitEnd(t, id, 5*time.Minute)
-	if w.Job.Done != n-1 || w.Job.Failed != 1 {
-		t.Fatalf("job ended %s %q: %+v", w.Completion, w.Reason, w.Job)
-	}
-	failed := f.results(t, id, "--failed")
-	if len(failed) != 1 || !strings.Contains(failed[0]["error"].(string), "marked document: document 1499") ||
-		label(failed[0]["item"].(string)) != "count:1499" {
-		t.Fatalf("failed results: %v", failed)
-	}
-	var want []string
-	for i := range n {
-		if i != 1499 {
-			want = append(want, "count:"+strconv.Itoa(i))
-		}
-	}
-	checkLineWriter(t, out, want, 0)
+	f.checkMarkedJob(t, id, out, n)
 }
 
 // TestUIMAExamplesWithDriver: uima-examples' file-system reader, person
