@@ -188,26 +188,3 @@ func exitCode(c *cluster, args ...string) int {
 	_, _, code := c.ducc(args...)
 	return code
 }
-
-// startClusterIn starts a dev cluster in dir with its data directory at
-// data (which may be on a filesystem of its own), like startCluster.
-func startClusterIn(t *testing.T, dir, data string) *cluster {
-	t.Helper()
-	c := &cluster{dir: dir, agentProc: &agentProc{
-		t:       t,
-		name:    "n1",
-		argv:    []string{duccBin, "agent", "--dev", "--data-dir", data, "--memory", "16G", "--node", "n1"},
-		dataDir: data,
-		sock:    filepath.Join(data, "ducc.sock"),
-		logPath: filepath.Join(dir, "agent.log"),
-	}}
-	c.start()
-	t.Cleanup(func() {
-		c.stop()
-		if t.Failed() {
-			t.Logf("---- agent log (tail) ----\n%s", c.logTail())
-		}
-		killLeftovers(data)
-	})
-	return c
-}

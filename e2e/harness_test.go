@@ -282,7 +282,13 @@ type cluster struct {
 func startCluster(t testing.TB, agentArgs ...string) *cluster {
 	t.Helper()
 	dir := scratchDir(t)
-	data := filepath.Join(dir, "data")
+	return startClusterIn(t, dir, filepath.Join(dir, "data"), agentArgs...)
+}
+
+// startClusterIn starts a dev cluster in dir with its data directory at
+// data (which may be on a filesystem of its own), like startCluster.
+func startClusterIn(t testing.TB, dir, data string, agentArgs ...string) *cluster {
+	t.Helper()
 	c := &cluster{dir: dir, agentProc: &agentProc{
 		t:       t,
 		name:    "n1",
