@@ -18,16 +18,26 @@ func AppendUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v
 func AppendVarint(b []byte, v int64) []byte { return binary.AppendVarint(b, v) }
 
 // Uvarints unpacks exactly n unsigned integers from b.
-func Uvarints(b []byte, n int) ([]uint64, error) { return unpack(b, n, binary.Uvarint) }
+func Uvarints(b []byte, n int) ([]uint64, error) {
+	out := make([]uint64, n)
+	for i := range n {
+		v, k := binary.Uvarint(b)
+		if k <= 0 {
+			return nil, fmt.Errorf("wire: packed integer %d of %d is malformed or missing", i+1, n)
+		}
+		out[i], b = v, b[k:]
+	}
+	if len(b) > 0 {
+		return nil, fmt.Errorf("wire: %d bytes after %d packed integers", len(b), n)
+	}
+	return out, nil
+}
 
 // Varints unpacks exactly n signed integers from b.
-func Varints(b []byte, n int) ([]int64, error) { return unpack(b, n, binary.Varint) }
-
-// unpack decodes exactly n integers from b with decode.
-func unpack[T uint64 | int64](b []byte, n int, decode func([]byte) (T, int)) ([]T, error) {
-	out := make([]T, n)
+func Varints(b []byte, n int) ([]int64, error) {
+	out := make([]int64, n)
 	for i := range n {
-		v, k := decode(b)
+		v, k := binary.Varint(b)
 		if k <= 0 {
 			return nil, fmt.Errorf("wire: packed integer %d of %d is malformed or missing", i+1, n)
 		}
