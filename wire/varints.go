@@ -17,7 +17,9 @@ func AppendUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v
 // AppendVarint appends v (zig-zag, so small negative numbers stay short).
 func AppendVarint(b []byte, v int64) []byte { return binary.AppendVarint(b, v) }
 
-// Uvarints unpacks exactly n unsigned integers from b.
+// Uvarints unpacks exactly n unsigned integers from b. It and Varints are
+// two plain loops on purpose: one generic loop taking the decoder as a
+// function made restoring a 600,000-item snapshot about 10 % slower.
 func Uvarints(b []byte, n int) ([]uint64, error) {
 	out := make([]uint64, n)
 	for i := range n {
