@@ -57,6 +57,10 @@ func (j *fakeJD) call(_ context.Context, req wire.DriverRequest, rep *wire.Drive
 // was allowed to hold.
 func fakeDriver(t *testing.T, n int, in io.Reader, events chan<- driverEvent) {
 	defer close(events)
+	// Once done, go on reading what the pump writes, as a real driver's
+	// stdin (a pipe with a buffer, or closed: EPIPE) would take it: an
+	// io.Pipe nobody reads blocks the pump's last {"more": N} for good.
+	defer io.Copy(io.Discard, in)
 	events <- driverEvent{ready: true}
 	events <- driverEvent{total: n}
 	sc := bufio.NewScanner(in)
