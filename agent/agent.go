@@ -20,6 +20,7 @@ import (
 	"github.com/ducc-project/ducc/head/server"
 	"github.com/ducc-project/ducc/proc"
 	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/p2p"
 )
 
 // Agent is the node daemon.
@@ -31,8 +32,8 @@ type Agent struct {
 
 	host   host.Host
 	ps     *pubsub.PubSub
-	hbT    *wire.Topic[wire.Heartbeat]
-	leadT  *wire.Topic[wire.LeaderAnnounce]
+	hbT    *p2p.Topic[wire.Heartbeat]
+	leadT  *p2p.Topic[wire.LeaderAnnounce]
 	procs  *proc.Manager
 	server *server.Server // the head side, on a head-eligible agent
 	inv    inventory
@@ -83,7 +84,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	id, err := wire.LoadOrCreateIdentity(filepath.Join(a.cfg.DataDir, "identity.key"))
+	id, err := p2p.LoadOrCreateIdentity(filepath.Join(a.cfg.DataDir, "identity.key"))
 	if err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("cluster key: %w", err)
 	}
 	a.webKey = wire.WebTokenKey(psk)
-	a.host, err = wire.NewHost(ctx, wire.HostConfig{Identity: id, ClusterKey: psk, ListenAddrs: a.cfg.Listen, Logger: a.base})
+	a.host, err = p2p.NewHost(ctx, p2p.HostConfig{Identity: id, ClusterKey: psk, ListenAddrs: a.cfg.Listen, Logger: a.base})
 	if err != nil {
 		return err
 	}
@@ -106,13 +107,13 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 
-	if a.ps, err = wire.NewPubSub(ctx, a.host, a.base); err != nil {
+	if a.ps, err = p2p.NewPubSub(ctx, a.host, a.base); err != nil {
 		return err
 	}
-	if a.hbT, err = wire.JoinTopic[wire.Heartbeat](a.ps, wire.TopicHeartbeat, wire.MaxHeartbeatSize, a.base); err != nil {
+	if a.hbT, err = p2p.JoinTopic[wire.Heartbeat](a.ps, wire.TopicHeartbeat, wire.MaxHeartbeatSize, a.base); err != nil {
 		return err
 	}
-	if a.leadT, err = wire.JoinTopic[wire.LeaderAnnounce](a.ps, wire.TopicLeader, wire.MaxAnnounceSize, a.base); err != nil {
+	if a.leadT, err = p2p.JoinTopic[wire.LeaderAnnounce](a.ps, wire.TopicLeader, wire.MaxAnnounceSize, a.base); err != nil {
 		return err
 	}
 
@@ -164,8 +165,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); a.joiner.run(ctx) }()
-	wire.Serve(a.host, a.handleRPC, wire.WithServeLogger(a.base))
-	defer wire.StopServing(a.host)
+	p2p.Serve(a.host, a.handleRPC, p2p.WithServeLogger(a.base))
+	defer p2p.StopServing(a.host)
 	a.host.SetStreamHandler(wire.ProtoLogs, a.serveLogStream)
 	defer a.host.RemoveStreamHandler(wire.ProtoLogs)
 
@@ -337,7 +338,7 @@ func (a *Agent) callHeadOnce(ctx context.Context, method string, c wire.Caller, 
 		}
 		return errNoHead
 	}
-	return wire.Call(ctx, a.host, leader, method, c, req, resp)
+	return p2p.Call(ctx, a.host, leader, method, c, req, resp)
 }
 
 // handleRPC answers RPCs from other agents: the methods the head sends

@@ -19,9 +19,6 @@ import (
 	"github.com/ducc-project/ducc/wire"
 )
 
-// AsHeader carries --as USER from the CLI; only root may set it.
-const AsHeader = "X-Ducc-As"
-
 type credKey struct{}
 
 // serveAPI serves the local HTTP/JSON API on the Unix socket.
@@ -44,10 +41,10 @@ func (a *Agent) serveAPI(ctx context.Context) (*http.Server, error) {
 		return nil, fmt.Errorf("chmod socket: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/run/attach", a.apiAttach)
-	mux.HandleFunc("GET /v1/logs", a.apiLogs)
-	mux.HandleFunc("GET /v1/id", a.apiID)
-	mux.HandleFunc("POST /v1/{method}", a.apiCall)
+	mux.HandleFunc("POST "+wire.PathRunAttach, a.apiAttach)
+	mux.HandleFunc("GET "+wire.PathLogs, a.apiLogs)
+	mux.HandleFunc("GET "+wire.PathID, a.apiID)
+	mux.HandleFunc("POST "+wire.PathCall+"{method}", a.apiCall)
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -92,7 +89,7 @@ func (a *Agent) caller(r *http.Request) (wire.Caller, error) {
 	}
 	var u *user.User
 	var err error
-	if as := r.Header.Get(AsHeader); as != "" {
+	if as := r.Header.Get(wire.AsHeader); as != "" {
 		if cred.Uid != 0 {
 			return wire.Caller{}, wire.Errorf(wire.CodeUsage, "only root may act for another user (--as %s)", as)
 		}
@@ -162,12 +159,6 @@ func decodeJSON(r *http.Request, v any) error {
 	return nil
 }
 
-// APIError is the JSON body of a failed local API call.
-type APIError struct {
-	Error string `json:"error"`
-	Code  int    `json:"code"`
-}
-
 func writeErr(w http.ResponseWriter, err error) {
 	code := wire.ErrorCode(err)
 	status := http.StatusInternalServerError
@@ -180,7 +171,7 @@ func writeErr(w http.ResponseWriter, err error) {
 	if code == wire.CodeOK {
 		code = wire.CodeError
 	}
-	writeJSON(w, status, APIError{Error: err.Error(), Code: code})
+	writeJSON(w, status, wire.APIError{Error: err.Error(), Code: code})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -189,20 +180,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// IDInfo is this agent's identity, as `ducc id` prints it.
-type IDInfo struct {
-	Cluster      string   `json:"cluster"`
-	Node         string   `json:"node"`
-	PeerID       string   `json:"peer_id"`
-	Addrs        []string `json:"addrs"` // full multiaddrs ending in /p2p/<peer id>
-	HeadEligible bool     `json:"head_eligible"`
-	Raft         string   `json:"raft,omitempty"`
-	Head         string   `json:"head,omitempty"` // peer id of the head this agent follows
-	JoinError    string   `json:"join_error,omitempty"`
-}
-
 func (a *Agent) apiID(w http.ResponseWriter, _ *http.Request) {
-	info := IDInfo{Cluster: a.cfg.Cluster, Node: a.cfg.Node, PeerID: a.host.ID().String(), HeadEligible: a.cfg.Head}
+	info := wire.IDInfo{Cluster: a.cfg.Cluster, Node: a.cfg.Node, PeerID: a.host.ID().String(), HeadEligible: a.cfg.Head}
 	for _, ma := range a.host.Addrs() {
 		info.Addrs = append(info.Addrs, ma.String()+"/p2p/"+info.PeerID)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/server"
 	"github.com/ducc-project/ducc/units"
+	"github.com/ducc-project/ducc/wire"
 )
 
 // Config is the agent's configuration, flattened from the sections of
@@ -309,18 +310,6 @@ func DevConfig(dataDir string) *Config {
 	return c
 }
 
-// DefaultDevDataDir is ~/.local/share/ducc.
-func DefaultDevDataDir() string {
-	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
-		return filepath.Join(d, "ducc")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return filepath.Join(os.TempDir(), "ducc")
-	}
-	return filepath.Join(home, ".local", "share", "ducc")
-}
-
 func (c *Config) fill() {
 	if c.Cluster == "" {
 		c.Cluster = "ducc"
@@ -343,9 +332,9 @@ func (c *Config) fill() {
 	}
 	if c.Socket == "" {
 		if c.Dev {
-			c.Socket = filepath.Join(c.DataDir, "ducc.sock")
+			c.Socket = filepath.Join(c.DataDir, wire.SocketName)
 		} else {
-			c.Socket = "/run/ducc/ducc.sock"
+			c.Socket = wire.SystemSocket
 		}
 	}
 	if c.BootstrapExpect == 0 && c.Head {

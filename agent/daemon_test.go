@@ -12,6 +12,7 @@ import (
 
 	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/p2p"
 	"github.com/ducc-project/ducc/wire/wiretest"
 )
 
@@ -70,7 +71,7 @@ func TestAgentForwardsCLICalls(t *testing.T) {
 		})
 	}
 
-	var id IDInfo
+	var id wire.IDInfo
 	if code, err := a.api(http.MethodGet, "/v1/id", nil, &id); err != nil || code != http.StatusOK {
 		t.Fatal(code, err)
 	}
@@ -118,7 +119,7 @@ func TestAgentRefusesAnotherNodesDesiredState(t *testing.T) {
 	fh.waitFor("a heartbeat of n1", func() bool { _, ok := fh.beats["n1"]; return ok })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := wire.Call(ctx, fh.node.Host, self, wire.MethodDesired, wire.Caller{Node: fh.name},
+	err := p2p.Call(ctx, fh.node.Host, self, wire.MethodDesired, wire.Caller{Node: fh.name},
 		wire.DesiredState{Node: "n2", Version: 1}, &wire.Empty{})
 	if wire.ErrorCode(err) != wire.CodeUsage {
 		t.Fatalf("desired state for another node: %v, want a usage error", err)
@@ -261,7 +262,7 @@ func TestAgentFollowsANewHead(t *testing.T) {
 	}
 	a := startAgent(t, workerConfig(t, psk, old))
 	wiretest.Eventually(t, "the agent to follow the old head", func() bool {
-		var id IDInfo
+		var id wire.IDInfo
 		_, err := a.api(http.MethodGet, "/v1/id", nil, &id)
 		return err == nil && id.Head == old.node.Host.ID().String()
 	})
@@ -316,7 +317,7 @@ func TestAgentWithoutHead(t *testing.T) {
 	if code != http.StatusServiceUnavailable || err == nil || !strings.Contains(err.Error(), "no head elected yet") {
 		t.Errorf("jobs without a head: %d %v", code, err)
 	}
-	var id IDInfo
+	var id wire.IDInfo
 	wiretest.Eventually(t, "the join error", func() bool {
 		_, err := a.api(http.MethodGet, "/v1/id", nil, &id)
 		return err == nil && id.JoinError != ""
@@ -345,7 +346,7 @@ func TestDevAgent(t *testing.T) {
 	if st.Head != "dev1" || st.RaftState != "Leader" || st.Agent != "dev1" {
 		t.Errorf("status %+v", st)
 	}
-	var id IDInfo
+	var id wire.IDInfo
 	if _, err := a.api(http.MethodGet, "/v1/id", nil, &id); err != nil || id.Raft != "Leader" || !id.HeadEligible {
 		t.Errorf("id %v %+v", err, id)
 	}

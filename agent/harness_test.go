@@ -21,6 +21,7 @@ import (
 	"github.com/ducc-project/ducc/proc"
 	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/p2p"
 	"github.com/ducc-project/ducc/wire/wiretest"
 )
 
@@ -77,7 +78,7 @@ func newFakeHead(t *testing.T, psk []byte, name string, term uint64) *fakeHead {
 		f.mu.Unlock()
 		return wire.Empty{}, nil
 	})
-	wire.Serve(f.node.Host, f.serve)
+	p2p.Serve(f.node.Host, f.serve)
 	sub, err := f.node.Heartbeats.Subscribe()
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +95,7 @@ func newFakeHead(t *testing.T, psk []byte, name string, term uint64) *fakeHead {
 			}
 			// As the head does, learn the agent's addresses to push to it.
 			if p, err := peer.Decode(hb.PeerID); err == nil {
-				wire.LearnAddrs(f.node.Host, p, hb.Addrs)
+				p2p.LearnAddrs(f.node.Host, p, hb.Addrs)
 			}
 			f.record(func() {
 				if hb.Delta {
@@ -192,7 +193,7 @@ func (f *fakeHead) push(t *testing.T, to peer.ID, ds wire.DesiredState) {
 	f.waitFor("a heartbeat of "+ds.Node, func() bool { _, ok := f.beats[ds.Node]; return ok })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := wire.Call(ctx, f.node.Host, to, wire.MethodDesired, wire.Caller{Node: f.name}, ds, &wire.Empty{}); err != nil {
+	if err := p2p.Call(ctx, f.node.Host, to, wire.MethodDesired, wire.Caller{Node: f.name}, ds, &wire.Empty{}); err != nil {
 		t.Fatalf("push desired state: %v", err)
 	}
 }
@@ -287,7 +288,7 @@ func (a *Agent) stopAll(t *testing.T) {
 // peerID waits for the agent's host and returns its peer id.
 func (a *testAgent) peerID(t *testing.T) peer.ID {
 	t.Helper()
-	var info IDInfo
+	var info wire.IDInfo
 	if code, err := a.api(http.MethodGet, "/v1/id", nil, &info); err != nil || code != http.StatusOK {
 		t.Fatalf("id: %d %v", code, err)
 	}
@@ -318,7 +319,7 @@ func (a *testAgent) apiAs(method, path, as string, body, out any) (int, error) {
 		return 0, err
 	}
 	if as != "" {
-		req.Header.Set(AsHeader, as)
+		req.Header.Set(wire.AsHeader, as)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -331,7 +332,7 @@ func (a *testAgent) apiAs(method, path, as string, body, out any) (int, error) {
 		return resp.StatusCode, nil
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e APIError
+		var e wire.APIError
 		if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
 			return resp.StatusCode, err
 		}
@@ -341,7 +342,7 @@ func (a *testAgent) apiAs(method, path, as string, body, out any) (int, error) {
 }
 
 // events calls a streaming endpoint and returns its NDJSON events.
-func (a *testAgent) events(t *testing.T, method, path string, body any) []AttachEvent {
+func (a *testAgent) events(t *testing.T, method, path string, body any) []wire.AttachEvent {
 	t.Helper()
 	var rd bytes.Reader
 	if body != nil {
@@ -359,10 +360,10 @@ func (a *testAgent) events(t *testing.T, method, path string, body any) []Attach
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var out []AttachEvent
+	var out []wire.AttachEvent
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		var ev AttachEvent
+		var ev wire.AttachEvent
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			t.Fatalf("event %q: %v", sc.Text(), err)
 		}
@@ -372,7 +373,7 @@ func (a *testAgent) events(t *testing.T, method, path string, body any) []Attach
 }
 
 // output joins the output of events.
-func output(evs []AttachEvent) string {
+func output(evs []wire.AttachEvent) string {
 	var b strings.Builder
 	for _, ev := range evs {
 		b.Write(ev.Output)

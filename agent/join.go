@@ -16,7 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/multiformats/go-multiaddr"
 
-	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/p2p"
 )
 
 // joinTarget is one configured join address and what we learned of it.
@@ -154,7 +154,7 @@ func (j *joiner) dial(ctx context.Context, t *joinTarget) error {
 		if t.learned && errors.As(err, &mismatch) {
 			t.id = "" // another agent answers there now (a reinstalled node): learn it again
 		}
-		return fmt.Errorf("join %s: %w", t.addr, wire.ExplainJoinError(ctx, t.addr, err))
+		return fmt.Errorf("join %s: %w", t.addr, p2p.ExplainJoinError(ctx, t.addr, err))
 	}
 	j.a.host.Peerstore().AddAddr(t.id, t.addr, peerstore.PermanentAddrTTL)
 	return nil
@@ -180,7 +180,7 @@ func (j *joiner) learnID(ctx context.Context, addr multiaddr.Multiaddr) (peer.ID
 	if err == nil {
 		return "", fmt.Errorf("join %s: the probe dial unexpectedly succeeded", addr)
 	}
-	return "", fmt.Errorf("join %s: %w", addr, wire.ExplainJoinError(ctx, addr, err))
+	return "", fmt.Errorf("join %s: %w", addr, p2p.ExplainJoinError(ctx, addr, err))
 }
 
 // newProbeID makes a peer id that nobody has.

@@ -7,6 +7,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/p2p"
 )
 
 // followLeader tracks the head's announcements.
@@ -28,7 +29,7 @@ func (a *Agent) followLeader(ctx context.Context) {
 			continue
 		}
 		term = ann.Term
-		wire.LearnAddrs(a.host, p, ann.Addrs)
+		p2p.LearnAddrs(a.host, p, ann.Addrs)
 		a.leader.announced(ann.Term, time.Duration(ann.HeartbeatMS)*time.Millisecond)
 		if a.leader.set(p) { // abandons calls in flight to the old head
 			a.log.Info("following head", "head", ann.Node, "peer", ann.PeerID, "term", ann.Term)

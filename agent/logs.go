@@ -12,16 +12,6 @@ import (
 	"github.com/ducc-project/ducc/wire"
 )
 
-// AttachEvent is one line of the NDJSON stream of POST /v1/run/attach and
-// GET /v1/logs: first the id, then output, then the final state.
-type AttachEvent struct {
-	ID     uint64         `json:"id,omitempty"`
-	Output []byte         `json:"output,omitempty"`
-	Notice string         `json:"notice,omitempty"`
-	Work   *wire.WorkInfo `json:"work,omitempty"`
-	Error  *APIError      `json:"error,omitempty"`
-}
-
 // eventWriter sends AttachEvents as NDJSON, or, with raw set, only the
 // log output as plain bytes (the dashboard's log view).
 type eventWriter struct {
@@ -36,7 +26,7 @@ func newEventWriter(w http.ResponseWriter) *eventWriter {
 	return &eventWriter{w: w, enc: json.NewEncoder(w)}
 }
 
-func (e *eventWriter) send(ev AttachEvent) error {
+func (e *eventWriter) send(ev wire.AttachEvent) error {
 	if e.raw != nil {
 		if len(ev.Output) > 0 {
 			_, err := e.raw.Write(ev.Output)
@@ -72,7 +62,7 @@ func (a *Agent) apiAttach(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev := newEventWriter(w)
-	if ev.send(AttachEvent{ID: rep.ID}) != nil {
+	if ev.send(wire.AttachEvent{ID: rep.ID}) != nil {
 		return
 	}
 	a.follow(r.Context(), ev, c, rep.ID, true)
@@ -114,7 +104,7 @@ func (a *Agent) follow(ctx context.Context, ev *eventWriter, c wire.Caller, id u
 func (a *Agent) followProc(ctx context.Context, ev *eventWriter, c wire.Caller, id uint64, procID string, tail bool) {
 	var acc wire.LogAccess
 	if err := a.callHead(ctx, wire.MethodLogAccess, c, wire.IDRequest{ID: id}, &acc); err != nil {
-		_ = ev.send(AttachEvent{Error: &APIError{Error: err.Error(), Code: max(wire.ErrorCode(err), 1)}})
+		_ = ev.send(wire.AttachEvent{Error: &wire.APIError{Error: err.Error(), Code: max(wire.ErrorCode(err), 1)}})
 		return
 	}
 	info := acc.Work
@@ -123,7 +113,7 @@ func (a *Agent) followProc(ctx context.Context, ev *eventWriter, c wire.Caller, 
 			break
 		}
 		if err := a.callHead(ctx, wire.MethodWait, c, wire.WaitRequest{ID: id, State: info.State, TimeoutMS: 60_000}, &info); err != nil {
-			_ = ev.send(AttachEvent{Error: &APIError{Error: err.Error(), Code: max(wire.ErrorCode(err), 1)}})
+			_ = ev.send(wire.AttachEvent{Error: &wire.APIError{Error: err.Error(), Code: max(wire.ErrorCode(err), 1)}})
 			return
 		}
 	}
@@ -138,23 +128,23 @@ func (a *Agent) followProc(ctx context.Context, ev *eventWriter, c wire.Caller, 
 		if wire.ErrorCode(err) == wire.CodeUsage {
 			// A refused log (a link, not the owner's file, not this
 			// caller's to read) ends the answer with the refusal.
-			_ = ev.send(AttachEvent{Error: &APIError{Error: err.Error(), Code: wire.CodeUsage}})
+			_ = ev.send(wire.AttachEvent{Error: &wire.APIError{Error: err.Error(), Code: wire.CodeUsage}})
 			return
 		}
 		if err != nil {
-			_ = ev.send(AttachEvent{Notice: "log: " + err.Error()})
+			_ = ev.send(wire.AttachEvent{Notice: "log: " + err.Error()})
 		}
 	}
 	if tail && !info.Ended {
 		if err := a.callHead(ctx, wire.MethodWait, c, wire.WaitRequest{ID: id}, &info); err != nil {
-			_ = ev.send(AttachEvent{Error: &APIError{Error: err.Error(), Code: max(wire.ErrorCode(err), 1)}})
+			_ = ev.send(wire.AttachEvent{Error: &wire.APIError{Error: err.Error(), Code: max(wire.ErrorCode(err), 1)}})
 			return
 		}
 	} else if err := a.callHead(ctx, wire.MethodShow, c, wire.IDRequest{ID: id}, &info); err != nil {
-		_ = ev.send(AttachEvent{Error: &APIError{Error: err.Error(), Code: max(wire.ErrorCode(err), 1)}})
+		_ = ev.send(wire.AttachEvent{Error: &wire.APIError{Error: err.Error(), Code: max(wire.ErrorCode(err), 1)}})
 		return
 	}
-	_ = ev.send(AttachEvent{Work: &info})
+	_ = ev.send(wire.AttachEvent{Work: &info})
 }
 
 func pickProc(info wire.WorkInfo, procID string) *wire.ProcInfo {
@@ -204,7 +194,7 @@ func (a *Agent) tailFile(ctx context.Context, ev *eventWriter, c wire.Caller, id
 		}
 	}
 	return followFile(ctx, f, func(b []byte) error {
-		return ev.send(AttachEvent{Output: append([]byte(nil), b...)})
+		return ev.send(wire.AttachEvent{Output: append([]byte(nil), b...)})
 	}, ended)
 }
 

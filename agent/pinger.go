@@ -13,6 +13,7 @@ import (
 
 	"github.com/ducc-project/ducc/proc"
 	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/p2p"
 )
 
 // Custom service pingers run here, on an agent, as ordinary short-lived
@@ -32,7 +33,7 @@ func (a *Agent) RunPinger(ctx context.Context, node, peerID string, req wire.Pin
 		return wire.PingRunReply{}, fmt.Errorf("node %s has bad peer id %q: %w", node, peerID, err)
 	}
 	var reply wire.PingRunReply
-	if err := wire.Call(ctx, a.host, p, wire.MethodPingRun, wire.Caller{Node: a.cfg.Node}, req, &reply); err != nil {
+	if err := p2p.Call(ctx, a.host, p, wire.MethodPingRun, wire.Caller{Node: a.cfg.Node}, req, &reply); err != nil {
 		return wire.PingRunReply{}, fmt.Errorf("running the pinger on node %s: %w", node, err)
 	}
 	return reply, nil

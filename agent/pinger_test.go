@@ -16,6 +16,7 @@ import (
 	"github.com/ducc-project/ducc/cgroup"
 	"github.com/ducc-project/ducc/proc"
 	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/p2p"
 )
 
 // The agent tests start proc's shim by running the test binary itself
@@ -153,7 +154,7 @@ func TestPingRunOnAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	newHost := func() host.Host {
-		h, err := wire.NewHost(context.Background(), wire.HostConfig{ClusterKey: psk, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, Logger: log})
+		h, err := p2p.NewHost(context.Background(), p2p.HostConfig{ClusterKey: psk, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, Logger: log})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,8 +162,8 @@ func TestPingRunOnAgent(t *testing.T) {
 		return h
 	}
 	worker := &Agent{cfg: &Config{Node: "n1"}, procs: m, host: newHost()}
-	wire.Serve(worker.host, worker.handleRPC)
-	t.Cleanup(func() { wire.StopServing(worker.host) })
+	p2p.Serve(worker.host, worker.handleRPC)
+	t.Cleanup(func() { p2p.StopServing(worker.host) })
 	head := &Agent{cfg: &Config{Node: "head"}, host: newHost()}
 	head.host.Peerstore().AddAddrs(worker.host.ID(), worker.host.Addrs(), time.Hour)
 

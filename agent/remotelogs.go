@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/p2p"
 )
 
 // logName is the file name of a process log:
@@ -122,7 +123,7 @@ func (a *Agent) tailRemote(ctx context.Context, ev *eventWriter, c wire.Caller, 
 				return fmt.Errorf("node %s has a bad peer id: %w", p.Node, err)
 			}
 			pid = id
-			wire.LearnAddrs(a.host, pid, n.Addrs)
+			p2p.LearnAddrs(a.host, pid, n.Addrs)
 		}
 	}
 	if pid == "" {
@@ -130,7 +131,7 @@ func (a *Agent) tailRemote(ctx context.Context, ev *eventWriter, c wire.Caller, 
 	}
 	s, err := a.host.NewStream(ctx, pid, wire.ProtoLogs)
 	if err != nil {
-		return fmt.Errorf("cannot reach node %s for the log (%s there): %w", p.Node, p.LogPath, wire.ExplainDialError(err))
+		return fmt.Errorf("cannot reach node %s for the log (%s there): %w", p.Node, p.LogPath, p2p.ExplainDialError(err))
 	}
 	defer s.Close()
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
@@ -144,7 +145,7 @@ func (a *Agent) tailRemote(ctx context.Context, ev *eventWriter, c wire.Caller, 
 			return fmt.Errorf("log stream from node %s: %w", p.Node, err)
 		}
 		if len(ch.Data) > 0 {
-			if ev.send(AttachEvent{Output: ch.Data}) != nil {
+			if ev.send(wire.AttachEvent{Output: ch.Data}) != nil {
 				return nil
 			}
 		}

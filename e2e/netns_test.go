@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ducc-project/ducc/agent"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -319,9 +318,9 @@ func (c *netCluster) nodeState(via *nsNode, name string) string {
 }
 
 // idInfo asks a node's agent for its identity and join state.
-func (n *nsNode) idInfo() (agent.IDInfo, bool) {
+func (n *nsNode) idInfo() (wire.IDInfo, bool) {
 	out, _, code := n.ducc("id", "--json")
-	var info agent.IDInfo
+	var info wire.IDInfo
 	return info, code == 0 && json.Unmarshal([]byte(out), &info) == nil
 }
 

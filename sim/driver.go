@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/p2p"
 )
 
 // work submits n managed reservations (`ducc run` with --detach) through
@@ -43,7 +44,7 @@ func (f *fakes) work(ctx context.Context, n int) (WorkResult, error) {
 				var reply wire.SubmitReply
 				at := time.Now()
 				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				err := wire.Call(cctx, fh.h, f.leaderID(), wire.MethodRun, caller, req, &reply)
+				err := p2p.Call(cctx, fh.h, f.leaderID(), wire.MethodRun, caller, req, &reply)
 				cancel()
 				mu.Lock()
 				if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/p2p"
 )
 
 // fakesConfig is what the fake agents need; it crosses to a child process
@@ -64,8 +65,8 @@ type fakeHost struct {
 	f       *fakes
 	h       host.Host
 	ps      *pubsub.PubSub
-	hbT     *wire.Topic[wire.Heartbeat]
-	leadT   *wire.Topic[wire.LeaderAnnounce]
+	hbT     *p2p.Topic[wire.Heartbeat]
+	leadT   *p2p.Topic[wire.LeaderAnnounce]
 	reports chan wire.Report
 
 	mu     sync.Mutex // guards the nodes' state
@@ -126,7 +127,7 @@ func startFakes(ctx context.Context, cfg fakesConfig, logger *slog.Logger) (_ *f
 		// peers), so that a new head hears the heartbeats at once.
 		for _, head := range heads {
 			if err := fh.h.Connect(ctx, head); err != nil {
-				return nil, fmt.Errorf("fake host %d: connect to head %s: %w", i, head.ID, wire.ExplainDialError(err))
+				return nil, fmt.Errorf("fake host %d: connect to head %s: %w", i, head.ID, p2p.ExplainDialError(err))
 			}
 		}
 	}
@@ -145,22 +146,22 @@ func startFakes(ctx context.Context, cfg fakesConfig, logger *slog.Logger) (_ *f
 
 // newHost starts one fake host: libp2p, gossipsub topics, the RPC handler.
 func (f *fakes) newHost(ctx, rctx context.Context, quiet *slog.Logger, i int) (*fakeHost, error) {
-	h, err := wire.NewHost(ctx, wire.HostConfig{ClusterKey: f.cfg.ClusterKey, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, Logger: quiet})
+	h, err := p2p.NewHost(ctx, p2p.HostConfig{ClusterKey: f.cfg.ClusterKey, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, Logger: quiet})
 	if err != nil {
 		return nil, fmt.Errorf("fake host %d: %w", i, err)
 	}
 	fh := &fakeHost{f: f, h: h, byName: map[string]*fakeNode{}, reports: make(chan wire.Report, 1024)}
 	f.hosts = append(f.hosts, fh)
-	if fh.ps, err = wire.NewPubSub(rctx, h, quiet); err != nil {
+	if fh.ps, err = p2p.NewPubSub(rctx, h, quiet); err != nil {
 		return nil, fmt.Errorf("fake host %d: %w", i, err)
 	}
-	if fh.hbT, err = wire.JoinHeartbeatTopic(fh.ps, quiet); err != nil {
+	if fh.hbT, err = p2p.JoinHeartbeatTopic(fh.ps, quiet); err != nil {
 		return nil, fmt.Errorf("fake host %d: %w", i, err)
 	}
-	if fh.leadT, err = wire.JoinLeaderTopic(fh.ps, quiet); err != nil {
+	if fh.leadT, err = p2p.JoinLeaderTopic(fh.ps, quiet); err != nil {
 		return nil, fmt.Errorf("fake host %d: %w", i, err)
 	}
-	wire.Serve(h, fh.handle, wire.WithServeLogger(quiet))
+	p2p.Serve(h, fh.handle, p2p.WithServeLogger(quiet))
 	return fh, nil
 }
 
@@ -195,7 +196,7 @@ func (fh *fakeHost) startLoops(ctx context.Context) {
 	}
 }
 
-func drain[T any](ctx context.Context, sub *wire.Subscription[T]) {
+func drain[T any](ctx context.Context, sub *p2p.Subscription[T]) {
 	defer sub.Cancel()
 	for {
 		if _, _, err := sub.Next(ctx); err != nil {
@@ -204,7 +205,7 @@ func drain[T any](ctx context.Context, sub *wire.Subscription[T]) {
 	}
 }
 
-func (f *fakes) followLeader(ctx context.Context, sub *wire.Subscription[wire.LeaderAnnounce]) {
+func (f *fakes) followLeader(ctx context.Context, sub *p2p.Subscription[wire.LeaderAnnounce]) {
 	defer sub.Cancel()
 	for {
 		ann, _, err := sub.Next(ctx)
@@ -243,7 +244,7 @@ func (f *fakes) stop() FakeStats {
 	f.cancel()
 	f.wg.Wait()
 	for _, fh := range f.hosts {
-		wire.StopServing(fh.h)
+		p2p.StopServing(fh.h)
 		_ = fh.h.Close()
 	}
 	st := FakeStats{
@@ -420,7 +421,7 @@ func (fh *fakeHost) reportLoop(ctx context.Context) {
 		case r = <-fh.reports:
 		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := wire.Call(cctx, fh.h, f.leaderID(), wire.MethodReport, wire.Caller{Node: r.Node}, r, &wire.Empty{})
+		err := p2p.Call(cctx, fh.h, f.leaderID(), wire.MethodReport, wire.Caller{Node: r.Node}, r, &wire.Empty{})
 		cancel()
 		f.reports.Add(1)
 		if err != nil {

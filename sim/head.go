@@ -20,6 +20,7 @@ import (
 	"github.com/ducc-project/ducc/head/server"
 	"github.com/ducc-project/ducc/web"
 	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/p2p"
 )
 
 // headNode is the node name of the simulated heads (with their index; they
@@ -39,8 +40,8 @@ type simHead struct {
 	psk   pnet.PSK
 	host  host.Host
 	ps    *pubsub.PubSub
-	hbT   *wire.Topic[wire.Heartbeat]
-	leadT *wire.Topic[wire.LeaderAnnounce]
+	hbT   *p2p.Topic[wire.Heartbeat]
+	leadT *p2p.Topic[wire.LeaderAnnounce]
 	srv   *server.Server
 	reg   *prometheus.Registry
 
@@ -114,22 +115,22 @@ func startHead(ctx context.Context, o *Options, psk pnet.PSK, i int, earlier hea
 		}
 	}()
 	base := s.log
-	s.host, err = wire.NewHost(ctx, wire.HostConfig{ClusterKey: s.psk, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, Logger: base})
+	s.host, err = p2p.NewHost(ctx, p2p.HostConfig{ClusterKey: s.psk, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, Logger: base})
 	if err != nil {
 		return nil, fmt.Errorf("sim head: %w", err)
 	}
 	for _, e := range earlier {
 		if err := s.host.Connect(ctx, peer.AddrInfo{ID: e.host.ID(), Addrs: e.host.Addrs()}); err != nil {
-			return nil, fmt.Errorf("sim head %d: connect to head %d: %w", i, e.index, wire.ExplainDialError(err))
+			return nil, fmt.Errorf("sim head %d: connect to head %d: %w", i, e.index, p2p.ExplainDialError(err))
 		}
 	}
-	if s.ps, err = wire.NewPubSub(ctx, s.host, base); err != nil {
+	if s.ps, err = p2p.NewPubSub(ctx, s.host, base); err != nil {
 		return nil, fmt.Errorf("sim head: %w", err)
 	}
-	if s.hbT, err = wire.JoinHeartbeatTopic(s.ps, base); err != nil {
+	if s.hbT, err = p2p.JoinHeartbeatTopic(s.ps, base); err != nil {
 		return nil, fmt.Errorf("sim head: %w", err)
 	}
-	if s.leadT, err = wire.JoinLeaderTopic(s.ps, base); err != nil {
+	if s.leadT, err = p2p.JoinLeaderTopic(s.ps, base); err != nil {
 		return nil, fmt.Errorf("sim head: %w", err)
 	}
 	expect := 1
@@ -152,7 +153,7 @@ func startHead(ctx context.Context, o *Options, psk pnet.PSK, i int, earlier hea
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	wire.Serve(s.host, s.srv.Handle, wire.WithServeLogger(base))
+	p2p.Serve(s.host, s.srv.Handle, p2p.WithServeLogger(base))
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.srv.Run(rctx) }()
 	if i > 0 {
@@ -199,7 +200,7 @@ func (s *simHead) teardown() {
 	s.down.Do(func() {
 		s.stopRunning()
 		if s.host != nil {
-			wire.StopServing(s.host)
+			p2p.StopServing(s.host)
 		}
 		if s.srv != nil {
 			if err := s.srv.Close(); err != nil {

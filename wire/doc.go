@@ -1,26 +1,23 @@
 // Package wire is the only package of ducc that knows bytes: every message
 // that crosses a process boundary is defined here (messages.go, api.go) as a
-// CBOR type with integer keys, together with everything that moves those
-// bytes between machines:
+// CBOR type with integer keys:
 //
 //   - the codec (codec.go): one deterministic encoder and one decoder with
 //     hard limits on size, nesting, array and map lengths;
 //   - framing (frame.go): length-prefixed messages on streams, with the
 //     length checked before anything is allocated;
-//   - node identity and the cluster pre-shared key (identity.go), the key in
-//     libp2p's standard swarm-key file format;
-//   - the libp2p host (host.go): TCP + Noise on a private network, explicit
-//     listen addresses only, no NAT traversal, relays or discovery, fixed
-//     resource-manager limits sized for a cluster head of thousands of nodes;
-//   - gossipsub (pubsub.go) with typed, size-checked topics for heartbeats
-//     and leader announcements;
+//   - the cluster pre-shared key (identity.go), in libp2p's standard
+//     swarm-key file format (plain text; no libp2p needed to write one);
 //   - the one table of RPC methods (methods.go): each method's name,
 //     request and reply types, who may call it (the CLI socket, an agent,
 //     the head) and whether it may be sent again to a new head, and the
-//     error codes that RPC errors carry and the CLI exits with;
-//   - request/response RPC on ProtoRPC streams (rpc.go) with coded errors,
-//     and the same call in process (CallLocal);
-//   - the Raft stream layer and transport over libp2p streams (raft.go).
+//     error codes that RPC errors carry and the CLI exits with (errors.go);
+//   - the agent's local socket API (socket.go): its paths, the --as
+//     header, the events of an attached run and the default socket paths.
 //
-// Logging uses log/slog with component=wire.
+// Package wire imports no libp2p, Raft or Prometheus, so that the ducc
+// CLI, which needs only the socket API, starts in a few milliseconds
+// (ARCHITECTURE.md, "Executables"). What moves these bytes between
+// machines (the libp2p host, gossipsub, RPC streams, the Raft transport and
+// the node identity) is its subpackage wire/p2p.
 package wire

@@ -11,9 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/pnet"
 )
 
 // Key files are small; anything larger is not one of ours.
@@ -29,41 +26,8 @@ const (
 	swarmKeyBin    = "/bin/"
 )
 
-// LoadOrCreateIdentity loads the node's Ed25519 private key from path (as
-// written by crypto.MarshalPrivateKey), or creates one there (mode 0600,
-// parent directory 0700) if the file does not exist.
-func LoadOrCreateIdentity(path string) (crypto.PrivKey, error) {
-	data, err := readSmallFile(path)
-	if err == nil {
-		key, err := crypto.UnmarshalPrivateKey(data)
-		if err != nil {
-			return nil, fmt.Errorf("identity key %s is not a valid libp2p private key (remove it to create a new identity): %w", path, err)
-		}
-		return key, nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("identity key: %w", err)
-	}
-	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("identity key: generate: %w", err)
-	}
-	data, err = crypto.MarshalPrivateKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("identity key: encode: %w", err)
-	}
-	created, err := createExclusive(path, data)
-	if err != nil {
-		return nil, fmt.Errorf("identity key: %w", err)
-	}
-	if !created { // someone else created it first: use theirs
-		return LoadOrCreateIdentity(path)
-	}
-	return key, nil
-}
-
 // GenerateClusterKey returns a new random cluster key.
-func GenerateClusterKey() (pnet.PSK, error) {
+func GenerateClusterKey() ([]byte, error) {
 	psk := make([]byte, ClusterKeySize)
 	if _, err := io.ReadFull(rand.Reader, psk); err != nil {
 		return nil, fmt.Errorf("generate cluster key: %w", err)
@@ -73,7 +37,7 @@ func GenerateClusterKey() (pnet.PSK, error) {
 
 // FormatClusterKey renders psk in libp2p's swarm-key file format
 // ("/key/swarm/psk/1.0.0/\n/base16/\n<64 hex digits>\n").
-func FormatClusterKey(psk pnet.PSK) []byte {
+func FormatClusterKey(psk []byte) []byte {
 	var b bytes.Buffer
 	b.WriteString(swarmKeyHeader + "\n" + swarmKeyBase16 + "\n")
 	b.WriteString(hex.EncodeToString(psk))
@@ -84,7 +48,7 @@ func FormatClusterKey(psk pnet.PSK) []byte {
 // ParseClusterKey parses a cluster key in libp2p's swarm-key format. The
 // /base16/, /base64/ and /bin/ encodings are accepted; the key must be
 // exactly 32 bytes.
-func ParseClusterKey(data []byte) (pnet.PSK, error) {
+func ParseClusterKey(data []byte) ([]byte, error) {
 	if len(data) > maxKeyFileSize {
 		return nil, fmt.Errorf("malformed cluster key: %d bytes is too large for a key file", len(data))
 	}
@@ -126,8 +90,8 @@ func ParseClusterKey(data []byte) (pnet.PSK, error) {
 }
 
 // LoadClusterKey reads and parses the cluster key file at path.
-func LoadClusterKey(path string) (pnet.PSK, error) {
-	data, err := readSmallFile(path)
+func LoadClusterKey(path string) ([]byte, error) {
+	data, err := ReadKeyFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("cluster key: %w", err)
 	}
@@ -141,7 +105,7 @@ func LoadClusterKey(path string) (pnet.PSK, error) {
 // LoadOrCreateClusterKey loads the cluster key at path, or creates a new
 // random one there (mode 0600) if the file does not exist. The first head
 // of a new cluster creates it; every other node must be given a copy.
-func LoadOrCreateClusterKey(path string) (pnet.PSK, error) {
+func LoadOrCreateClusterKey(path string) ([]byte, error) {
 	psk, err := LoadClusterKey(path)
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return psk, err
@@ -150,7 +114,7 @@ func LoadOrCreateClusterKey(path string) (pnet.PSK, error) {
 	if err != nil {
 		return nil, err
 	}
-	created, err := createExclusive(path, FormatClusterKey(psk))
+	created, err := CreateKeyFile(path, FormatClusterKey(psk))
 	if err != nil {
 		return nil, fmt.Errorf("cluster key: %w", err)
 	}
@@ -160,7 +124,9 @@ func LoadOrCreateClusterKey(path string) (pnet.PSK, error) {
 	return psk, nil
 }
 
-func readSmallFile(path string) ([]byte, error) {
+// ReadKeyFile reads a small key file (at most 4 KiB: anything larger is
+// not one of ours).
+func ReadKeyFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -176,10 +142,10 @@ func readSmallFile(path string) ([]byte, error) {
 	return data, nil
 }
 
-// createExclusive writes data to path with mode 0600, atomically and
+// CreateKeyFile writes data to path with mode 0600, atomically and
 // without replacing an existing file: the data goes to a temporary file
 // that is hard-linked into place. It reports false if path already existed.
-func createExclusive(path string, data []byte) (bool, error) {
+func CreateKeyFile(path string, data []byte) (bool, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return false, fmt.Errorf("create directory for %s: %w", path, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ducc-project/ducc/agent"
 	"github.com/ducc-project/ducc/units"
+	"github.com/ducc-project/ducc/wire"
 )
 
 func newAgentCmd() *cobra.Command {
@@ -50,7 +51,7 @@ data dir, the node is head and worker, and the local API listens on
 					return usageErr("%v", err)
 				}
 				if dataDir == "" {
-					dataDir = agent.DefaultDevDataDir()
+					dataDir = wire.DefaultDevDataDir()
 				}
 				cfg = agent.DevConfig(dataDir)
 				cfg.Scheduler, cfg.Administrators, cfg.Web, cfg.Retention = c.Scheduler, c.Administrators, c.Web, c.Retention
@@ -65,7 +66,7 @@ data dir, the node is head and worker, and the local API listens on
 				}
 			case dev:
 				if dataDir == "" {
-					dataDir = agent.DefaultDevDataDir()
+					dataDir = wire.DefaultDevDataDir()
 				}
 				cfg = agent.DevConfig(dataDir)
 			default:

@@ -13,7 +13,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/ducc-project/ducc/agent"
+	"github.com/ducc-project/ducc/wire"
 )
 
 // client talks to the local agent over its Unix socket.
@@ -32,11 +32,11 @@ func findSocket(flag string) string {
 	if s := os.Getenv("DUCC_SOCKET"); s != "" {
 		return s
 	}
-	const system = "/run/ducc/ducc.sock"
+	const system = wire.SystemSocket
 	if _, err := os.Stat(system); err == nil {
 		return system
 	}
-	return filepath.Join(agent.DefaultDevDataDir(), "ducc.sock")
+	return filepath.Join(wire.DefaultDevDataDir(), wire.SocketName)
 }
 
 func newClient(g *globals) *client {
@@ -82,7 +82,7 @@ func (c *client) do(ctx context.Context, method, path string, body any) (*http.R
 		return nil, err
 	}
 	if c.as != "" {
-		req.Header.Set(agent.AsHeader, c.as)
+		req.Header.Set(wire.AsHeader, c.as)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -99,7 +99,7 @@ func (c *client) do(ctx context.Context, method, path string, body any) (*http.R
 }
 
 func apiError(resp *http.Response) error {
-	var e agent.APIError
+	var e wire.APIError
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if json.Unmarshal(b, &e) != nil || e.Error == "" {
 		return &exitError{code: exitFailed, msg: fmt.Sprintf("agent answered %s: %s", resp.Status, bytes.TrimSpace(b))}
@@ -112,7 +112,7 @@ func apiError(resp *http.Response) error {
 
 // call does one JSON call: POST /v1/<method>.
 func (c *client) call(ctx context.Context, method string, req, resp any) error {
-	r, err := c.do(ctx, http.MethodPost, "/v1/"+method, req)
+	r, err := c.do(ctx, http.MethodPost, wire.PathCall+method, req)
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func (c *client) call(ctx context.Context, method string, req, resp any) error {
 }
 
 // stream reads an NDJSON event stream.
-func (c *client) stream(ctx context.Context, method, path string, body any, fn func(agent.AttachEvent) error) error {
+func (c *client) stream(ctx context.Context, method, path string, body any, fn func(wire.AttachEvent) error) error {
 	r, err := c.do(ctx, method, path, body)
 	if err != nil {
 		return err
@@ -133,7 +133,7 @@ func (c *client) stream(ctx context.Context, method, path string, body any, fn f
 	sc := bufio.NewScanner(r.Body)
 	sc.Buffer(make([]byte, 0, 256<<10), 4<<20)
 	for sc.Scan() {
-		var ev agent.AttachEvent
+		var ev wire.AttachEvent
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return &exitError{code: exitFailed, msg: fmt.Sprintf("bad event from agent: %v", err)}
 		}

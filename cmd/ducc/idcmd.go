@@ -13,6 +13,7 @@ import (
 
 	"github.com/ducc-project/ducc/agent"
 	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/p2p"
 )
 
 func newIDCmd(g *globals) *cobra.Command {
@@ -26,10 +27,10 @@ read from the identity in the data dir (--data-dir, or node.data_dir of --config
 and the addresses from the config.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var info agent.IDInfo
+			var info wire.IDInfo
 			if config == "" && dataDir == "" {
 				c := newClient(g)
-				r, err := c.do(cmd.Context(), http.MethodGet, "/v1/id", nil)
+				r, err := c.do(cmd.Context(), http.MethodGet, wire.PathID, nil)
 				if err != nil {
 					return err
 				}
@@ -72,12 +73,12 @@ and the addresses from the config.`,
 }
 
 // offlineID reads the identity of an agent that need not be running.
-func offlineID(config, dataDir string) (agent.IDInfo, error) {
+func offlineID(config, dataDir string) (wire.IDInfo, error) {
 	cfg := agent.DevConfig(dataDir)
 	if config != "" {
 		c, err := agent.LoadConfig(config)
 		if err != nil {
-			return agent.IDInfo{}, usageErr("%v", err)
+			return wire.IDInfo{}, usageErr("%v", err)
 		}
 		cfg = c
 		if dataDir != "" {
@@ -86,17 +87,17 @@ func offlineID(config, dataDir string) (agent.IDInfo, error) {
 	}
 	path := filepath.Join(cfg.DataDir, "identity.key")
 	if _, err := os.Stat(path); err != nil {
-		return agent.IDInfo{}, &exitError{code: exitFailed, msg: fmt.Sprintf("no identity at %s: start the agent once, or check --data-dir (%v)", path, err)}
+		return wire.IDInfo{}, &exitError{code: exitFailed, msg: fmt.Sprintf("no identity at %s: start the agent once, or check --data-dir (%v)", path, err)}
 	}
-	key, err := wire.LoadOrCreateIdentity(path)
+	key, err := p2p.LoadOrCreateIdentity(path)
 	if err != nil {
-		return agent.IDInfo{}, &exitError{code: exitFailed, msg: err.Error()}
+		return wire.IDInfo{}, &exitError{code: exitFailed, msg: err.Error()}
 	}
 	id, err := peer.IDFromPrivateKey(key)
 	if err != nil {
-		return agent.IDInfo{}, &exitError{code: exitFailed, msg: fmt.Sprintf("identity %s: %v", path, err)}
+		return wire.IDInfo{}, &exitError{code: exitFailed, msg: fmt.Sprintf("identity %s: %v", path, err)}
 	}
-	info := agent.IDInfo{Cluster: cfg.Cluster, Node: cfg.Node, PeerID: id.String(), HeadEligible: cfg.Head}
+	info := wire.IDInfo{Cluster: cfg.Cluster, Node: cfg.Node, PeerID: id.String(), HeadEligible: cfg.Head}
 	for _, a := range cfg.Listen {
 		info.Addrs = append(info.Addrs, a+"/p2p/"+id.String())
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ducc-project/ducc/agent"
 	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/wire"
 )
@@ -123,7 +122,7 @@ func attach(ctx context.Context, c *client, req wire.RunRequest, stdout, stderr 
 			}
 		}
 	}()
-	err := c.stream(ctx, "POST", "/v1/run/attach", req, func(ev agent.AttachEvent) error {
+	err := c.stream(ctx, "POST", wire.PathRunAttach, req, func(ev wire.AttachEvent) error {
 		switch {
 		case ev.ID != 0:
 			id = ev.ID

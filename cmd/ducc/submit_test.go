@@ -17,7 +17,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ducc-project/ducc/agent"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -56,7 +55,7 @@ func newFakeAgent(t *testing.T) *fakeAgent {
 		fa.mu.Unlock()
 		if h == nil {
 			w.WriteHeader(http.StatusBadRequest)
-			json.NewEncoder(w).Encode(agent.APIError{Error: "unknown API method " + r.PathValue("method"), Code: 2})
+			json.NewEncoder(w).Encode(wire.APIError{Error: "unknown API method " + r.PathValue("method"), Code: 2})
 			return
 		}
 		resp, err := h(body)
@@ -66,7 +65,7 @@ func newFakeAgent(t *testing.T) *fakeAgent {
 				code = ae.code
 			}
 			w.WriteHeader(http.StatusInternalServerError)
-			json.NewEncoder(w).Encode(agent.APIError{Error: err.Error(), Code: code})
+			json.NewEncoder(w).Encode(wire.APIError{Error: err.Error(), Code: code})
 			return
 		}
 		json.NewEncoder(w).Encode(resp)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ducc-project/ducc/agent"
 	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 )
@@ -244,11 +243,11 @@ func newLogsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			path := fmt.Sprintf("/v1/logs?id=%d&process=%s", id, process)
+			path := fmt.Sprintf("%s?id=%d&process=%s", wire.PathLogs, id, process)
 			if follow {
 				path += "&follow=1"
 			}
-			return newClient(g).stream(cmd.Context(), "GET", path, nil, func(ev agent.AttachEvent) error {
+			return newClient(g).stream(cmd.Context(), "GET", path, nil, func(ev wire.AttachEvent) error {
 				switch {
 				case len(ev.Output) > 0:
 					_, err := cmd.OutOrStdout().Write(ev.Output)

@@ -16,6 +16,7 @@ import (
 	"github.com/ducc-project/ducc/head"
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/p2p"
 )
 
 // candidateConfig configures a head-eligible agent's Raft member.
@@ -68,12 +69,12 @@ func newCandidate(cfg candidateConfig) (*candidate, error) {
 	if err != nil {
 		return nil, err
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, wire.NewHCLogger(cfg.Logger, "raft"))
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, p2p.NewHCLogger(cfg.Logger, "raft"))
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("open raft snapshots: %w", err)
 	}
-	trans, err := wire.NewRaftTransport(cfg.Host, cfg.Logger, 3, 10*time.Second)
+	trans, err := p2p.NewRaftTransport(cfg.Host, cfg.Logger, 3, 10*time.Second)
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("raft transport: %w", err)
@@ -93,7 +94,7 @@ func newCandidate(cfg candidateConfig) (*candidate, error) {
 	rc.SnapshotThreshold = 16 * cfg.Snapshots.Entries
 	rc.SnapshotInterval = 2 * time.Minute
 	rc.TrailingLogs = cfg.Snapshots.Trailing
-	rc.Logger = wire.NewHCLogger(cfg.Logger, "raft")
+	rc.Logger = p2p.NewHCLogger(cfg.Logger, "raft")
 	fsm := newRaftFSM(log)
 	guard := newWriteGuard(store, cfg.DataDir, log, nil)
 	has, err := raft.HasExistingState(store, store, snaps)

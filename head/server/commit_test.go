@@ -13,6 +13,7 @@ import (
 
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/p2p"
 	"github.com/ducc-project/ducc/wire/wiretest"
 )
 
@@ -297,7 +298,7 @@ func TestCommitterRaft(t *testing.T) {
 	conf.LocalID = "one"
 	conf.HeartbeatTimeout, conf.ElectionTimeout, conf.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
 	conf.CommitTimeout = 5 * time.Millisecond
-	conf.Logger = wire.NewHCLogger(wiretest.Logger(t), "raft")
+	conf.Logger = p2p.NewHCLogger(wiretest.Logger(t), "raft")
 	store := raft.NewInmemStore()
 	snaps := raft.NewInmemSnapshotStore()
 	_, trans := raft.NewInmemTransport("one")

@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/p2p"
 )
 
 // eligiblePeer is a head-eligible agent seen in a heartbeat.
@@ -62,7 +63,7 @@ func (f *former) run(ctx context.Context) {
 		self := cfg.Host.ID()
 		if leader := cfg.FollowedLeader(); leader != "" && leader != self {
 			cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-			err := wire.Call(cctx, cfg.Host, leader, wire.MethodRaftJoin, wire.Caller{Node: cfg.Node}, wire.Empty{}, &wire.Empty{})
+			err := p2p.Call(cctx, cfg.Host, leader, wire.MethodRaftJoin, wire.Caller{Node: cfg.Node}, wire.Empty{}, &wire.Empty{})
 			cancel()
 			if err != nil {
 				log.Warn("asking the head to add this agent to the head group failed; retrying", "head", leader, "err", err)

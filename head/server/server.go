@@ -15,6 +15,7 @@ import (
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/web"
 	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/p2p"
 )
 
 // Config configures a head server.
@@ -22,8 +23,8 @@ type Config struct {
 	// Host is this node's libp2p host; Heartbeats and Leaders are its
 	// topics (joined once per host, so the caller shares them).
 	Host       host.Host
-	Heartbeats *wire.Topic[wire.Heartbeat]
-	Leaders    *wire.Topic[wire.LeaderAnnounce]
+	Heartbeats *p2p.Topic[wire.Heartbeat]
+	Leaders    *p2p.Topic[wire.LeaderAnnounce]
 
 	// DataDir holds the Raft log (DataDir/raft).
 	DataDir string
@@ -242,7 +243,7 @@ func (s *Server) Handle(ctx context.Context, from peer.ID, req *wire.Request) (a
 // Call runs a head method in process, encoding the request and the reply
 // as the wire would, so that it behaves as a call from another node.
 func (s *Server) Call(ctx context.Context, method string, c wire.Caller, req, resp any) error {
-	return wire.CallLocal(ctx, s.Handle, s.cfg.Host.ID(), method, c, req, resp, wire.WithServeLogger(s.cfg.Logger))
+	return p2p.CallLocal(ctx, s.Handle, s.cfg.Host.ID(), method, c, req, resp, p2p.WithServeLogger(s.cfg.Logger))
 }
 
 // PushDesired sends a node its desired state: over the wire, or to
@@ -268,7 +269,7 @@ func (s *Server) push(ctx context.Context, node, peerID string, ds wire.DesiredS
 	if err != nil {
 		return fmt.Errorf("node %s has bad peer id %q: %w", node, peerID, err)
 	}
-	return wire.Call(ctx, s.cfg.Host, p, wire.MethodDesired, wire.Caller{Node: s.cfg.Node}, ds, &wire.Empty{})
+	return p2p.Call(ctx, s.cfg.Host, p, wire.MethodDesired, wire.Caller{Node: s.cfg.Node}, ds, &wire.Empty{})
 }
 
 // takeHeartbeats feeds heartbeats to the head while this server leads,
@@ -278,7 +279,7 @@ func (s *Server) push(ctx context.Context, node, peerID string, ds wire.DesiredS
 // Only head-eligible agents run a server and so subscribe: a worker never
 // needs the others' heartbeats, and with thousands of nodes receiving them
 // all would cost every agent (measured with ducc sim, docs/performance.md).
-func (s *Server) takeHeartbeats(ctx context.Context, sub *wire.Subscription[wire.Heartbeat]) {
+func (s *Server) takeHeartbeats(ctx context.Context, sub *p2p.Subscription[wire.Heartbeat]) {
 	defer sub.Cancel()
 	for {
 		hb, from, err := sub.Next(ctx)
@@ -298,7 +299,7 @@ func (s *Server) takeHeartbeats(ctx context.Context, sub *wire.Subscription[wire
 			s.log.Warn("ignoring a heartbeat with a bad peer id", "node", hb.Node, "peer", hb.PeerID, "from", from, "err", err)
 			continue
 		}
-		wire.LearnAddrs(s.cfg.Host, sender, hb.Addrs)
+		p2p.LearnAddrs(s.cfg.Host, sender, hb.Addrs)
 		s.former.saw(sender, hb)
 		if h := s.cand.Head(); h != nil {
 			t0 := time.Now()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/p2p"
 	"github.com/ducc-project/ducc/wire/wiretest"
 )
 
@@ -51,7 +52,7 @@ func startServer(t *testing.T, psk pnet.PSK, name string, change func(*Config)) 
 		t.Fatal(err)
 	}
 	ts.Server = s
-	wire.Serve(ts.node.Host, s.Handle, wire.WithServeLogger(cfg.Logger))
+	p2p.Serve(ts.node.Host, s.Handle, p2p.WithServeLogger(cfg.Logger))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); s.Run(ctx) }()
@@ -85,7 +86,7 @@ type fakeAgent struct {
 func newFakeAgent(t *testing.T, psk pnet.PSK, name string, head *testServer) *fakeAgent {
 	t.Helper()
 	f := &fakeAgent{node: wiretest.NewNode(t, psk), name: name}
-	wire.Serve(f.node.Host, func(ctx context.Context, from peer.ID, req *wire.Request) (any, error) {
+	p2p.Serve(f.node.Host, func(ctx context.Context, from peer.ID, req *wire.Request) (any, error) {
 		if req.Method != wire.MethodDesired {
 			return nil, wire.Errorf(wire.CodeUsage, "fake agent: %s", req.Method)
 		}
@@ -235,7 +236,7 @@ func TestRoutingOverTheWire(t *testing.T) {
 	f := newFakeAgent(t, psk, "n1", s)
 	ctx := ctxFor(t)
 	call := func(method string, req, resp any) error {
-		return wire.Call(ctx, f.node.Host, s.node.Host.ID(), method, wire.Caller{User: "alice", UID: 1000}, req, resp)
+		return p2p.Call(ctx, f.node.Host, s.node.Host.ID(), method, wire.Caller{User: "alice", UID: 1000}, req, resp)
 	}
 	var st wire.StatusInfo
 	if err := call(wire.MethodStatus, wire.Empty{}, &st); err != nil || st.Head != "head1" {

@@ -14,6 +14,7 @@ import (
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/p2p"
 	"github.com/ducc-project/ducc/wire/wiretest"
 )
 
@@ -66,16 +67,16 @@ func benchSubmit(b *testing.B, nodes, inFlight int, overStreams bool) {
 	// overStreams, sends the submissions.
 	agent := wiretest.NewNode(b, key)
 	wiretest.Connect(b, agent, node)
-	wire.Serve(agent.Host, func(context.Context, peer.ID, *wire.Request) (any, error) { return wire.Empty{}, nil })
-	defer wire.StopServing(agent.Host)
+	p2p.Serve(agent.Host, func(context.Context, peer.ID, *wire.Request) (any, error) { return wire.Empty{}, nil })
+	defer p2p.StopServing(agent.Host)
 	call := func(ctx context.Context, c wire.Caller, req wire.RunRequest, rep *wire.SubmitReply) error {
 		return s.Call(ctx, wire.MethodRun, c, req, rep)
 	}
 	if overStreams {
-		wire.Serve(node.Host, s.Handle, wire.WithServeLogger(cfg.Logger))
-		defer wire.StopServing(node.Host)
+		p2p.Serve(node.Host, s.Handle, p2p.WithServeLogger(cfg.Logger))
+		defer p2p.StopServing(node.Host)
 		call = func(ctx context.Context, c wire.Caller, req wire.RunRequest, rep *wire.SubmitReply) error {
-			return wire.Call(ctx, agent.Host, node.Host.ID(), wire.MethodRun, c, req, rep)
+			return p2p.Call(ctx, agent.Host, node.Host.ID(), wire.MethodRun, c, req, rep)
 		}
 	}
 	h := s.Head()

@@ -18,14 +18,15 @@ import (
 	"github.com/libp2p/go-libp2p/core/pnet"
 
 	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/p2p"
 )
 
 // Node is a libp2p host with its pubsub router and topics.
 type Node struct {
 	Host       host.Host
 	PubSub     *pubsub.PubSub
-	Heartbeats *wire.Topic[wire.Heartbeat]
-	Leaders    *wire.Topic[wire.LeaderAnnounce]
+	Heartbeats *p2p.Topic[wire.Heartbeat]
+	Leaders    *p2p.Topic[wire.LeaderAnnounce]
 }
 
 // Key returns a new cluster key.
@@ -75,7 +76,7 @@ func NewNode(t testing.TB, psk pnet.PSK) *Node {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	log := Logger(t)
-	h, err := wire.NewHost(ctx, wire.HostConfig{
+	h, err := p2p.NewHost(ctx, p2p.HostConfig{
 		ClusterKey: psk, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, Logger: log, DialTimeout: 2 * time.Second,
 	})
 	if err != nil {
@@ -83,13 +84,13 @@ func NewNode(t testing.TB, psk pnet.PSK) *Node {
 	}
 	t.Cleanup(func() { h.Close() })
 	n := &Node{Host: h}
-	if n.PubSub, err = wire.NewPubSub(ctx, h, log); err != nil {
+	if n.PubSub, err = p2p.NewPubSub(ctx, h, log); err != nil {
 		t.Fatal(err)
 	}
-	if n.Heartbeats, err = wire.JoinHeartbeatTopic(n.PubSub, log); err != nil {
+	if n.Heartbeats, err = p2p.JoinHeartbeatTopic(n.PubSub, log); err != nil {
 		t.Fatal(err)
 	}
-	if n.Leaders, err = wire.JoinLeaderTopic(n.PubSub, log); err != nil {
+	if n.Leaders, err = p2p.JoinLeaderTopic(n.PubSub, log); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -101,7 +102,7 @@ func Connect(t testing.TB, a, b *Node) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := a.Host.Connect(ctx, peer.AddrInfo{ID: b.Host.ID(), Addrs: b.Host.Addrs()}); err != nil {
-		t.Fatal(wire.ExplainDialError(err))
+		t.Fatal(p2p.ExplainDialError(err))
 	}
 }
 

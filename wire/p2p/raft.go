@@ -1,4 +1,4 @@
-package wire
+package p2p
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/ducc-project/ducc/wire"
 )
 
 // RaftStreamLayer is a raft.StreamLayer over libp2p streams on ProtoRaft.
@@ -35,7 +37,7 @@ var _ raft.StreamLayer = (*RaftStreamLayer)(nil)
 func NewRaftStreamLayer(h host.Host) *RaftStreamLayer {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &RaftStreamLayer{h: h, conns: make(chan net.Conn), ctx: ctx, cancel: cancel}
-	h.SetStreamHandler(ProtoRaft, func(s network.Stream) {
+	h.SetStreamHandler(wire.ProtoRaft, func(s network.Stream) {
 		select {
 		case l.conns <- newStreamConn(s):
 		case <-l.ctx.Done():
@@ -58,7 +60,7 @@ func (l *RaftStreamLayer) Accept() (net.Conn, error) {
 // Close stops accepting Raft connections.
 func (l *RaftStreamLayer) Close() error {
 	l.closeOnce.Do(func() {
-		l.h.RemoveStreamHandler(ProtoRaft)
+		l.h.RemoveStreamHandler(wire.ProtoRaft)
 		l.cancel()
 	})
 	return nil
@@ -79,7 +81,7 @@ func (l *RaftStreamLayer) Dial(address raft.ServerAddress, timeout time.Duration
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	s, err := l.h.NewStream(ctx, pid, ProtoRaft)
+	s, err := l.h.NewStream(ctx, pid, wire.ProtoRaft)
 	if err != nil {
 		return nil, fmt.Errorf("raft dial %s: %w", pid, ExplainDialError(err))
 	}

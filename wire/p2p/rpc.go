@@ -1,4 +1,4 @@
-package wire
+package p2p
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/ducc-project/ducc/wire"
 )
 
 // The RPC protocol on a ProtoRPC stream: the client opens a stream, writes
@@ -27,56 +29,11 @@ const (
 	rpcResponseTimeout = time.Minute
 )
 
-// CodedError is an error with a code. A handler returns one (Errorf) to
-// choose the Code of its Response; Call returns one for every failure, so
-// callers can use errors.As to learn the code.
-type CodedError struct {
-	Code int
-	Msg  string
-	// Err is the underlying error, if any (on the client side of a call
-	// failure that happened locally, e.g. a failed dial).
-	Err error
-}
-
-// Errorf returns a *CodedError with the given code and formatted message.
-// %w verbs are honoured for errors.Is/As.
-func Errorf(code int, format string, args ...any) *CodedError {
-	err := fmt.Errorf(format, args...)
-	return &CodedError{Code: code, Msg: err.Error(), Err: errors.Unwrap(err)}
-}
-
-func (e *CodedError) Error() string {
-	if e.Msg == "" && e.Err != nil {
-		return e.Err.Error()
-	}
-	return e.Msg
-}
-
-func (e *CodedError) Unwrap() error { return e.Err }
-
-// ErrNotDelivered is in the chain of a Call error when the request never
-// left this host (no stream could be opened), so retrying it elsewhere
-// cannot run it twice.
-var ErrNotDelivered = errors.New("request not delivered")
-
-// ErrorCode returns the code of the first CodedError in err's chain,
-// CodeError for any other non-nil error, and 0 for nil.
-func ErrorCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	var ce *CodedError
-	if errors.As(err, &ce) && ce.Code != 0 {
-		return ce.Code
-	}
-	return CodeError
-}
-
 // Handler serves one RPC. The returned value is encoded as the response
 // body (nil means no body); an error becomes Response{Error, Code} (the
 // code of a *CodedError, else CodeError). ctx is cancelled when the caller
 // goes away (its context ends, the stream is reset or the host closes).
-type Handler func(ctx context.Context, from peer.ID, req *Request) (any, error)
+type Handler func(ctx context.Context, from peer.ID, req *wire.Request) (any, error)
 
 // ServeOption configures Serve.
 type ServeOption func(*serveConfig)
@@ -100,26 +57,26 @@ func Serve(h host.Host, handler Handler, opts ...ServeOption) {
 		o(&cfg)
 	}
 	logger := componentLogger(cfg.logger)
-	h.SetStreamHandler(ProtoRPC, func(s network.Stream) {
+	h.SetStreamHandler(wire.ProtoRPC, func(s network.Stream) {
 		serveStream(s, handler, logger)
 	})
 }
 
 // StopServing removes the ProtoRPC handler from h.
 func StopServing(h host.Host) {
-	h.RemoveStreamHandler(ProtoRPC)
+	h.RemoveStreamHandler(wire.ProtoRPC)
 }
 
 // CallLocal runs handler in process for a call from self, with the same
 // encoding, size limits, panic recovery and error mapping as Call to a
 // remote peer, so that both paths behave the same.
-func CallLocal(ctx context.Context, handler Handler, self peer.ID, method string, caller Caller, req, resp any, opts ...ServeOption) error {
+func CallLocal(ctx context.Context, handler Handler, self peer.ID, method string, caller wire.Caller, req, resp any, opts ...ServeOption) error {
 	cfg := serveConfig{}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if err := ctx.Err(); err != nil {
-		return &CodedError{Code: CodeUnreachable, Msg: fmt.Sprintf("%s: %v", method, err), Err: err}
+		return &wire.CodedError{Code: wire.CodeUnreachable, Msg: fmt.Sprintf("%s: %v", method, err), Err: err}
 	}
 	r, err := newRequest(method, caller, req)
 	if err != nil {
@@ -130,35 +87,35 @@ func CallLocal(ctx context.Context, handler Handler, self peer.ID, method string
 	}
 	out := handle(ctx, handler, self, &r, componentLogger(cfg.logger))
 	if err := ctx.Err(); err != nil {
-		return &CodedError{Code: CodeUnreachable, Msg: fmt.Sprintf("%s: %v", method, err), Err: err}
+		return &wire.CodedError{Code: wire.CodeUnreachable, Msg: fmt.Sprintf("%s: %v", method, err), Err: err}
 	}
-	if raw, err := Marshal(&out); err == nil && len(raw) > MaxMessageSize {
-		out = Response{Error: fmt.Sprintf("%s: reply too large: %v", method, &TooLargeError{Size: uint64(len(raw)), Limit: MaxMessageSize}), Code: CodeError}
+	if raw, err := wire.Marshal(&out); err == nil && len(raw) > wire.MaxMessageSize {
+		out = wire.Response{Error: fmt.Sprintf("%s: reply too large: %v", method, &wire.TooLargeError{Size: uint64(len(raw)), Limit: wire.MaxMessageSize}), Code: wire.CodeError}
 	}
 	return decodeResponse(method, self, &out, resp)
 }
 
 // newRequest encodes req into the envelope of a call.
-func newRequest(method string, caller Caller, req any) (Request, error) {
-	r := Request{Method: method, Caller: caller}
+func newRequest(method string, caller wire.Caller, req any) (wire.Request, error) {
+	r := wire.Request{Method: method, Caller: caller}
 	if req != nil {
-		raw, err := Marshal(req)
+		raw, err := wire.Marshal(req)
 		if err != nil {
-			return r, &CodedError{Code: CodeUsage, Msg: fmt.Sprintf("%s: %v", method, err), Err: err}
+			return r, &wire.CodedError{Code: wire.CodeUsage, Msg: fmt.Sprintf("%s: %v", method, err), Err: err}
 		}
 		r.Body = raw
 	}
 	return r, nil
 }
 
-func checkFrameSize(r *Request) error {
-	raw, err := Marshal(r)
+func checkFrameSize(r *wire.Request) error {
+	raw, err := wire.Marshal(r)
 	if err != nil {
-		return &CodedError{Code: CodeUsage, Msg: fmt.Sprintf("%s: %v", r.Method, err), Err: err}
+		return &wire.CodedError{Code: wire.CodeUsage, Msg: fmt.Sprintf("%s: %v", r.Method, err), Err: err}
 	}
-	if len(raw) > MaxMessageSize {
-		tl := &TooLargeError{Size: uint64(len(raw)), Limit: MaxMessageSize}
-		return &CodedError{Code: CodeUsage, Msg: fmt.Sprintf("%s: request too large: %v", r.Method, tl), Err: tl}
+	if len(raw) > wire.MaxMessageSize {
+		tl := &wire.TooLargeError{Size: uint64(len(raw)), Limit: wire.MaxMessageSize}
+		return &wire.CodedError{Code: wire.CodeUsage, Msg: fmt.Sprintf("%s: request too large: %v", r.Method, tl), Err: tl}
 	}
 	return nil
 }
@@ -166,12 +123,12 @@ func checkFrameSize(r *Request) error {
 func serveStream(s network.Stream, handler Handler, logger *slog.Logger) {
 	from := s.Conn().RemotePeer()
 	_ = s.SetReadDeadline(time.Now().Add(rpcRequestTimeout))
-	var req Request
-	if err := ReadMsg(s, &req, MaxMessageSize); err != nil {
+	var req wire.Request
+	if err := wire.ReadMsg(s, &req, wire.MaxMessageSize); err != nil {
 		logger.Debug("rpc: bad request", "peer", from.String(), "err", err)
-		resp := Response{Error: fmt.Sprintf("bad request: %v", err), Code: CodeUsage}
+		resp := wire.Response{Error: fmt.Sprintf("bad request: %v", err), Code: wire.CodeUsage}
 		_ = s.SetWriteDeadline(time.Now().Add(rpcResponseTimeout))
-		if WriteMsg(s, &resp) == nil {
+		if wire.WriteMsg(s, &resp) == nil {
 			_ = s.Close()
 		} else {
 			_ = s.Reset()
@@ -207,11 +164,11 @@ func serveStream(s network.Stream, handler Handler, logger *slog.Logger) {
 		return
 	}
 	_ = s.SetWriteDeadline(time.Now().Add(rpcResponseTimeout))
-	if werr := WriteMsg(s, &resp); werr != nil {
-		var tl *TooLargeError
+	if werr := wire.WriteMsg(s, &resp); werr != nil {
+		var tl *wire.TooLargeError
 		if errors.As(werr, &tl) {
-			resp = Response{Error: fmt.Sprintf("%s: reply too large: %v", req.Method, tl), Code: CodeError}
-			werr = WriteMsg(s, &resp)
+			resp = wire.Response{Error: fmt.Sprintf("%s: reply too large: %v", req.Method, tl), Code: wire.CodeError}
+			werr = wire.WriteMsg(s, &resp)
 		}
 		if werr != nil {
 			logger.Debug("rpc: writing response", "peer", from.String(), "method", req.Method, "err", werr)
@@ -224,28 +181,28 @@ func serveStream(s network.Stream, handler Handler, logger *slog.Logger) {
 }
 
 // handle runs handler and builds the Response.
-func handle(ctx context.Context, handler Handler, from peer.ID, req *Request, logger *slog.Logger) Response {
+func handle(ctx context.Context, handler Handler, from peer.ID, req *wire.Request, logger *slog.Logger) wire.Response {
 	body, err := callHandler(ctx, handler, from, req, logger)
-	var resp Response
+	var resp wire.Response
 	if err == nil && body != nil {
-		raw, merr := Marshal(body)
+		raw, merr := wire.Marshal(body)
 		if merr != nil {
-			err = Errorf(CodeError, "%s: encoding the reply: %v", req.Method, merr)
+			err = wire.Errorf(wire.CodeError, "%s: encoding the reply: %v", req.Method, merr)
 		} else {
 			resp.Body = raw
 		}
 	}
 	if err != nil {
-		resp = Response{Error: err.Error(), Code: ErrorCode(err)}
+		resp = wire.Response{Error: err.Error(), Code: wire.ErrorCode(err)}
 	}
 	return resp
 }
 
-func callHandler(ctx context.Context, handler Handler, from peer.ID, req *Request, logger *slog.Logger) (body any, err error) {
+func callHandler(ctx context.Context, handler Handler, from peer.ID, req *wire.Request, logger *slog.Logger) (body any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			logger.Error("rpc: handler panicked", "method", req.Method, "peer", from.String(), "panic", r, "stack", string(debug.Stack()))
-			body, err = nil, Errorf(CodeError, "%s: internal error in the handler (see the head's log)", req.Method)
+			body, err = nil, wire.Errorf(wire.CodeError, "%s: internal error in the handler (see the head's log)", req.Method)
 		}
 	}()
 	return handler(ctx, from, req)
@@ -258,18 +215,18 @@ func callHandler(ctx context.Context, handler Handler, from peer.ID, req *Reques
 // context on the other side. Every error is (or wraps) a *CodedError:
 // a failure reported by the handler keeps its code, a failure to reach the
 // peer has CodeUnreachable.
-func Call(ctx context.Context, h host.Host, to peer.ID, method string, caller Caller, req any, resp any) error {
+func Call(ctx context.Context, h host.Host, to peer.ID, method string, caller wire.Caller, req any, resp any) error {
 	if err := ctx.Err(); err != nil {
-		return &CodedError{Code: CodeUnreachable, Msg: fmt.Sprintf("%s to %s: %v", method, shortID(to), err), Err: err}
+		return &wire.CodedError{Code: wire.CodeUnreachable, Msg: fmt.Sprintf("%s to %s: %v", method, shortID(to), err), Err: err}
 	}
 	r, err := newRequest(method, caller, req)
 	if err != nil {
 		return err
 	}
-	s, err := h.NewStream(ctx, to, ProtoRPC)
+	s, err := h.NewStream(ctx, to, wire.ProtoRPC)
 	if err != nil {
 		err = ExplainDialError(err)
-		return &CodedError{Code: CodeUnreachable, Msg: fmt.Sprintf("%s: cannot reach %s: %v", method, shortID(to), err), Err: errors.Join(ErrNotDelivered, err)}
+		return &wire.CodedError{Code: wire.CodeUnreachable, Msg: fmt.Sprintf("%s: cannot reach %s: %v", method, shortID(to), err), Err: errors.Join(wire.ErrNotDelivered, err)}
 	}
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
@@ -285,52 +242,40 @@ func Call(ctx context.Context, h host.Host, to peer.ID, method string, caller Ca
 			// the stream deadline fired a moment before ctx's timer
 			err = context.DeadlineExceeded
 		}
-		return &CodedError{Code: CodeUnreachable, Msg: fmt.Sprintf("%s to %s: %s: %v", method, shortID(to), what, err), Err: err}
+		return &wire.CodedError{Code: wire.CodeUnreachable, Msg: fmt.Sprintf("%s to %s: %s: %v", method, shortID(to), what, err), Err: err}
 	}
-	if err := WriteMsg(s, &r); err != nil {
-		var tl *TooLargeError
+	if err := wire.WriteMsg(s, &r); err != nil {
+		var tl *wire.TooLargeError
 		if errors.As(err, &tl) {
 			_ = s.Reset()
-			return &CodedError{Code: CodeUsage, Msg: fmt.Sprintf("%s: request too large: %v", method, tl), Err: err}
+			return &wire.CodedError{Code: wire.CodeUsage, Msg: fmt.Sprintf("%s: request too large: %v", method, tl), Err: err}
 		}
 		return fail("sending request", err)
 	}
-	var out Response
-	if err := ReadMsg(s, &out, MaxMessageSize); err != nil {
+	var out wire.Response
+	if err := wire.ReadMsg(s, &out, wire.MaxMessageSize); err != nil {
 		return fail("reading response", err)
 	}
 	_ = s.Close()
 	return decodeResponse(method, to, &out, resp)
 }
 
-func decodeResponse(method string, to peer.ID, out *Response, resp any) error {
+func decodeResponse(method string, to peer.ID, out *wire.Response, resp any) error {
 	if out.Error != "" || out.Code != 0 {
 		code := out.Code
 		if code == 0 {
-			code = CodeError
+			code = wire.CodeError
 		}
 		msg := out.Error
 		if msg == "" {
 			msg = fmt.Sprintf("%s failed with code %d", method, code)
 		}
-		return &CodedError{Code: code, Msg: msg}
+		return &wire.CodedError{Code: code, Msg: msg}
 	}
 	if resp != nil && len(out.Body) > 0 {
-		if err := Unmarshal(out.Body, resp); err != nil {
-			return &CodedError{Code: CodeError, Msg: fmt.Sprintf("%s: reply from %s: %v", method, shortID(to), err), Err: err}
+		if err := wire.Unmarshal(out.Body, resp); err != nil {
+			return &wire.CodedError{Code: wire.CodeError, Msg: fmt.Sprintf("%s: reply from %s: %v", method, shortID(to), err), Err: err}
 		}
-	}
-	return nil
-}
-
-// DecodeBody decodes the body of a request into v (a pointer). An empty
-// body leaves v unchanged. Errors have CodeUsage.
-func (r *Request) DecodeBody(v any) error {
-	if len(r.Body) == 0 {
-		return nil
-	}
-	if err := Unmarshal(r.Body, v); err != nil {
-		return Errorf(CodeUsage, "%s: malformed request body: %w", r.Method, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package wire
+package p2p
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/host"
+
+	"github.com/ducc-project/ducc/wire"
 )
 
 func newTestPubSub(t *testing.T, ctx context.Context, h host.Host) *pubsub.PubSub {
@@ -24,7 +26,7 @@ func TestPubSubLocalDelivery(t *testing.T) {
 	defer cancel()
 	h := newTestHost(t, testKey(t))
 	ps := newTestPubSub(t, ctx, h)
-	topic, err := JoinTopic[LeaderAnnounce](ps, TopicLeader, MaxAnnounceSize, testLogger(t))
+	topic, err := JoinTopic[wire.LeaderAnnounce](ps, wire.TopicLeader, wire.MaxAnnounceSize, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +34,7 @@ func TestPubSubLocalDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ann := LeaderAnnounce{PeerID: h.ID().String(), Node: "n1", Term: 3, Time: 1}
+	ann := wire.LeaderAnnounce{PeerID: h.ID().String(), Node: "n1", Term: 3, Time: 1}
 	if err := topic.Publish(ctx, ann); err != nil {
 		t.Fatal(err)
 	}
@@ -44,8 +46,8 @@ func TestPubSubLocalDelivery(t *testing.T) {
 		t.Fatalf("got %+v from %s", got, from)
 	}
 	// Oversized values are refused at publish.
-	big := LeaderAnnounce{Node: string(make([]byte, MaxAnnounceSize))}
-	var tl *TooLargeError
+	big := wire.LeaderAnnounce{Node: string(make([]byte, wire.MaxAnnounceSize))}
+	var tl *wire.TooLargeError
 	if err := topic.Publish(ctx, big); !errors.As(err, &tl) {
 		t.Fatalf("oversized publish: %v", err)
 	}
@@ -68,11 +70,11 @@ func TestPubSubTwoHosts(t *testing.T) {
 	psk := testKey(t)
 	a, b := newTestHost(t, psk), newTestHost(t, psk)
 	psA, psB := newTestPubSub(t, ctx, a), newTestPubSub(t, ctx, b)
-	ta, err := JoinTopic[Heartbeat](psA, TopicHeartbeat, MaxHeartbeatSize, testLogger(t))
+	ta, err := JoinTopic[wire.Heartbeat](psA, wire.TopicHeartbeat, wire.MaxHeartbeatSize, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb, err := JoinTopic[Heartbeat](psB, TopicHeartbeat, MaxHeartbeatSize, testLogger(t))
+	tb, err := JoinTopic[wire.Heartbeat](psB, wire.TopicHeartbeat, wire.MaxHeartbeatSize, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +130,7 @@ func TestPubSubRejectsRemoteGarbage(t *testing.T) {
 		t.Fatal(err)
 	}
 	psB := newTestPubSub(t, ctx, b)
-	raw, err := psA.Join(TopicLeader)
+	raw, err := psA.Join(wire.TopicLeader)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +139,7 @@ func TestPubSubRejectsRemoteGarbage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rawSub.Cancel()
-	tb, err := JoinTopic[LeaderAnnounce](psB, TopicLeader, MaxAnnounceSize, testLogger(t))
+	tb, err := JoinTopic[wire.LeaderAnnounce](psB, wire.TopicLeader, wire.MaxAnnounceSize, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,9 +156,9 @@ func TestPubSubRejectsRemoteGarbage(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	good, _ := Marshal(LeaderAnnounce{Node: "good", Term: 1})
-	signed, _ := Marshal(LeaderAnnounce{Node: "signed", Term: 1})
-	big, _ := Marshal(LeaderAnnounce{Node: string(make([]byte, MaxAnnounceSize))})
+	good, _ := wire.Marshal(wire.LeaderAnnounce{Node: "good", Term: 1})
+	signed, _ := wire.Marshal(wire.LeaderAnnounce{Node: "signed", Term: 1})
+	big, _ := wire.Marshal(wire.LeaderAnnounce{Node: string(make([]byte, wire.MaxAnnounceSize))})
 	sign := pubsub.WithSecretKeyAndPeerId(a.Peerstore().PrivKey(a.ID()), a.ID())
 	for _, m := range []struct {
 		data []byte
@@ -172,5 +174,14 @@ func TestPubSubRejectsRemoteGarbage(t *testing.T) {
 	}
 	if got.Node != "good" || from != a.ID() {
 		t.Fatalf("got %+v from %s", got, from)
+	}
+}
+
+func sampleHeartbeat() wire.Heartbeat {
+	return wire.Heartbeat{
+		Node: "n1", PeerID: "12D3KooW", Addrs: []string{"/ip4/127.0.0.1/tcp/4001"}, Seq: 7, Time: 1700000000000,
+		MemTotal: 64 << 30, MemSchedulable: 60 << 30, MemUsed: 3 << 30, CPUs: 16, Load1: 0.5, DesiredVersion: 3,
+		Procs:        []wire.ProcStatus{{ID: "17.1", WorkID: 17, State: wire.ProcRunning, PID: 1234, RSS: 1 << 30, ExitCode: 0}},
+		HeadEligible: true, Version: "0.1",
 	}
 }

@@ -1,4 +1,4 @@
-package wire
+package p2p
 
 import (
 	"context"

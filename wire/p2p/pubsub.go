@@ -1,4 +1,4 @@
-package wire
+package p2p
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/ducc-project/ducc/wire"
 )
 
 // Gossipsub queue sizes. Gossipsub drops messages silently when a queue is
@@ -51,7 +53,7 @@ func NewPubSub(ctx context.Context, h host.Host, logger *slog.Logger) (*pubsub.P
 		pubsub.WithMessageIdFn(contentID),
 		pubsub.WithPeerOutboundQueueSize(pubsubPeerQueueSize),
 		pubsub.WithValidateQueueSize(pubsubValidateQueueSize),
-		pubsub.WithMaxMessageSize(MaxHeartbeatSize+pubsubEnvelopeOverhead),
+		pubsub.WithMaxMessageSize(wire.MaxHeartbeatSize+pubsubEnvelopeOverhead),
 		pubsub.WithSubscriptionFilter(pubsub.NewRegexpSubscriptionFilter(topicFilter)),
 		pubsub.WithPeerExchange(false),
 		// Send our own messages to every peer in the topic, not only to the
@@ -129,7 +131,7 @@ func JoinTopic[T any](ps *pubsub.PubSub, name string, limit int, logger *slog.Lo
 			return pubsub.ValidationReject
 		}
 		v := new(T)
-		if err := UnmarshalLimit(msg.Data, v, limit); err != nil {
+		if err := wire.UnmarshalLimit(msg.Data, v, limit); err != nil {
 			logger.Debug("pubsub: rejecting undecodable message", "from", from.String(), "err", err)
 			return pubsub.ValidationReject
 		}
@@ -158,12 +160,12 @@ func (t *Topic[T]) Topic() *pubsub.Topic { return t.topic }
 // Publish encodes v and publishes it. Values over the topic's limit are
 // refused. Local subscribers receive it too.
 func (t *Topic[T]) Publish(ctx context.Context, v T) error {
-	data, err := Marshal(v)
+	data, err := wire.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("publish on %s: %w", t.name, err)
 	}
 	if len(data) > t.limit {
-		return fmt.Errorf("publish on %s: %w", t.name, &TooLargeError{Size: uint64(len(data)), Limit: t.limit})
+		return fmt.Errorf("publish on %s: %w", t.name, &wire.TooLargeError{Size: uint64(len(data)), Limit: t.limit})
 	}
 	if err := t.topic.Publish(ctx, data); err != nil {
 		return fmt.Errorf("publish on %s: %w", t.name, err)
@@ -247,7 +249,7 @@ func (s *Subscription[T]) Next(ctx context.Context) (T, peer.ID, error) {
 			}
 		}
 		var v T
-		if err := UnmarshalLimit(msg.Data, &v, s.limit); err != nil {
+		if err := wire.UnmarshalLimit(msg.Data, &v, s.limit); err != nil {
 			s.logger.Debug("pubsub: skipping undecodable message", "from", msg.ReceivedFrom.String(), "size", len(msg.Data), "err", err)
 			continue
 		}
@@ -260,12 +262,12 @@ func (s *Subscription[T]) Cancel() { s.sub.Cancel() }
 
 // JoinHeartbeatTopic joins TopicHeartbeat (Heartbeat values, at most
 // MaxHeartbeatSize bytes).
-func JoinHeartbeatTopic(ps *pubsub.PubSub, logger *slog.Logger) (*Topic[Heartbeat], error) {
-	return JoinTopic[Heartbeat](ps, TopicHeartbeat, MaxHeartbeatSize, logger)
+func JoinHeartbeatTopic(ps *pubsub.PubSub, logger *slog.Logger) (*Topic[wire.Heartbeat], error) {
+	return JoinTopic[wire.Heartbeat](ps, wire.TopicHeartbeat, wire.MaxHeartbeatSize, logger)
 }
 
 // JoinLeaderTopic joins TopicLeader (LeaderAnnounce values, at most
 // MaxAnnounceSize bytes).
-func JoinLeaderTopic(ps *pubsub.PubSub, logger *slog.Logger) (*Topic[LeaderAnnounce], error) {
-	return JoinTopic[LeaderAnnounce](ps, TopicLeader, MaxAnnounceSize, logger)
+func JoinLeaderTopic(ps *pubsub.PubSub, logger *slog.Logger) (*Topic[wire.LeaderAnnounce], error) {
+	return JoinTopic[wire.LeaderAnnounce](ps, wire.TopicLeader, wire.MaxAnnounceSize, logger)
 }

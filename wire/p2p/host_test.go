@@ -1,4 +1,4 @@
-package wire
+package p2p
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/pnet"
+
+	"github.com/ducc-project/ducc/wire"
 )
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -31,7 +33,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 func testKey(t testing.TB) pnet.PSK {
 	t.Helper()
-	psk, err := GenerateClusterKey()
+	psk, err := wire.GenerateClusterKey()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package wire
+package p2p
 
 import (
 	"context"
@@ -25,6 +25,8 @@ import (
 	"github.com/libp2p/go-libp2p/x/rate"
 	"github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
+
+	"github.com/ducc-project/ducc/wire"
 )
 
 // Connection-manager watermarks: a head keeps a connection to every agent of
@@ -67,8 +69,8 @@ func componentLogger(l *slog.Logger) *slog.Logger {
 // AutoNAT probing or mDNS, fixed resource-manager limits and a connection
 // manager. The host only dials addresses it is given.
 func NewHost(ctx context.Context, cfg HostConfig) (host.Host, error) {
-	if len(cfg.ClusterKey) != ClusterKeySize {
-		return nil, fmt.Errorf("new host: a cluster key of %d bytes is required (got %d bytes)", ClusterKeySize, len(cfg.ClusterKey))
+	if len(cfg.ClusterKey) != wire.ClusterKeySize {
+		return nil, fmt.Errorf("new host: a cluster key of %d bytes is required (got %d bytes)", wire.ClusterKeySize, len(cfg.ClusterKey))
 	}
 	logger := componentLogger(cfg.Logger)
 	low, high := cfg.ConnsLow, cfg.ConnsHigh
