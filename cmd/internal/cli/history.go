@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ducc-project/ducc/units"
+	"github.com/ducc-project/ducc/wire"
+)
+
+func newHistoryCmd(g *globals) *cobra.Command {
+	var since, until, user, class string
+	var states []string
+	cmd := &cobra.Command{
+		Use:   "history",
+		Short: "list finished work with its accounting (like sacct)",
+		Long: `List the accounting records of finished work, oldest end first: jobs, managed
+reservations, reservations and services, with their user, class, times, state,
+memory asked and capped, peak memory, CPU time, exit code, work items and nodes.
+
+Finished work stays in 'ducc jobs --all' and 'ducc show' for head.retention.work
+(1h by default); its record stays here for head.retention.history (30d), see
+docs/operations.md. Ordinary users see their own records; root and the
+administrators see everyone's (--user narrows them).
+
+--since and --until take a time ago (2h, 7d), a date (2026-11-20), a local time
+(2026-11-20T14:00 or "2026-11-20 14:00"), RFC 3339, or "today"; --since all
+lists everything kept. --state takes completion reasons (EndOfJob, Error,
+CanceledByUser, ProgramExit...; case-insensitive, comma-separated) or the
+table's short names. --json prints every field, with times in unix ms.`,
+		Example: "  ducc history\n  ducc history --since 7d --state error,ProcFail\n  ducc history --since 2026-11-01 --until 2026-11-08 --user alice --json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			now := time.Now()
+			req := wire.HistoryRequest{User: user, Class: class}
+			var err error
+			if req.Since, err = parseWhen(since, now); err != nil {
+				return usageErr("--since: %v", err)
+			}
+			if req.Until, err = parseWhen(until, now); err != nil {
+				return usageErr("--until: %v", err)
+			}
+			for _, s := range states {
+				for _, s := range strings.Split(s, ",") {
+					if s = strings.TrimSpace(s); s != "" {
+						req.Completions = append(req.Completions, completionOf(s))
+					}
+				}
+			}
+			recs, err := fetchHistory(cmd.Context(), newClient(g), req)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return printJSON(cmd.OutOrStdout(), wire.HistoryReply{Records: recs})
+			}
+			printHistory(cmd.OutOrStdout(), recs, now)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&since, "since", "24h", "records of work that ended at or after this time")
+	f.StringVar(&until, "until", "", "records of work that ended before this time (default: now)")
+	f.StringVarP(&user, "user", "u", "", "only this user's records (root and administrators)")
+	f.StringSliceVar(&states, "state", nil, "only these completion reasons, e.g. EndOfJob,Error")
+	f.StringVar(&class, "class", "", "only this class")
+	return cmd
+}
+
+// fetchHistory pages through the records until the head says the end.
+func fetchHistory(ctx context.Context, c *client, req wire.HistoryRequest) ([]wire.HistoryRecord, error) {
+	recs := []wire.HistoryRecord{}
+	for {
+		var rep wire.HistoryReply
+		if err := c.call(ctx, wire.MethodHistory, req, &rep); err != nil {
+			return nil, err
+		}
+		recs = append(recs, rep.Records...)
+		if !rep.More {
+			return recs, nil
+		}
+		if rep.NextEnd < req.AfterEnd || rep.NextEnd == req.AfterEnd && rep.NextID <= req.AfterID {
+			return nil, &exitError{code: exitFailed, msg: "the head returned the same page of history again; try again"}
+		}
+		req.AfterEnd, req.AfterID = rep.NextEnd, rep.NextID
+	}
+}
+
+// parseWhen reads a --since/--until value as unix ms (0: unbounded).
+func parseWhen(s string, now time.Time) (int64, error) {
+	s = strings.TrimSpace(s)
+	switch s {
+	case "", "all":
+		return 0, nil
+	case "now":
+		return now.UnixMilli(), nil
+	case "today":
+		y, m, d := now.Date()
+		return time.Date(y, m, d, 0, 0, 0, 0, now.Location()).UnixMilli(), nil
+	}
+	if d, err := units.ParseDuration(s); err == nil {
+		if d < 0 {
+			return 0, fmt.Errorf("%q: a time ago must not be negative", s)
+		}
+		return now.Add(-d).UnixMilli(), nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t.UnixMilli(), nil
+	}
+	for _, layout := range []string{time.DateOnly, "2006-01-02T15:04", "2006-01-02 15:04", "2006-01-02T15:04:05", time.DateTime} {
+		if t, err := time.ParseInLocation(layout, s, now.Location()); err == nil {
+			return t.UnixMilli(), nil
+		}
+	}
+	return 0, fmt.Errorf("%q is neither a time ago (2h, 7d), a date (2026-11-20), a local time (2026-11-20T14:00) nor RFC 3339", s)
+}
+
+// shortCompletion names completion reasons in the table's STATE column
+// (--json and --state use the full names; --state takes these too).
+var shortCompletion = map[string]string{
+	"EndOfJob":                     "Done",
+	"Error":                        "Error",
+	"CanceledByUser":               "Canceled",
+	"CanceledByAdministrator":      "CanceledAdm",
+	"CanceledByDriver":             "CanceledJD",
+	"CanceledBySystem":             "CanceledSys",
+	"ResourcesUnavailable":         "NoResources",
+	"ServicesUnavailable":          "NoServices",
+	"NoWorkItemsFound":             "NoItems",
+	"LaunchFailure":                "LaunchFail",
+	"ProcessFailure":               "ProcFail",
+	"ProcessInitializationFailure": "InitFail",
+	"ProgramExit":                  "Exit",
+}
+
+// completionOf maps a short name to its completion reason; anything else
+// is passed on (the head compares case-insensitively).
+func completionOf(s string) string {
+	for full, short := range shortCompletion {
+		if strings.EqualFold(s, short) && !strings.EqualFold(s, full) {
+			return full
+		}
+	}
+	return s
+}
+
+func historyState(r wire.HistoryRecord) string {
+	if r.Completion == "ProgramExit" {
+		return fmt.Sprintf("Exit(%d)", r.ExitCode)
+	}
+	if s, ok := shortCompletion[r.Completion]; ok {
+		return s
+	}
+	return cut(r.Completion, 11)
+}
+
+// printHistory prints the records as a table that fits 80 columns (user
+// names are cut at 8 characters; the class is in --json).
+func printHistory(w io.Writer, recs []wire.HistoryRecord, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
+	fmt.Fprintln(tw, "ID\tUSER\tENDED\tELAPSED\tSTATE\tMAXRSS\tCPU\tITEMS")
+	for _, r := range recs {
+		items := "-"
+		if r.Kind == wire.WorkJob {
+			items = count(r.Done) + "/" + count(r.Items)
+			if r.Failed > 0 {
+				items += " " + count(r.Failed) + "F"
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, cut(r.User, 8),
+			endClock(r.EndedAt, now), duration(r.StartedAt, r.EndedAt, now), historyState(r),
+			shortSize(r.MaxRSS), cpuTime(r.CPUSeconds), items)
+	}
+	tw.Flush()
+}
+
+// cut shortens s to n characters, marking the cut with "+".
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "+"
+}
+
+// endClock is a short end time: the clock today, else the date.
+func endClock(ms int64, now time.Time) string {
+	t := time.UnixMilli(ms)
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return t.Format("15:04:05")
+	}
+	return t.Format("Jan02 15:04")
+}
+
+// shortSize is a size in at most five characters: 512K, 1.5G, 1023M.
+func shortSize(b int64) string {
+	if b <= 0 {
+		return "-"
+	}
+	v, unit := float64(b), "B"
+	for _, u := range []string{"K", "M", "G", "T", "P"} {
+		if v < 1024 {
+			break
+		}
+		v, unit = v/1024, u
+	}
+	if v < 10 && unit != "B" {
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", v), ".0") + unit
+	}
+	return fmt.Sprintf("%.0f%s", v, unit)
+}
+
+// count writes a count in at most five characters: 99999, 100k, 2500k.
+func count(n int) string {
+	if n < 100_000 {
+		return fmt.Sprint(n)
+	}
+	return fmt.Sprintf("%dk", n/1000)
+}
+
+func cpuTime(s float64) string {
+	if s <= 0 {
+		return "-"
+	}
+	if s < 10 {
+		return fmt.Sprintf("%.2fs", s)
+	}
+	return units.FormatDuration(time.Duration(s * float64(time.Second)))
+}

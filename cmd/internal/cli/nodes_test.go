@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ducc-project/ducc/wire"
+)
+
+func TestVoterState(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	tests := []struct {
+		v    wire.VoterInfo
+		want string
+	}{
+		{wire.VoterInfo{State: "Leader", Voter: true}, "Leader"},
+		{wire.VoterInfo{State: "Follower"}, "Follower (non-voter)"},
+		{wire.VoterInfo{State: wire.VoterUnreachable, Voter: true, LastHeartbeat: now.Add(-90 * time.Second).UnixMilli()}, "Unreachable, last heartbeat 1m30s ago"},
+		{wire.VoterInfo{State: wire.VoterUnreachable, Voter: true}, "Unreachable, no heartbeat since this head started"},
+	}
+	for _, tc := range tests {
+		if got := voterState(tc.v, now); got != tc.want {
+			t.Errorf("voterState(%+v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+	if got := voterNames([]wire.VoterInfo{{Node: "h1", State: "Leader"}, {Peer: "12D3", State: wire.VoterUnreachable}}); got != "h1 (Leader), 12D3 (Unreachable)" {
+		t.Errorf("voterNames: %q", got)
+	}
+}
+
+func TestSnapshotLine(t *testing.T) {
+	tests := []struct {
+		in   wire.SnapshotInfo
+		want string
+	}{
+		{wire.SnapshotInfo{}, "none yet; 0 entries (0 B) since"},
+		{wire.SnapshotInfo{Index: 17092, Size: 14359302, SinceEntries: 1190, SinceBytes: 1445888},
+			"index 17092, 13.7 MiB; 1190 entries (1.4 MiB) since"},
+		{wire.SnapshotInfo{Index: 9, Size: 2048, RestoredIndex: 9, RestoreMS: 152},
+			"index 9, 2 KiB; 0 entries (0 B) since; restored index 9 in 152 ms"},
+	}
+	for _, tc := range tests {
+		if got := snapshotLine(&tc.in); got != tc.want {
+			t.Errorf("snapshotLine(%+v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
