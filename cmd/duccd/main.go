@@ -8,16 +8,20 @@
 package main
 
 import (
+	"io"
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"github.com/ducc-project/ducc/cmd/internal/cli"
+	"github.com/ducc-project/ducc/cmd/internal/manpage"
 	"github.com/ducc-project/ducc/proc"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-// daemon is the real cli.Daemon: agent.go, sim.go, id.go.
+// daemon is the real cli.Daemon: agent.go, sim.go, id.go, ManPage.
 type daemon struct{}
 
 func main() {
@@ -33,3 +37,6 @@ func main() {
 	}
 	os.Exit(cli.Main(os.Args[0], os.Args[1:], version, daemon{}))
 }
+
+// ManPage renders a man page for `ducc gen-man`.
+func (daemon) ManPage(c *cobra.Command, w io.Writer) error { return manpage.Render(c, w) }

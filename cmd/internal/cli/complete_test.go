@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ducc-project/ducc/cmd/internal/manpage"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -105,7 +106,7 @@ func TestCompletionWithoutAgent(t *testing.T) {
 
 func TestGenMan(t *testing.T) {
 	dir := t.TempDir()
-	n, err := genMan(newRoot("dev", nil), dir)
+	n, err := genMan(newRoot("dev", nil), dir, manpage.Render)
 	if err != nil {
 		t.Fatal(err)
 	}

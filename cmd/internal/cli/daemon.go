@@ -41,6 +41,8 @@ type Daemon interface {
 	// SchedulerSection reads the agent config file at path and returns its
 	// scheduler section as YAML, for `ducc admin reconfigure`.
 	SchedulerSection(path string) ([]byte, error)
+	// ManPage renders c's man page (package manpage), for `ducc gen-man`.
+	ManPage(c *cobra.Command, w io.Writer) error
 }
 
 // AgentOptions are the flags of `ducc agent`.

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/cobra/doc"
 )
 
 // newGenManCmd is the hidden `ducc gen-man DIR`: one man page per command
@@ -20,14 +20,20 @@ import (
 // page for each of DUCC's program names (ducc_submit.1.gz) that points
 // to its command's page. make package puts them in /usr/share/man/man1.
 // SOURCE_DATE_EPOCH, when set, dates the pages (reproducible builds).
-func newGenManCmd() *cobra.Command {
+// The pages are rendered by the Daemon (package manpage): the small ducc
+// runs duccd for it, so as not to link the renderer.
+func newGenManCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:    "gen-man DIR",
 		Short:  "write the man pages of every command into DIR (packaging)",
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := genMan(cmd.Root(), args[0])
+			d, err := g.needDaemon("ducc gen-man")
+			if err != nil {
+				return err
+			}
+			n, err := genMan(cmd.Root(), args[0], d.ManPage)
 			if err != nil {
 				return &exitError{code: exitFailed, msg: err.Error()}
 			}
@@ -38,7 +44,7 @@ func newGenManCmd() *cobra.Command {
 }
 
 // genMan writes the pages and returns how many it wrote.
-func genMan(root *cobra.Command, dir string) (int, error) {
+func genMan(root *cobra.Command, dir string, render func(*cobra.Command, io.Writer) error) (int, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, fmt.Errorf("man pages: %w", err)
 	}
@@ -55,8 +61,7 @@ func genMan(root *cobra.Command, dir string) (int, error) {
 			}
 		}
 		var page bytes.Buffer
-		header := &doc.GenManHeader{Section: "1", Source: "ducc " + root.Version, Manual: "ducc manual"}
-		if err := doc.GenMan(c, header, &page); err != nil {
+		if err := render(c, &page); err != nil {
 			return fmt.Errorf("man page of %s: %w", c.CommandPath(), err)
 		}
 		n++

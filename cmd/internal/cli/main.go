@@ -146,7 +146,7 @@ Start a one-node dev cluster with 'ducc agent --dev', then try 'ducc run -- echo
 		newServicesCmd(g),
 		newWebTokenCmd(g),
 		newSimCmd(g),
-		newGenManCmd(),
+		newGenManCmd(g),
 		newInternalCmd(g, "shim", "process shim (internal)"),
 		newInternalCmd(g, "exec-worker", "exec-protocol job worker (internal)"),
 	)
