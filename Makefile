@@ -1,10 +1,14 @@
-# ducc — the ducc binary and its small process shim, ducc-shim (the agent
-# finds it next to ducc; ARCHITECTURE.md; static, as packaged: no dynamic
-# loader on every process start). `make build` then `make test`.
+# ducc — three executables (ARCHITECTURE.md, "Executables"): ducc, the
+# command line (the socket client only); duccd, the daemon (agent, head,
+# sim, and the command line too), which ducc runs for `ducc agent` and the
+# like; ducc-shim, the process shim the agent runs. ducc and ducc-shim are
+# static, as packaged: no dynamic loader on every start. They find duccd
+# and ducc-shim next to them. `make build` then `make test`.
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 BIN       := bin/ducc
+DAEMON_BIN:= bin/duccd
 SHIM_BIN  := bin/ducc-shim
 # Packages with goroutines and locks run under the race detector (and
 # only there: running them twice cost a minute of make test); the others,
@@ -17,7 +21,8 @@ include Makefile.ops
 .PHONY: build test test-short e2e vet staticcheck bench bench-e2e fuzz dev demo clean java java-test
 
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ducc
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ducc
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DAEMON_BIN) ./cmd/duccd
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(SHIM_BIN) ./cmd/ducc-shim
 
 # Every test: unit, race, and the end-to-end tests in e2e/ that start the
@@ -51,7 +56,7 @@ staticcheck:
 # Micro benchmarks, then the end-to-end ones against a dev cluster.
 bench: build
 	$(GO) test -run XXX -bench . -benchtime 3x ./head/rm/
-	$(GO) test -run XXX -bench . ./wire/
+	$(GO) test -run XXX -bench . ./wire/...
 	$(GO) test -run XXX -bench . -benchtime 30x ./proc/
 	$(GO) test -run XXX -bench RunTrue -benchtime 40x ./e2e/
 	$(GO) test -run XXX -bench Job -benchtime 1x ./e2e/

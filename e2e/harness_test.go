@@ -16,13 +16,14 @@ import (
 	"github.com/ducc-project/ducc/wire"
 )
 
-// The harness shared by every end-to-end test: TestMain builds the ducc
-// binary once, agentProc runs one `ducc agent` of it, and the CLI is run
+// The harness shared by every end-to-end test: TestMain builds the
+// executables once (ducc, and duccd and ducc-shim next to it),
+// agentProc runs one `ducc agent` of them (ducc runs duccd), and the CLI is run
 // against an agent's socket. The dev cluster (cluster, below) is one
 // agentProc; the namespace cluster (netns_test.go) is one agentProc per
 // node, each inside its network namespace.
 
-// duccBin is the binary TestMain built; set once before any test runs.
+// duccBin is the ducc TestMain built; set once before any test runs.
 var duccBin string
 
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
@@ -34,13 +35,21 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	// ducc and, next to it, the process shim the agent runs (as make
-	// build and the packages install them).
+	// ducc and, next to it, the daemon it runs for `ducc agent` and the
+	// process shim the agent runs (as make build and the packages install
+	// them).
 	duccBin = filepath.Join(dir, "ducc")
-	for _, b := range []struct{ out, pkg string }{{duccBin, "cmd/ducc"}, {filepath.Join(dir, "ducc-shim"), "cmd/ducc-shim"}} {
+	for _, b := range []struct {
+		out, pkg string
+		static   bool // as make build and the packages
+	}{
+		{duccBin, "cmd/ducc", true},
+		{filepath.Join(dir, "duccd"), "cmd/duccd", false},
+		{filepath.Join(dir, "ducc-shim"), "cmd/ducc-shim", true},
+	} {
 		cmd := exec.Command("go", "build", "-o", b.out, "github.com/ducc-project/ducc/"+b.pkg)
-		if b.pkg == "cmd/ducc-shim" {
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build and the packages
+		if b.static {
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		}
 		out, err := cmd.CombinedOutput()
 		if err != nil {

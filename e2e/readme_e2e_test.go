@@ -85,8 +85,10 @@ func TestREADME(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(repo, "bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(duccBin, filepath.Join(repo, "bin", "ducc")); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"ducc", "duccd", "ducc-shim"} {
+		if err := os.Symlink(filepath.Join(filepath.Dir(duccBin), name), filepath.Join(repo, "bin", name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	examples, err := filepath.Abs("../examples")
 	if err != nil {
@@ -221,7 +223,7 @@ func TestDemo(t *testing.T) {
 		t.Errorf("the demo left %s", dir)
 	}
 	// Shims name the dir on their command line; the demo's exec job
-	// runs its process as `ducc exec-worker -- sh -c '...'` with this
+	// runs its process as `ducc-shim exec-worker -- sh -c '...'` with this
 	// command, which nothing else runs.
 	const demoJob = "DUCC_WORK_ITEM * DUCC_WORK_ITEM"
 	procs, _ := filepath.Glob("/proc/[0-9]*")

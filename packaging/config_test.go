@@ -53,7 +53,7 @@ func TestUnitFile(t *testing.T) {
 	}
 	unit := string(data)
 	for _, want := range []string{
-		"KillMode=process", "Restart=on-failure", "ExecStart=/usr/bin/ducc agent --config /etc/ducc/ducc.yaml",
+		"KillMode=process", "Restart=on-failure", "ExecStart=/usr/bin/duccd agent --config /etc/ducc/ducc.yaml",
 		"RuntimeDirectory=ducc", "WantedBy=multi-user.target",
 	} {
 		if !strings.Contains(unit, want+"\n") {

@@ -110,7 +110,7 @@ func TestGenMan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"ducc.1.gz", "ducc-submit.1.gz", "ducc-services-start.1.gz", "ducc_submit.1.gz"} {
+	for _, f := range []string{"ducc.1.gz", "ducc-submit.1.gz", "ducc-services-start.1.gz", "ducc_submit.1.gz", "duccd.1.gz"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("gen-man did not write %s: %v", f, err)
 		}

@@ -18,7 +18,8 @@ import (
 // from the commands' help by cobra's doc generator, gzipped as Debian
 // wants them (maximum compression, no name or time in the header), and a
 // page for each of DUCC's program names (ducc_submit.1.gz) that points
-// to its command's page. make package puts them in /usr/share/man/man1.
+// to its command's page, and duccd's, which points to ducc's. make package
+// puts them in /usr/share/man/man1.
 // SOURCE_DATE_EPOCH, when set, dates the pages (reproducible builds).
 // The pages are rendered by the Daemon (package manpage): the small ducc
 // runs duccd for it, so as not to link the renderer.
@@ -84,7 +85,11 @@ func genMan(root *cobra.Command, dir string, render func(*cobra.Command, io.Writ
 		}
 		n++
 	}
-	return n, nil
+	// duccd runs the same commands (and the agent): ducc's page.
+	if err := writeGzip(filepath.Join(dir, DaemonName+".1.gz"), []byte(".so man1/"+root.Name()+".1\n")); err != nil {
+		return n, err
+	}
+	return n + 1, nil
 }
 
 // manName is a command's page name: its path joined by dashes.
