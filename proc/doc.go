@@ -6,10 +6,11 @@
 //
 // The shim, and the worker of exec jobs ([RunExecWorker]), run from the
 // small executable ducc-shim ([Main], cmd/ducc-shim) when it lies next to
-// the running executable, else from that executable (`ducc shim`, `ducc
-// exec-worker`): [ShimCommand] and [ExecWorkerCommand] choose. ducc-shim
-// links this package and what it needs, not the CLI, libp2p or
-// Prometheus, so a process start does not pay for initializing them.
+// the running executable (duccd, the agent), else from that executable
+// (`duccd shim`, `duccd exec-worker`): [ShimCommand] and
+// [ExecWorkerCommand] choose. ducc-shim links this package and what it
+// needs, not the CLI, libp2p or Prometheus, so a process start does not
+// pay for initializing them.
 //
 // # Files
 //

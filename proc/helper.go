@@ -7,13 +7,13 @@ import (
 )
 
 // HelperName is the small executable that runs the shim and the exec
-// worker: installed next to ducc (make build puts both in bin/, the
-// packages both in /usr/bin), it starts in about a millisecond where ducc,
-// which links the CLI, libp2p and Prometheus, takes several
-// (ARCHITECTURE.md, "Starting a process").
+// worker: installed next to duccd, the agent's executable (make build
+// puts both in bin/, the packages both in /usr/bin), it starts in about a
+// millisecond where duccd, which links the CLI, libp2p and Prometheus,
+// takes several (ARCHITECTURE.md, "Starting a process").
 const HelperName = "ducc-shim"
 
-// Subcommands of the helper, and of ducc itself, which answers them too.
+// Subcommands of the helper, and of duccd, which answers them too.
 const (
 	ShimSubcommand       = "shim"
 	ExecWorkerSubcommand = "exec-worker"
@@ -38,8 +38,8 @@ func Main(args []string) int {
 // ShimCommand is the command that runs the shim ([Config.ShimCommand]) and
 // ExecWorker the one that runs the worker of an exec job, for the running
 // executable: the helper when it lies in the same directory, else the
-// executable itself with the subcommand (a build tree with ducc alone, a
-// test binary that answers the subcommands).
+// executable itself with the subcommand (a build tree with duccd alone,
+// a test binary that answers the subcommands).
 func ShimCommand() ([]string, error) { return helperCommand(ShimSubcommand) }
 
 // ExecWorkerCommand: see [ShimCommand].

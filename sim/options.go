@@ -61,7 +61,7 @@ type Options struct {
 	// (head.election_timeout; 500 ms if zero, as ducc's default).
 	Elect time.Duration
 	// FakesCommand starts the fake agents in a child process (e.g.
-	// {"/usr/bin/ducc", "sim", "--fakes-only"}); nil runs them in this
+	// {"/usr/bin/duccd", "sim", "--fakes-only"}); nil runs them in this
 	// process, and the head's CPU and memory figures then include theirs.
 	FakesCommand []string
 	// Logger; nil means slog.Default(). component=sim is added.
