@@ -80,9 +80,19 @@ func TestPackageDeb(t *testing.T) {
 			t.Errorf("the package did not install %s: %v", f, err)
 		}
 	}
-	// The process shim the agent runs from ducc's directory (ARCHITECTURE.md).
-	if fi, err := os.Stat("/usr/bin/ducc-shim"); err != nil || fi.Mode()&0o111 == 0 {
-		t.Errorf("the package did not install an executable /usr/bin/ducc-shim: %v", err)
+	// The daemon and the process shim the agent runs from its directory
+	// (ARCHITECTURE.md, "Executables").
+	for _, f := range []string{"/usr/bin/duccd", "/usr/bin/ducc-shim"} {
+		if fi, err := os.Stat(f); err != nil || fi.Mode()&0o111 == 0 {
+			t.Errorf("the package did not install an executable %s: %v", f, err)
+		}
+	}
+	if v := run("/usr/bin/duccd", "version"); !strings.Contains(v, "e2e-test") {
+		t.Errorf("installed duccd version: %q", v)
+	}
+	// ducc runs the installed duccd for what needs the daemon's code.
+	if out, _ := exec.Command("/usr/bin/ducc", "id", "--data-dir", t.TempDir()).CombinedOutput(); !strings.Contains(string(out), "no identity at") {
+		t.Errorf("ducc id --data-dir did not run duccd: %s", out)
 	}
 	// The Grafana dashboard of the metrics (docs/operations.md).
 	if _, err := os.Stat("/usr/share/ducc/grafana/ducc-dashboard.json"); err != nil {
@@ -119,8 +129,11 @@ func TestPackageDeb(t *testing.T) {
 				t.Errorf("rpm -qip lacks %q:\n%s", want, info)
 			}
 		}
-		if files := run("rpm", "-qlp", rpms[0]); !strings.Contains(files, "/usr/bin/ducc") {
-			t.Errorf("rpm lacks /usr/bin/ducc:\n%s", files)
+		files := run("rpm", "-qlp", rpms[0])
+		for _, f := range []string{"/usr/bin/ducc\n", "/usr/bin/duccd\n", "/usr/bin/ducc-shim\n"} {
+			if !strings.Contains(files, f) {
+				t.Errorf("rpm lacks %s:\n%s", strings.TrimSpace(f), files)
+			}
 		}
 	}
 	run("dpkg", "-r", "ducc")
