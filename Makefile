@@ -69,6 +69,7 @@ bench: build
 bench-e2e: build
 	$(GO) test -count=1 -timeout 30m -run XXX -bench 'ShortJobs500|JobStream100k|Idle' -benchtime 1x ./e2e/
 	$(GO) test -count=1 -timeout 10m -run XXX -bench 'RunTrue|SubmitDetach' -benchtime 40x ./e2e/
+	$(GO) test -count=1 -timeout 60m -run XXX -bench 'FlatWithHistory' -benchtime 1x ./e2e/
 
 # Fuzz every decoder and parser of user input, 20 s each.
 fuzz:

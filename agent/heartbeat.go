@@ -1,53 +1,102 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"sort"
 	"time"
 
-	"github.com/shirou/gopsutil/v4/load"
-	"github.com/shirou/gopsutil/v4/mem"
 	"golang.org/x/sys/unix"
 
 	"github.com/ducc-project/ducc/proc"
 	"github.com/ducc-project/ducc/wire"
 )
 
-// inventory measures the node.
+// inventory measures the node: one sysinfo(2) call and one read of
+// /proc/meminfo per heartbeat (MemAvailable is not in sysinfo), into a
+// buffer kept between heartbeats.
 type inventory struct {
 	override int64 // --memory / config memory: schedulable memory as declared
 	reserved int64
+	buf      []byte
 }
 
 func (inv *inventory) init(cfg *Config) error {
 	inv.override = cfg.Memory.Bytes()
 	inv.reserved = cfg.MemoryReserved.Bytes()
-	if _, err := mem.VirtualMemory(); err != nil {
-		return fmt.Errorf("read memory inventory: %w", err)
-	}
-	return nil
+	var hb wire.Heartbeat
+	return inv.read(&hb)
 }
 
 // sample fills the memory, swap and load fields of a heartbeat. The
 // schedulable memory is re-read every heartbeat (docs/scheduling.md).
 func (inv *inventory) sample(hb *wire.Heartbeat) {
+	_ = inv.read(hb) // a node that could be read at start is read again next time
+}
+
+func (inv *inventory) read(hb *wire.Heartbeat) error {
 	hb.CPUs = runtime.NumCPU()
-	if vm, err := mem.VirtualMemory(); err == nil {
-		hb.MemTotal = int64(vm.Total)
-		hb.MemUsed = int64(vm.Total - vm.Available)
-		hb.MemSchedulable = max(int64(vm.Total)-inv.reserved, 0)
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil {
+		return fmt.Errorf("read memory inventory: sysinfo: %w", err)
 	}
-	if sw, err := mem.SwapMemory(); err == nil {
-		hb.SwapTotal, hb.SwapUsed = int64(sw.Total), int64(sw.Used)
+	unit := int64(max(si.Unit, 1))
+	total := int64(si.Totalram) * unit
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return fmt.Errorf("read memory inventory: %w", err)
 	}
-	if l, err := load.Avg(); err == nil {
-		hb.Load1 = l.Load1
+	if inv.buf == nil {
+		inv.buf = make([]byte, 8192)
 	}
+	n, err := f.Read(inv.buf)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("read memory inventory: /proc/meminfo: %w", err)
+	}
+	avail, ok := memAvailable(inv.buf[:n])
+	if !ok { // kernels before 3.14: free and buffers, as the kernel estimated then
+		avail = int64(si.Freeram+si.Bufferram) * unit
+	}
+	hb.MemTotal = total
+	hb.MemUsed = max(total-avail, 0)
+	hb.MemSchedulable = max(total-inv.reserved, 0)
+	hb.SwapTotal = int64(si.Totalswap) * unit
+	hb.SwapUsed = int64(si.Totalswap-si.Freeswap) * unit
+	hb.Load1 = float64(si.Loads[0]) / (1 << unix.SI_LOAD_SHIFT)
 	if inv.override > 0 {
 		hb.MemSchedulable = inv.override
 	}
+	return nil
+}
+
+// memAvailable returns the MemAvailable line of /proc/meminfo in bytes.
+func memAvailable(meminfo []byte) (int64, bool) {
+	const key = "MemAvailable:"
+	i := bytes.Index(meminfo, []byte(key))
+	if i < 0 {
+		return 0, false
+	}
+	line := meminfo[i+len(key):]
+	if j := bytes.IndexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	}
+	f := bytes.Fields(line)
+	if len(f) == 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(f[0]), 10, 64)
+	if err != nil || v < 0 {
+		return 0, false
+	}
+	if len(f) > 1 && string(f[1]) == "kB" {
+		v *= 1024
+	}
+	return v, true
 }
 
 // heartbeat builds this node's heartbeat.

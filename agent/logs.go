@@ -195,15 +195,19 @@ func (a *Agent) tailFile(ctx context.Context, ev *eventWriter, c wire.Caller, id
 	}
 	return followFile(ctx, f, func(b []byte) error {
 		return ev.send(wire.AttachEvent{Output: append([]byte(nil), b...)})
-	}, ended)
+	}, ended, done)
 }
 
 // followFile sends f's content in chunks of up to wire.MaxLogChunk bytes,
 // and keeps reading as the file grows until ended reports true; one more
-// read then drains what was written last. It returns nil once the content
-// is sent, when ctx ends or when send fails (the reader went away), and
-// the error of a failed read.
-func followFile(ctx context.Context, f io.Reader, send func([]byte) error, ended func() bool) error {
+// read then drains what was written last. Between reads of a file that
+// does not grow it waits longer and longer (up to 100 ms), or until wake
+// is closed (the end, when the caller learns of it as it happens; nil
+// when it cannot), so that a process that ends is not waited for a
+// whole pause. It returns nil once the content is sent, when ctx ends or
+// when send fails (the reader went away), and the error of a failed
+// read.
+func followFile(ctx context.Context, f io.Reader, send func([]byte) error, ended func() bool, wake <-chan struct{}) error {
 	buf := make([]byte, wire.MaxLogChunk)
 	idle := time.Millisecond
 	finished := false
@@ -226,10 +230,15 @@ func followFile(ctx context.Context, f io.Reader, send func([]byte) error, ended
 			finished = true
 			continue
 		}
+		t := time.NewTimer(idle)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil
-		case <-time.After(idle):
+		case <-wake:
+			t.Stop()
+			wake = nil // closed: ended() now says so
+		case <-t.C:
 			idle = min(idle*2, 100*time.Millisecond)
 		}
 	}

@@ -8,7 +8,10 @@ import (
 	"github.com/ducc-project/ducc/wire"
 )
 
-// acceptDesired queues a desired state; only the newest is kept.
+// acceptDesired queues a desired state; only the newest is kept, with
+// the acknowledgements of those it replaces (the head acknowledges an
+// ended process in the desired states it delivers until then, not in
+// every later one: head/orch, delivered).
 func (a *Agent) acceptDesired(ds wire.DesiredState) {
 	for {
 		select {
@@ -18,12 +21,31 @@ func (a *Agent) acceptDesired(ds wire.DesiredState) {
 			select {
 			case old := <-a.desire:
 				if old.Version > ds.Version {
-					ds = old
+					ds, old = old, ds
 				}
+				ds.Ack = mergeAcks(ds.Ack, old.Ack)
 			default:
 			}
 		}
 	}
+}
+
+// mergeAcks returns the ids of a and b, each once.
+func mergeAcks(a, b []string) []string {
+	if len(b) == 0 {
+		return a
+	}
+	seen := make(map[string]bool, len(a)+len(b))
+	out := make([]string, 0, len(a)+len(b))
+	for _, l := range [][]string{a, b} {
+		for _, id := range l {
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, id)
+			}
+		}
+	}
+	return out
 }
 
 // reconcileLoop makes the node match the head's desired state.

@@ -99,7 +99,7 @@ func (a *Agent) serveLogStream(s network.Stream) {
 		}
 		return err
 	}
-	if err := followFile(ctx, f, send, func() bool { return !req.Follow || !running() }); err != nil {
+	if err := followFile(ctx, f, send, func() bool { return !req.Follow || !running() }, nil); err != nil {
 		fail(fmt.Errorf("read log: %w", err))
 		return
 	}

@@ -128,6 +128,8 @@ type options struct {
 	retention head.Retention
 	// metrics are the head's metrics (nil: none).
 	metrics *web.HeadMetrics
+	// release is the head's ReleaseMemory (nil: one that does nothing).
+	release func()
 }
 
 func newFixture(t *testing.T, o options) *fixture {
@@ -148,10 +150,13 @@ func newFixture(t *testing.T, o options) *fixture {
 			t.Fatalf("test scheduler config: %v", err)
 		}
 	}
+	if o.release == nil {
+		o.release = func() {}
+	}
 	f.h = head.New(head.Config{
 		FSM: f.fsm, Apply: f.app, Node: "head-node", Peer: "head-peer", Version: "test",
 		Push: f.push, Scheduler: sc, Administrators: []string{"carol"},
-		NodeTimeout: 10 * time.Second, Now: f.clock.Now, Retention: o.retention, Metrics: o.metrics,
+		NodeTimeout: 10 * time.Second, Now: f.clock.Now, Retention: o.retention, Metrics: o.metrics, ReleaseMemory: o.release,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -52,6 +52,9 @@ type Config struct {
 	// Retention says how long finished work, results and accounting
 	// records are kept (defaults for the times left zero).
 	Retention Retention
+	// ReleaseMemory returns freed memory to the system after purges
+	// (nil: debug.FreeOSMemory; retain says when).
+	ReleaseMemory func()
 }
 
 // Head is the cluster's brain for one leadership term: it answers the

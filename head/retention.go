@@ -3,6 +3,7 @@ package head
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/ducc-project/ducc/head/state"
@@ -104,21 +105,39 @@ func (h *Head) purge(ctx context.Context, now time.Time) (int, error) {
 	return res[0].Count, nil
 }
 
+// releaseEvery is how often, at most, the head hands the memory a purge
+// freed back to the system (Config.ReleaseMemory).
+const releaseEvery = time.Minute
+
 // retain purges finished work for the term, until ctx ends: when the
 // oldest finished work, held results or record is due, at most once per
 // purge interval. With nothing finished it waits for work to end
 // (SchedulingChanged announces that); otherwise it sleeps until the next
 // is due or the interval passed, and then only reads the front of three
-// queues: an idle head applies nothing.
+// queues: an idle head applies nothing. After a purge that removed
+// something, and at most once per releaseEvery, it returns the freed
+// memory to the system: the Go runtime would keep the pages of a heap
+// that held a few large jobs for many minutes.
 func (h *Head) retain(ctx context.Context) {
 	interval := h.cfg.Retention.purgeInterval()
+	release := h.cfg.ReleaseMemory
+	if release == nil {
+		release = debug.FreeOSMemory
+	}
 	t := time.NewTimer(interval)
 	defer t.Stop()
+	var released time.Time // when memory was last released
+	freed := false         // a purge removed something since then
 	for {
 		changed := h.cfg.FSM.SchedulingChanged()
 		now := h.cfg.Now()
+		if freed && now.Sub(released) >= releaseEvery {
+			release()
+			released, freed = now, false
+		}
 		due, at, ok := h.purgeDue(now)
 		var wake <-chan struct{}
+		next := interval
 		switch {
 		case due:
 			if n, err := h.purge(ctx, now); err != nil {
@@ -128,14 +147,22 @@ func (h *Head) retain(ctx context.Context) {
 				h.log.Warn("cannot purge finished work", "err", err)
 			} else {
 				h.log.Debug("purged finished work", "removed", n)
+				freed = freed || n > 0
 			}
-			t.Reset(interval)
 		case ok:
 			// Look again at least every interval: the clock is the head's
 			// (injected), the timer is not.
-			t.Reset(min(max(at.Sub(now), 0)+time.Millisecond, interval))
-		default:
-			wake = changed
+			next = min(max(at.Sub(now), 0)+time.Millisecond, interval)
+		case !freed:
+			wake, next = changed, 0 // nothing to do until work ends
+		}
+		if freed {
+			// Come back when the release is due (by the head's clock).
+			next = min(next, max(releaseEvery-now.Sub(released), time.Millisecond))
+		}
+		if next > 0 {
+			t.Reset(next)
+		} else {
 			t.Stop()
 		}
 		select {

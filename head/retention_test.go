@@ -2,6 +2,7 @@ package head_test
 
 import (
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,4 +154,39 @@ func TestRetentionValidate(t *testing.T) {
 	if d := (head.Retention{}).WithDefaults(); d.Work != time.Hour || d.Results != 24*time.Hour || d.History != 30*24*time.Hour {
 		t.Errorf("defaults: %+v", d)
 	}
+}
+
+// After a purge the head returns the freed memory to the system, at most
+// once a minute of its clock.
+func TestRetentionReleasesMemory(t *testing.T) {
+	var released atomic.Int32
+	f := newFixture(t, options{
+		retention: head.Retention{Work: 5 * time.Second, Results: 5 * time.Second, History: time.Hour},
+		release:   func() { released.Add(1) },
+	})
+	f.node("n1", 16*gib)
+	end := func() uint64 {
+		id := f.submitRun(t, alice, wire.RunRequest{Path: "/bin/true", Memory: gib})
+		p := f.waitProc(t, id)
+		f.report(t, "n1", wire.ProcStatus{ID: p.ID, WorkID: id, State: wire.ProcExited})
+		eventually(t, "work ends", func() bool { w := f.work(id); return w != nil && w.Ended() })
+		return id
+	}
+	first := end()
+	if n := released.Load(); n != 0 {
+		t.Fatalf("released %d times before any purge", n)
+	}
+	f.clock.Add(6 * time.Second)
+	eventually(t, "the first purge", func() bool { return f.work(first) == nil })
+	eventually(t, "memory released after the first purge", func() bool { return released.Load() == 1 })
+
+	second := end()
+	f.clock.Add(6 * time.Second)
+	eventually(t, "the second purge", func() bool { return f.work(second) == nil })
+	time.Sleep(100 * time.Millisecond) // the head would release now if it did not wait
+	if n := released.Load(); n != 1 {
+		t.Fatalf("released %d times within a minute of the head's clock, want 1", n)
+	}
+	f.clock.Add(time.Minute)
+	eventually(t, "memory released a minute later", func() bool { return released.Load() == 2 })
 }

@@ -75,6 +75,13 @@ func (o *Orchestrator) forgetReported(id string) {
 	delete(o.live, id)
 }
 
+// isEndedOn reports whether an ended process waits for its
+// acknowledgement to node. o.mu is held.
+func (o *Orchestrator) isEndedOn(node, id string) bool {
+	_, ok := o.endedOn[node][id]
+	return ok
+}
+
 func (o *Orchestrator) forgetEnded(node, id string) {
 	if ids := o.endedOn[node]; ids != nil {
 		delete(ids, id)
@@ -195,6 +202,33 @@ func (o *Orchestrator) pushNode(node string, force bool) {
 	}
 }
 
+// delivered drops the acknowledgements of a desired state the node
+// received from those the next ones carry: an agent applies every
+// acknowledgement it received (acceptDesired keeps them when a newer
+// state replaces a queued one). Under short jobs an ended process was
+// acknowledged in every push until the node's next heartbeat no longer
+// reported it: hundreds of ids in each of hundreds of pushes a second.
+// A report of the process that still comes after this (sent before the
+// node applied the state, or by a node that lost it in a restart) files
+// it again (Report), and the next push acknowledges it once more.
+func (o *Orchestrator) delivered(node string, ds wire.DesiredState) {
+	fp := fingerprint(ds)
+	acks := ds.Ack
+	ds.Ack = nil
+	rest := fingerprint(ds)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, id := range acks {
+		o.forgetEnded(node, id)
+	}
+	if o.sent[node] == fp {
+		// Nothing newer was computed since: what the node now holds
+		// is the state without the acknowledgements, so the next cycle
+		// pushes only if something else changes.
+		o.sent[node] = rest
+	}
+}
+
 // pusher delivers desired states to one node, newest first, until ctx ends.
 func (o *Orchestrator) pusher(ctx context.Context, node, peer string, ch chan wire.DesiredState) {
 	defer o.wg.Done()
@@ -211,6 +245,9 @@ func (o *Orchestrator) pusher(ctx context.Context, node, peer string, ch chan wi
 			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err := o.cfg.Push.PushDesired(pctx, node, peer, ds)
 			cancel()
+			if err == nil && len(ds.Ack) > 0 {
+				o.delivered(node, ds)
+			}
 			if err != nil && ctx.Err() == nil {
 				o.log.Warn("cannot push desired state", "node", node, "version", ds.Version, "err", err)
 				o.mu.Lock()

@@ -365,10 +365,17 @@ func (o *Orchestrator) Report(ctx context.Context, node string, procs []wire.Pro
 	var cmds []state.Command
 	ts := o.cfg.Now().UnixMilli()
 	o.mu.Lock()
+	refiled := false
 	for _, st := range procs {
 		o.live[st.ID] = st
 		prev, seen := o.reported[st.ID]
 		if seen && prev.State == st.State && prev.PID == st.PID {
+			if st.Ended() && prev.Node == node && !o.isEndedOn(node, st.ID) {
+				// Still reported after its acknowledgement was
+				// delivered (delivered): acknowledge it again.
+				o.noteReported(prev)
+				refiled = true
+			}
 			continue
 		}
 		st := st
@@ -377,6 +384,9 @@ func (o *Orchestrator) Report(ctx context.Context, node string, procs []wire.Pro
 	}
 	o.mu.Unlock()
 	if len(cmds) == 0 {
+		if refiled {
+			o.pushNode(node, false)
+		}
 		return
 	}
 	// Only apply what differs from the durable state.

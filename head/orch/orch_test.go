@@ -2,6 +2,7 @@ package orch
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -422,4 +423,50 @@ func TestFailoverGrace(t *testing.T) {
 			})
 		})
 	}
+}
+
+// An acknowledgement goes out in the desired state the node receives, not
+// in every later one; a report of the process that still comes after it
+// (the node had not applied it yet, or lost it) is acknowledged again.
+func TestAckDeliveredOnce(t *testing.T) {
+	f := newFixture(t)
+	ctx := f.ctx
+	id := f.submit(t)
+	f.o.Heartbeat(ctx, wire.Heartbeat{Node: "n1", Seq: 1, MemSchedulable: 4 << 30}, "peer1")
+	if err := f.o.cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.waitPush(t, "n1", func(ds wire.DesiredState) bool { return len(ds.Procs) == 1 })
+	ended := wire.ProcStatus{ID: "1.1", WorkID: id, State: wire.ProcExited, PID: 42}
+	f.o.Report(ctx, "n1", []wire.ProcStatus{ended})
+	f.waitPush(t, "n1", func(ds wire.DesiredState) bool { return slices.Equal(ds.Ack, []string{"1.1"}) })
+
+	// Once delivered, the acknowledgement is not computed again, and a
+	// cycle pushes nothing new.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(f.o.desired("n1").Ack) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the delivered acknowledgement is still in the desired state: %+v", f.o.desired("n1"))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	pushes := func() int {
+		f.push.mu.Lock()
+		defer f.push.mu.Unlock()
+		return len(f.push.got["n1"])
+	}
+	before := pushes()
+	if err := f.o.cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.o.cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := pushes(); got != before {
+		t.Errorf("cycles after the delivered acknowledgement pushed %d more desired states", got-before)
+	}
+
+	// The node reports the process again: acknowledged again.
+	f.o.Report(ctx, "n1", []wire.ProcStatus{ended})
+	f.waitPush(t, "n1", func(ds wire.DesiredState) bool { return slices.Equal(ds.Ack, []string{"1.1"}) && pushes() > before })
 }

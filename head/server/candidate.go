@@ -56,6 +56,8 @@ type candidate struct {
 
 	mu   sync.Mutex
 	head *head.Head
+	// headChanged is closed, and replaced, when head changes (setHead).
+	headChanged chan struct{}
 }
 
 // newCandidate opens the Raft log in DataDir/raft and bootstraps a lone
@@ -88,7 +90,9 @@ func newCandidate(cfg candidateConfig) (*candidate, error) {
 	rc.HeartbeatTimeout = elect
 	rc.ElectionTimeout = elect
 	rc.LeaderLeaseTimeout = elect / 2
-	rc.CommitTimeout = 5 * time.Millisecond
+	// Raft's default: how soon an idle follower learns the commit index
+	// (5 ms sent each follower ~130 empty AppendEntries a second, idle).
+	rc.CommitTimeout = 50 * time.Millisecond
 	// The snapshotter (snapshots.go) applies the snapshot policy every
 	// second; Raft's own check, on entries only, is a backstop far behind.
 	rc.SnapshotThreshold = 16 * cfg.Snapshots.Entries
@@ -202,9 +206,30 @@ func (c *candidate) Raft() *raft.Raft { return c.raft }
 
 // Head returns the running head, or nil when this member is not the leader.
 func (c *candidate) Head() *head.Head {
+	h, _ := c.HeadAndChange()
+	return h
+}
+
+// HeadAndChange returns the running head (nil when this member is not the
+// leader) and a channel closed when that changes.
+func (c *candidate) HeadAndChange() (*head.Head, <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.head
+	if c.headChanged == nil {
+		c.headChanged = make(chan struct{})
+	}
+	return c.head, c.headChanged
+}
+
+// setHead sets the running head and wakes those waiting for a change.
+func (c *candidate) setHead(h *head.Head) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.head = h
+	if c.headChanged != nil {
+		close(c.headChanged)
+		c.headChanged = nil
+	}
 }
 
 // Run starts and stops the head as leadership comes and goes, until ctx
@@ -232,9 +257,7 @@ func (c *candidate) Run(ctx context.Context) {
 		}
 		// Stop answering as head at once; the head's goroutines may take
 		// a while to wind down (pushes to unreachable nodes).
-		c.mu.Lock()
-		c.head = nil
-		c.mu.Unlock()
+		c.setHead(nil)
 		cancel()
 		c.awaitHead(done, headStopWarn)
 		cancel = nil
@@ -268,9 +291,7 @@ func (c *candidate) Run(ctx context.Context) {
 			cfg.FSM, cfg.Apply, cfg.Raft = c.fsm.FSM, c, c.raft
 			h := head.New(cfg)
 			cancel, done = hcancel, make(chan struct{})
-			c.mu.Lock()
-			c.head = h
-			c.mu.Unlock()
+			c.setHead(h)
 			go func(d chan struct{}) {
 				defer close(d)
 				h.Run(hctx)

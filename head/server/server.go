@@ -313,16 +313,14 @@ func (s *Server) takeHeartbeats(ctx context.Context, sub *p2p.Subscription[wire.
 
 // announce announces this server as head while it leads: at once when it
 // becomes head, then every heartbeat period, with the heartbeat interval
-// agents should use.
+// agents should use. It sleeps while this server does not lead.
 func (s *Server) announce(ctx context.Context) {
-	t := time.NewTicker(50 * time.Millisecond)
+	t := time.NewTimer(time.Hour)
 	defer t.Stop()
-	var last time.Time
-	var was *head.Head
 	for {
-		h := s.cand.Head()
-		if h != nil && (h != was || time.Since(last) >= s.cfg.Heartbeat) {
-			last = time.Now()
+		h, changed := s.cand.HeadAndChange()
+		var tick <-chan time.Time
+		if h != nil {
 			ann := wire.LeaderAnnounce{PeerID: s.cfg.Host.ID().String(), Node: s.cfg.Node,
 				Term: s.cand.Raft().CurrentTerm(), Time: time.Now().UnixMilli(),
 				HeartbeatMS: h.HeartbeatInterval().Milliseconds()}
@@ -332,12 +330,14 @@ func (s *Server) announce(ctx context.Context) {
 			if err := s.cfg.Leaders.Publish(ctx, ann); err != nil && ctx.Err() == nil {
 				s.log.Warn("cannot announce head", "err", err)
 			}
+			t.Reset(s.cfg.Heartbeat)
+			tick = t.C
 		}
-		was = h
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-changed:
+		case <-tick:
 		}
 	}
 }
