@@ -133,7 +133,7 @@ type Manager struct {
 type backend interface {
 	create(name string, r Resources) (Group, error)
 	load(name string) (Group, error)
-	enter(g Group) (func() error, error)
+	startIn(g Group, start func(cgroupFD int) error) error
 	removeRoot() error
 }
 
@@ -255,16 +255,30 @@ func (m *Manager) Load(name string) (Group, error) {
 	return g, nil
 }
 
-// Enter moves the calling process into g and returns a function that moves
-// it back to the cgroups it was in. It is how the v1 shim makes its child
-// start inside the group (fork while inside, then leave, so the OOM killer
-// never picks the shim). No-op in disabled mode.
-func (m *Manager) Enter(g Group) (leave func() error, err error) {
-	leave, err = m.backend.enter(g)
-	if err != nil {
-		return nil, fmt.Errorf("cgroup: enter %s: %w", g.Path(), err)
-	}
-	return leave, nil
+// StartIn calls start so that the processes it forks begin inside g, with
+// no process migration on the way: it is how the shim starts its child in
+// the child's group while the shim itself stays where it is. start must
+// fork on the calling goroutine (os.StartProcess and exec.Cmd.Start do:
+// Go forks from the calling thread) and hand nothing to other goroutines.
+//
+//   - v2: start gets an fd of g's directory for clone-into-cgroup
+//     (syscall.SysProcAttr UseCgroupFD and CgroupFD); StartIn closes it.
+//   - v1: start gets -1 and runs on an OS thread of its own that StartIn
+//     has moved, alone, into g in every controller (writing "0" to each
+//     controller's tasks file: the kernel moves a thread that moves itself
+//     without the global lock that a whole-process move through
+//     cgroup.procs takes, and that waits for an RCU grace period, several
+//     milliseconds). A child inherits the cgroups of the thread that forks
+//     it. The thread is never the process's main thread (the v1 memory
+//     controller charges the process's memory to the main thread's group),
+//     and after start it moves back to the cgroups it came from; if it
+//     cannot, it is not reused: the Go runtime ends it.
+//   - disabled: start gets -1 and runs as is.
+//
+// StartIn returns start's error as is, or an error of its own (wrapping the
+// cause) when g cannot be entered, in which case start was not called.
+func (m *Manager) StartIn(g Group, start func(cgroupFD int) error) error {
+	return m.backend.startIn(g, start)
 }
 
 // RemoveRoot deletes the root group; it fails while groups remain under it.

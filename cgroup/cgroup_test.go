@@ -294,7 +294,7 @@ func TestStatsMove(t *testing.T) {
 	}
 }
 
-func TestLoadAndEnter(t *testing.T) {
+func TestLoadAndStartIn(t *testing.T) {
 	m := newManager(t)
 	g := create(t, m, "enter", Resources{MemoryLimit: 512 * mib})
 	g2, err := m.Load("enter")
@@ -304,27 +304,124 @@ func TestLoadAndEnter(t *testing.T) {
 	if g2.Path() != g.Path() {
 		t.Fatalf("Load path %s != %s", g2.Path(), g.Path())
 	}
-	before, _ := os.ReadFile("/proc/self/cgroup")
-	leave, err := m.Enter(g)
+	before := threadCgroups(t)
+	cmd := exec.Command("/bin/sleep", "100")
+	err = m.StartIn(g2, func(fd int) error {
+		if fd != -1 {
+			t.Errorf("v1 StartIn gave fd %d", fd)
+		}
+		if unix.Gettid() == unix.Getpid() {
+			t.Error("StartIn forks from the main thread")
+		}
+		own, _ := os.ReadFile("/proc/thread-self/cgroup")
+		if !strings.Contains(string(own), "/"+m.Root()+"/enter\n") {
+			t.Errorf("the forking thread is not inside:\n%s", own)
+		}
+		return cmd.Start()
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	inside, _ := os.ReadFile("/proc/self/cgroup")
-	if err := leave(); err != nil {
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	assertInEvery(t, m, cmd.Process.Pid, "enter")
+	if after := threadCgroups(t); !slices.Equal(before, after) {
+		t.Fatalf("the test process's threads moved:\nbefore %q\nafter  %q", before, after)
+	}
+	if pids, err := g.Procs(); err != nil || !slices.Equal(pids, []int{cmd.Process.Pid}) {
+		t.Fatalf("Procs = %v, %v; want only the child %d", pids, err, cmd.Process.Pid)
+	}
+
+	// start's own error comes back as is.
+	errStart := errors.New("no fork today")
+	if err := m.StartIn(g, func(int) error { return errStart }); err != errStart {
+		t.Fatalf("StartIn = %v, want start's error", err)
+	}
+
+	// A group gone meanwhile: nothing moves and start is not called.
+	gone := create(t, m, "gone", Resources{})
+	if err := gone.Delete(); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := os.ReadFile("/proc/self/cgroup")
-	if !strings.Contains(string(inside), m.Root()+"/enter") {
-		t.Fatalf("not inside after Enter:\n%s", inside)
+	err = m.StartIn(gone, func(int) error {
+		t.Error("start called for a group that does not exist")
+		return nil
+	})
+	if err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("StartIn into a removed group = %v, want ErrNotExist", err)
 	}
-	if string(before) != string(after) {
-		t.Fatalf("not restored:\nbefore %s\nafter %s", before, after)
+	if after := threadCgroups(t); !slices.Equal(before, after) {
+		t.Fatalf("the test process's threads moved:\nbefore %q\nafter  %q", before, after)
 	}
+
 	if _, err := m.Load("nope"); !errors.Is(err, ErrNotExist) {
 		t.Fatalf("Load(nope) = %v", err)
 	}
 	if _, err := m.Create("a/b", Resources{}); err == nil {
 		t.Fatal("Create accepted a/b")
+	}
+}
+
+// threadCgroups lists the distinct /proc/<tid>/cgroup contents of the test
+// process's threads.
+func threadCgroups(t *testing.T) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, de := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc/self/task", de.Name(), "cgroup"))
+		if err != nil {
+			continue // a thread that ended meanwhile
+		}
+		out = append(out, string(b))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// assertInEvery checks that pid is in group name in every controller m uses.
+func assertInEvery(t *testing.T, m *Manager, pid int, name string) {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "/" + m.Root() + "/" + name
+	in := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 && parts[2] == want {
+			for _, c := range strings.Split(parts[1], ",") {
+				in[c] = true
+			}
+		}
+	}
+	for _, n := range m.backend.(*v1Backend).names {
+		if !in[string(n)] {
+			t.Errorf("pid %d not in %s of controller %s:\n%s", pid, want, n, raw)
+		}
+	}
+}
+
+// TestOwnThreadEnds checks that a thread onOwnThread's fn does not give
+// back ends with its goroutine.
+func TestOwnThreadEnds(t *testing.T) {
+	tid := 0
+	onOwnThread(func() bool {
+		tid = unix.Gettid()
+		return false
+	})
+	if tid == unix.Getpid() {
+		t.Fatal("fn ran on the main thread")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for exists(fmt.Sprintf("/proc/self/task/%d", tid)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("thread %d still there", tid)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -366,20 +463,34 @@ func TestV2Unified(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Delete()
-	fd, err := g.OpenFD()
+	if fd, err := g.OpenFD(); err != nil {
+		t.Fatal(err)
+	} else {
+		unix.Close(fd)
+	}
+	before := threadCgroups(t)
+	cmd := exec.Command("/bin/sh", "-c", "sleep 100 & sleep 100; wait")
+	err = m.StartIn(g, func(fd int) error {
+		if fd < 0 {
+			return fmt.Errorf("v2 StartIn gave fd %d", fd)
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+		return cmd.Start()
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("/bin/sh", "-c", "sleep 100 & sleep 100; wait")
-	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	if after := threadCgroups(t); !slices.Equal(before, after) {
+		t.Fatalf("the test process's threads moved:\nbefore %q\nafter  %q", before, after)
 	}
-	unix.Close(fd)
-	time.Sleep(50 * time.Millisecond)
+	deadline := time.Now().Add(10 * time.Second)
 	pids, err := g.Procs()
-	if err != nil || len(pids) < 2 {
-		t.Fatalf("Procs = %v, %v", pids, err)
+	for err == nil && len(pids) < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		pids, err = g.Procs()
+	}
+	if err != nil || len(pids) < 2 || !slices.Contains(pids, cmd.Process.Pid) {
+		t.Fatalf("Procs = %v, %v; want the shell %d and its children", pids, err, cmd.Process.Pid)
 	}
 	if n, err := g.OOMKills(); err != nil || n != 0 {
 		t.Fatalf("OOMKills = %d, %v", n, err)
@@ -420,9 +531,9 @@ func TestDisabled(t *testing.T) {
 	if _, err := g.OpenFD(); !errors.Is(err, ErrNoCgroupFD) {
 		t.Fatal(err)
 	}
-	leave, err := m.Enter(g)
-	if err != nil || leave() != nil {
-		t.Fatal(err)
+	called := false
+	if err := m.StartIn(g, func(fd int) error { called = fd == -1; return nil }); err != nil || !called {
+		t.Fatalf("StartIn = %v, start called with fd -1: %v", err, called)
 	}
 	if err := g.Kill(); err != nil {
 		t.Fatal(err)

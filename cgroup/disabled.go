@@ -5,9 +5,11 @@ type disabledBackend struct{}
 func (disabledBackend) create(name string, _ Resources) (Group, error) {
 	return disabledGroup(name), nil
 }
-func (disabledBackend) load(name string) (Group, error)   { return disabledGroup(name), nil }
-func (disabledBackend) enter(Group) (func() error, error) { return func() error { return nil }, nil }
-func (disabledBackend) removeRoot() error                 { return nil }
+func (disabledBackend) load(name string) (Group, error) { return disabledGroup(name), nil }
+func (disabledBackend) removeRoot() error               { return nil }
+func (disabledBackend) startIn(_ Group, start func(int) error) error {
+	return start(-1)
+}
 
 // disabledGroup is a group that does nothing (cgroups disabled).
 type disabledGroup string

@@ -132,39 +132,48 @@ func (b *v1Backend) load(name string) (Group, error) {
 	return &v1Group{b: b, name: name}, nil
 }
 
-func (b *v1Backend) enter(g Group) (func() error, error) {
+func (b *v1Backend) startIn(g Group, start func(cgroupFD int) error) error {
 	vg, ok := g.(*v1Group)
 	if !ok {
-		return nil, fmt.Errorf("not a v1 group")
+		return fmt.Errorf("cgroup: %s is not a v1 group", g.Path())
 	}
-	self := os.Getpid()
-	back, err := b.ownProcsFiles()
-	if err != nil {
-		return nil, err
-	}
-	if err := vg.AddProc(self); err != nil {
-		return nil, err
-	}
-	pid := []byte(strconv.Itoa(self))
-	return func() error {
-		var errs []error
-		for _, f := range back {
-			if err := os.WriteFile(f, pid, 0); err != nil {
-				errs = append(errs, err)
+	var err, startErr error
+	onOwnThread(func() bool {
+		var back []string
+		if back, err = b.threadTasksFiles(); err != nil {
+			err = fmt.Errorf("cgroup: start in %s: %w", vg.Path(), err)
+			return true
+		}
+		// Memory first: a group gone meanwhile fails before anything moved.
+		for i, n := range b.names {
+			if err = moveThread(vg.file(n, "tasks")); err != nil {
+				err = fmt.Errorf("cgroup: start in %s: %w", vg.Path(), err)
+				if berr := moveThreadBack(back[:i]); berr != nil {
+					b.log.Warn("a thread could not leave the group it entered; it ends", "cgroup", vg.Path(), "err", berr)
+					return false
+				}
+				return true
 			}
 		}
-		if err := errors.Join(errs...); err != nil {
-			return fmt.Errorf("cgroup: leave %s: %w", vg.Path(), err)
+		startErr = start(-1)
+		if berr := moveThreadBack(back); berr != nil {
+			b.log.Warn("a thread could not leave the group it started a process in; it ends", "cgroup", vg.Path(), "err", berr)
+			return false
 		}
-		return nil
-	}, nil
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	return startErr
 }
 
-// ownProcsFiles returns the cgroup.procs files of the caller's current
-// cgroups in ducc's controllers (from /proc/self/cgroup; the hierarchies are
-// assumed mounted at their root, which holds outside cgroup namespaces).
-func (b *v1Backend) ownProcsFiles() ([]string, error) {
-	raw, err := os.ReadFile("/proc/self/cgroup")
+// threadTasksFiles returns the tasks files of the calling thread's current
+// cgroups in ducc's controllers, in the order of b.names (from
+// /proc/thread-self/cgroup; the hierarchies are assumed mounted at their
+// root, which holds outside cgroup namespaces).
+func (b *v1Backend) threadTasksFiles() ([]string, error) {
+	raw, err := os.ReadFile("/proc/thread-self/cgroup")
 	if err != nil {
 		return nil, err
 	}
@@ -178,19 +187,45 @@ func (b *v1Backend) ownProcsFiles() ([]string, error) {
 			paths[c] = parts[2]
 		}
 	}
-	var out []string
+	out := make([]string, 0, len(b.names))
 	for _, n := range b.names {
 		p, ok := paths[string(n)]
 		if !ok {
-			continue
+			return nil, fmt.Errorf("own %s cgroup not in /proc/thread-self/cgroup", n)
 		}
-		f := filepath.Join(b.mount, string(n), p, "cgroup.procs")
+		f := filepath.Join(b.mount, string(n), p, "tasks")
 		if !exists(f) {
 			return nil, fmt.Errorf("own %s cgroup %s not found under %s (cgroup namespace?)", n, p, b.mount)
 		}
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// moveThread moves the calling thread, alone, into the group of the tasks
+// file f ("0" is the writer itself).
+func moveThread(f string) error {
+	fd, err := unix.Open(f, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: f, Err: err}
+	}
+	defer unix.Close(fd)
+	if _, err := unix.Write(fd, []byte("0")); err != nil {
+		return &os.PathError{Op: "write", Path: f, Err: err}
+	}
+	return nil
+}
+
+// moveThreadBack moves the calling thread into the group of every tasks
+// file in back, trying them all.
+func moveThreadBack(back []string) error {
+	var errs []error
+	for _, f := range back {
+		if err := moveThread(f); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (b *v1Backend) removeRoot() error {

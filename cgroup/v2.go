@@ -101,35 +101,13 @@ func (b *v2Backend) load(name string) (Group, error) {
 	return &v2Group{b: b, name: name, m: m, path: p}, nil
 }
 
-func (b *v2Backend) enter(g Group) (func() error, error) {
-	vg, ok := g.(*v2Group)
-	if !ok {
-		return nil, fmt.Errorf("not a v2 group")
-	}
-	raw, err := os.ReadFile("/proc/self/cgroup")
+func (b *v2Backend) startIn(g Group, start func(cgroupFD int) error) error {
+	fd, err := g.OpenFD()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var orig string
-	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "0::"); ok {
-			orig = rest
-		}
-	}
-	if orig == "" {
-		return nil, errors.New("no cgroup v2 entry in /proc/self/cgroup")
-	}
-	self := os.Getpid()
-	if err := vg.AddProc(self); err != nil {
-		return nil, err
-	}
-	back := filepath.Join(b.mount, orig, "cgroup.procs")
-	return func() error {
-		if err := os.WriteFile(back, []byte(strconv.Itoa(self)), 0); err != nil {
-			return fmt.Errorf("cgroup: leave %s: %w", vg.path, err)
-		}
-		return nil
-	}, nil
+	defer unix.Close(fd)
+	return start(fd)
 }
 
 func (b *v2Backend) removeRoot() error {

@@ -34,10 +34,11 @@
 // pipe as fd 3. The shim reads spec.json, resolves the user, and, with the
 // user's filesystem identity (see below), finds the program, checks the
 // working directory and creates the log directory and file with the
-// process's umask; then it places the child in the cgroup
-// (v2: clone-into-cgroup with SysProcAttr.UseCgroupFD; v1: the shim joins the
-// group, forks, and moves itself back so the OOM killer never picks it),
-// starts the child in its own process group with the user's credentials, cwd,
+// process's umask; then it starts the child inside the cgroup without ever
+// entering it itself ([cgroup.Manager.StartIn]; v2: clone-into-cgroup with
+// SysProcAttr.UseCgroupFD; v1: one thread of the shim steps alone into the
+// group, forks and steps back), so the shim's own memory is not charged to
+// the process and the OOM killer never picks the shim; it starts the child in its own process group with the user's credentials, cwd,
 // environment and umask and stdout+stderr on the log file, renames the log to
 // <LogDir>/<WorkID>-<Kind>-<Node>-<pid>.log, writes child.json and sends one
 // JSON line on the pipe. It forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to

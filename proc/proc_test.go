@@ -507,7 +507,7 @@ func TestAdoptRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertPlacement(t, st, "6.1")
+	assertPlacement(t, st, "6.1", e.cg.Mode())
 	m1.Close() // must not kill anything
 	if err := syscall.Kill(st.PID, 0); err != nil {
 		t.Fatalf("process died with Close: %v", err)
@@ -709,22 +709,48 @@ func waitLog(t *testing.T, path, s string) {
 	}
 }
 
-// assertPlacement checks that the child is in its cgroup and the shim is not.
-func assertPlacement(t *testing.T, st Status, id string) {
+// assertPlacement checks that the child is in its cgroup in every
+// controller ducc uses (v1) or in the unified hierarchy (v2), and that no
+// thread of the shim is in it.
+func assertPlacement(t *testing.T, st Status, id, mode string) {
 	t.Helper()
 	child, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", st.PID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	shim, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", st.ShimPID))
+	in := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(child)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 && strings.HasSuffix(parts[2], "/"+id) {
+			for _, c := range strings.Split(parts[1], ",") {
+				in[c] = true
+			}
+		}
+	}
+	want := []string{"memory", "cpu", "cpuacct", "freezer", "pids"}
+	if mode == cgroup.ModeV2 {
+		want = []string{""} // the unified hierarchy's line, "0::/..."
+	}
+	for _, c := range want {
+		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c)); c != "" && err != nil {
+			continue // controller not mounted
+		}
+		if !in[c] {
+			t.Errorf("child not in its cgroup (controller %q):\n%s", c, child)
+		}
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", st.ShimPID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(child), "/"+id+"\n") {
-		t.Fatalf("child not in its cgroup:\n%s", child)
-	}
-	if strings.Contains(string(shim), "/"+id+"\n") {
-		t.Fatalf("shim left inside the process cgroup:\n%s", shim)
+	for _, task := range tasks {
+		shim, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/cgroup", st.ShimPID, task.Name()))
+		if err != nil {
+			continue // a thread that ended meanwhile
+		}
+		if strings.Contains(string(shim), "/"+id+"\n") {
+			t.Errorf("shim thread %s left inside the process cgroup:\n%s", task.Name(), shim)
+		}
 	}
 }
 
@@ -763,7 +789,7 @@ func TestCgroupV2CloneInto(t *testing.T) {
 	if st.State != Running {
 		t.Fatalf("%+v", st)
 	}
-	assertPlacement(t, st, "11.1")
+	assertPlacement(t, st, "11.1", cgroup.ModeV2)
 	waitLog(t, st.LogPath, "ready")
 	if err := m.Stop(context.Background(), "11.1", 100*time.Millisecond); err != nil {
 		t.Fatal(err)

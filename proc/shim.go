@@ -416,23 +416,17 @@ func (s *shim) createLog(c *preparedCmd) error {
 	})
 }
 
-// start forks the child inside the group.
+// start forks the child inside the group. The shim itself stays where it
+// is: on cgroup v2 the child is cloned straight into the group, on v1 it is
+// forked from a thread of the shim that alone stepped into the group for
+// the fork (cgroup.Manager.StartIn), so the shim's own memory is never
+// charged to the process, and the OOM killer never picks the shim.
 func (s *shim) start(c *preparedCmd, cg *cgroup.Manager, group cgroup.Group) (*os.Process, error) {
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
 		return nil, err
 	}
 	defer devnull.Close()
-	sys := &syscall.SysProcAttr{Setpgid: true, Credential: c.cred}
-	leave := func() error { return nil }
-	if fd, err := group.OpenFD(); err == nil {
-		defer unix.Close(fd)
-		sys.UseCgroupFD, sys.CgroupFD = true, fd
-	} else if s.spec.CgroupEnabled {
-		if leave, err = cg.Enter(group); err != nil {
-			return nil, err
-		}
-	}
 	files := []*os.File{devnull, c.logFile, c.logFile}
 	if s.spec.Oneshot {
 		// Manager.Run passes the child's stdin, stdout and stderr as fds
@@ -451,21 +445,28 @@ func (s *shim) start(c *preparedCmd, cg *cgroup.Manager, group cgroup.Group) (*o
 		defer out.Close()
 		files[0], files[1] = in, out
 	}
-	old := syscall.Umask(c.umask)
-	p, err := os.StartProcess(c.path, c.argv, &os.ProcAttr{
-		Dir:   c.dir,
-		Env:   c.env,
-		Files: files,
-		Sys:   sys,
+	var p *os.Process
+	var startErr error
+	err = cg.StartIn(group, func(cgroupFD int) error {
+		sys := &syscall.SysProcAttr{Setpgid: true, Credential: c.cred}
+		if cgroupFD >= 0 {
+			sys.UseCgroupFD, sys.CgroupFD = true, cgroupFD
+		}
+		old := syscall.Umask(c.umask)
+		p, startErr = os.StartProcess(c.path, c.argv, &os.ProcAttr{
+			Dir:   c.dir,
+			Env:   c.env,
+			Files: files,
+			Sys:   sys,
+		})
+		syscall.Umask(old)
+		return startErr
 	})
-	syscall.Umask(old)
-	if lerr := leave(); lerr != nil {
-		// The shim stays in the capped group: it may be OOM-killed with
-		// the child; Adopt reports that as lost.
-		s.log.Error("could not leave the process cgroup", "err", lerr)
+	if startErr != nil {
+		return nil, launchError(c, startErr)
 	}
 	if err != nil {
-		return nil, launchError(c, err)
+		return nil, err
 	}
 	return p, nil
 }
