@@ -200,7 +200,13 @@ func (s *shim) run() error {
 		s.st.OOMKilled, s.st.OOMKills = oomVerdict(&s.st, oomAfter-oomBefore, group.OOMExact())
 	}
 	s.st.Reason = formatReason(&s.st)
-	if err := writeJSON(s.dir, statusFile, s.st, true); err != nil {
+	// Not synced to disk: the exit is durable once the head has recorded
+	// it (Raft); this file carries it across a restart of the agent, which
+	// keeps the page cache. A power loss ends the node's processes anyway
+	// and at worst turns an exit not yet reported into a lost process (an
+	// unreadable status is one). The two fsyncs were 1.3-2.6 ms on every
+	// process's end.
+	if err := writeJSON(s.dir, statusFile, s.st, false); err != nil {
 		return err
 	}
 	s.log.Info("process ended", "pid", pid, "reason", s.st.Reason)
