@@ -168,12 +168,17 @@ func (b *v1Backend) startIn(g Group, start func(cgroupFD int) error) error {
 	return startErr
 }
 
-// threadTasksFiles returns the tasks files of the calling thread's current
-// cgroups in ducc's controllers, in the order of b.names (from
-// /proc/thread-self/cgroup; the hierarchies are assumed mounted at their
-// root, which holds outside cgroup namespaces).
+// threadTasksFiles returns the tasks files of the process's own cgroups in
+// ducc's controllers, in the order of b.names: where a thread that entered
+// a group goes back to (startIn moves no other thread, and never the main
+// one). They are read from /proc/self/cgroup, not /proc/thread-self: a
+// thread's /proc entries, once looked up, stay cached until the process
+// is reaped, and the kernel then walks them (release_task invalidating
+// /proc/PID): that walk made reaping each shim cost the agent ~1 ms of
+// CPU. The hierarchies are assumed mounted at their root, which holds
+// outside cgroup namespaces.
 func (b *v1Backend) threadTasksFiles() ([]string, error) {
-	raw, err := os.ReadFile("/proc/thread-self/cgroup")
+	raw, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +196,7 @@ func (b *v1Backend) threadTasksFiles() ([]string, error) {
 	for _, n := range b.names {
 		p, ok := paths[string(n)]
 		if !ok {
-			return nil, fmt.Errorf("own %s cgroup not in /proc/thread-self/cgroup", n)
+			return nil, fmt.Errorf("own %s cgroup not in /proc/self/cgroup", n)
 		}
 		f := filepath.Join(b.mount, string(n), p, "tasks")
 		if !exists(f) {
