@@ -42,6 +42,7 @@ type Agent struct {
 
 	leader   *leaderTracker // the head this agent follows
 	ledger   *ledger        // what heartbeats tell the head
+	reports  *reporter      // process states on their way to the head (reportLoop)
 	starting *busySet       // processes being started
 	stopping *busySet       // processes being stopped
 	feeders  *feeders       // job processes being fed
@@ -72,7 +73,7 @@ func New(cfg *Config, version string, logger *slog.Logger) (*Agent, error) {
 	return &Agent{
 		cfg: cfg, version: version, log: logger.With("component", "agent", "node", cfg.Node), lock: lock,
 		base: logger.With("node", cfg.Node), obs: newAgentObs(version),
-		desire: make(chan wire.DesiredState, 1), leader: newLeaderTracker(), ledger: led,
+		desire: make(chan wire.DesiredState, 1), leader: newLeaderTracker(), ledger: led, reports: newReporter(),
 		starting: newBusySet(), stopping: newBusySet(), feeders: newFeeders(), inc: inc, pumps: newPumps(),
 	}, nil
 }
@@ -181,7 +182,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	defer stopWeb()
 
-	for _, f := range []func(context.Context){a.heartbeatLoop, a.reconcileLoop, a.followLeader} {
+	for _, f := range []func(context.Context){a.heartbeatLoop, a.reconcileLoop, a.followLeader, a.reportLoop} {
 		wg.Add(1)
 		go func(f func(context.Context)) { defer wg.Done(); f(ctx) }(f)
 	}
@@ -243,7 +244,7 @@ func (a *Agent) onExit(st proc.Status) {
 		defer a.bg.Done()
 		a.driverExited(&ps) // a driver's last items go first
 		a.ledger.ended(ps)
-		a.report(context.Background(), []wire.ProcStatus{ps})
+		a.reports.add(ps)
 	}()
 }
 

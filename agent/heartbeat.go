@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
 	"sort"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"

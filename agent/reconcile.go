@@ -162,7 +162,7 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 		ps := wire.ProcStatus{ID: spec.ID, WorkID: spec.WorkID, State: wire.ProcLaunchFailed, ExitCode: -1,
 			Reason: err.Error(), EndedAt: time.Now().UnixMilli(), Node: a.cfg.Node}
 		a.ledger.ended(ps)
-		a.report(ctx, []wire.ProcStatus{ps})
+		a.reports.add(ps)
 		return
 	}
 	if st.State == proc.Running {
@@ -174,7 +174,7 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 		if pe != nil {
 			a.launchPump(ctx, pe, spec, st.StartedAt)
 		}
-		a.report(ctx, []wire.ProcStatus{toWire(st, a.cfg.Node)})
+		a.reports.add(toWire(st, a.cfg.Node))
 	}
 	// Launch failures arrive through OnExit.
 }
