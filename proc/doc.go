@@ -22,7 +22,11 @@
 //	child.json   written by the shim once the child runs: child pid, shim pid
 //	             and shim start time (to recognise a recycled pid)
 //	status.json  written by the shim when the child has ended (or failed to
-//	             launch), atomically: temp file, fsync, rename, fsync dir
+//	             launch), atomically: temp file, rename; an exit is not
+//	             synced to disk (it protects against the agent dying, not
+//	             the machine: the head's Raft log holds the reported exit,
+//	             and an unreadable status after a crash reads as lost); a
+//	             launch failure is
 //
 // The directory and the cgroup stay until [Manager.Forget], called once the
 // head has acknowledged the exit; until then every agent start re-reports the
