@@ -26,7 +26,7 @@
 //	             synced to disk (it protects against the agent dying, not
 //	             the machine: the head's Raft log holds the reported exit,
 //	             and an unreadable status after a crash reads as lost); a
-//	             launch failure is
+//	             launch failure's is synced (file and directory)
 //
 // The directory and the cgroup stay until [Manager.Forget], called once the
 // head has acknowledged the exit; until then every agent start re-reports the
