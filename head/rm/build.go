@@ -234,6 +234,7 @@ func (s *sched) build() {
 		n := &in.Nodes[i]
 		if _, dup := s.nodeBy[n.Name]; dup {
 			s.tracef("node %s listed twice; using the first", n.Name)
+			nodeSlab[i] = node{} // nothing of an earlier cycle stays
 			continue
 		}
 		nd := &nodeSlab[i]
@@ -543,11 +544,19 @@ type buildMem struct {
 }
 
 // grow returns b with length n, reusing its array when it is large enough.
-// The elements are left as they were.
+// Its first n elements are left as they were.
+//
+// What lies beyond n is cleared: an earlier, bigger cycle left entries
+// there that point into its Input, and any one of them would keep that
+// whole Input (its works, their processes and strings) alive for as long
+// as the Scheduler lives. A head whose backlog rose and fell held
+// hundreds of old snapshots that way (the agent's RSS grew by ~100 KB per
+// short job run).
 func grow[T any](b []T, n int) []T {
 	if cap(b) < n {
 		return make([]T, n)
 	}
+	clear(b[n:cap(b)])
 	return b[:n]
 }
 
