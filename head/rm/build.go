@@ -109,6 +109,8 @@ func (p *proc) squatter() bool { return p.n != nil && p.n.pool != p.w.pool }
 // work is a Work in the cycle's working state.
 type work struct {
 	w        *Work
+	id       uint64 // w.ID, kept beside what the cycle's passes read (w lies elsewhere in memory)
+	anyNode  bool   // w has no machine list and no service: any node with room will do (fitIn)
 	class    *Class
 	pool     *pool
 	quantum  int64
@@ -149,7 +151,6 @@ type sched struct {
 	nodeBy  map[string]*node
 	works   []*work // by submit time, id
 	workBy  map[uint64]*work
-	procBy  map[string]*proc
 	issued  map[string]IssuedStop
 	holds   []*Hold
 	plan    Plan
@@ -166,6 +167,7 @@ type sched struct {
 	eligOn     bool             // candidate shares are kept (a preemption round is on)
 	candSlab   []*proc          // backing store of node.cands
 	sizes      map[int64]string // formatted sizes (sz)
+	waitText   string           // the note on the next preemption round (noteText)
 	changed    []*node          // nodes whose space or processes changed in this cycle, in order
 	evictSets  map[evictKey]*evictSet
 	mem        *buildMem // where build lays out nodes, works and processes
@@ -266,8 +268,6 @@ func (s *sched) build() {
 	}
 	m.workBy = reuseMap(m.workBy, len(in.Work))
 	s.workBy = m.workBy
-	m.procBy = reuseMap(m.procBy, nprocs)
-	s.procBy = m.procBy
 	m.procSlab = grow(m.procSlab, nprocs)
 	procSlab := m.procSlab
 	// The first of works listed twice wins; the rest are laid out in
@@ -290,6 +290,7 @@ func (s *sched) build() {
 		sortWorkKeys(keys)
 		m.lastSorted = append(m.lastSorted[:0], keys...)
 	}
+	m.keepReasons(len(keys))
 	m.works = grow(m.works, len(keys))
 	s.works = m.works
 	m.workSlab = grow(m.workSlab, len(keys))
@@ -297,7 +298,7 @@ func (s *sched) build() {
 	for rank, k := range keys {
 		w := &in.Work[k.i]
 		wk := &workSlab[rank]
-		*wk = work{w: w, user: w.User, rank: rank}
+		*wk = work{w: w, id: w.ID, anyNode: len(w.MachineList) == 0 && w.ServiceID == "", user: w.User, rank: rank}
 		s.workBy[w.ID] = wk
 		s.works[rank] = wk
 		if cl, ok := s.classes[w.Class]; ok {
@@ -321,6 +322,49 @@ func (s *sched) build() {
 		}
 	}
 
+	// The processes are laid out once without looking for duplicate ids
+	// while the kept process ids are brought up to date; only a snapshot
+	// with duplicates (rare) has them laid out again, the first process in
+	// submit order keeping the id.
+	m.pids.start(keys)
+	ntrace := len(s.plan.Trace)
+	made := s.layoutProcs(nprocs, nil)
+	m.pids.finish()
+	if m.pids.dups > 0 {
+		s.plan.Trace = s.plan.Trace[:ntrace]
+		for _, n := range s.nodes {
+			n.used, n.svc = 0, nil
+		}
+		made = s.layoutProcs(nprocs, make(map[string]bool, nprocs))
+	}
+	onNode := m.onNode
+	m.procLists = grow(m.procLists, made)
+	procLists := m.procLists
+	for _, n := range s.nodes {
+		k := onNode[n.idx]
+		n.procs = procLists[:0:k]
+		procLists = procLists[k:]
+	}
+	for i := range procSlab[:made] {
+		if pr := &procSlab[i]; pr.n != nil && !pr.stopping {
+			pr.n.procs = append(pr.n.procs, pr)
+		}
+	}
+	// Issued stops are kept while their process exists.
+	for _, id := range sortedKeys(s.issued) {
+		if s.procExists(id) {
+			s.plan.Carry.Issued = append(s.plan.Carry.Issued, s.issued[id])
+		}
+	}
+}
+
+// layoutProcs lays out the processes of the works in submit order (their
+// live lists, the counts per node) and returns how many it made. With
+// seen, a process whose id seen holds is ignored; without, the kept
+// process ids (buildMem.pids) follow each work's processes.
+func (s *sched) layoutProcs(nprocs int, seen map[string]bool) int {
+	m := s.mem
+	procSlab := m.procSlab
 	// Each work's live list and each node's process list are carved out
 	// of one slab each; a node's list is filled in a second pass, once its
 	// length is known, in the order the processes were made.
@@ -330,26 +374,21 @@ func (s *sched) build() {
 	onNode := m.onNode
 	clear(onNode)
 	made := 0
-	for _, wk := range s.works {
+	for rank, wk := range s.works {
+		if seen == nil {
+			m.pids.next(rank, wk.w.Procs)
+		}
 		wk.live = liveSlab[:0:len(wk.w.Procs)]
 		liveSlab = liveSlab[len(wk.w.Procs):]
 		for j := range wk.w.Procs {
 			p := &wk.w.Procs[j]
 			pr := &procSlab[made]
-			// One map write finds a duplicate too: the map does not grow.
-			// Then the first process keeps the id (found again by a scan,
-			// as duplicates are rare).
-			before := len(s.procBy)
-			s.procBy[p.ID] = pr
-			if len(s.procBy) == before {
-				for i := range procSlab[:made] {
-					if procSlab[i].p.ID == p.ID {
-						s.procBy[p.ID] = &procSlab[i]
-						break
-					}
+			if seen != nil {
+				if seen[p.ID] {
+					s.tracef("process id %s appears twice; ignoring the second", p.ID)
+					continue
 				}
-				s.tracef("process id %s appears twice; ignoring the second", p.ID)
-				continue
+				seen[p.ID] = true
 			}
 			made++
 			*pr = proc{p: p, w: wk, n: s.nodeBy[p.Node], shares: p.Shares}
@@ -384,25 +423,11 @@ func (s *sched) build() {
 		}
 		wk.cur = len(wk.live)
 	}
-	m.procLists = grow(m.procLists, made)
-	procLists := m.procLists
-	for _, n := range s.nodes {
-		k := onNode[n.idx]
-		n.procs = procLists[:0:k]
-		procLists = procLists[k:]
-	}
-	for i := range procSlab[:made] {
-		if pr := &procSlab[i]; pr.n != nil && !pr.stopping {
-			pr.n.procs = append(pr.n.procs, pr)
-		}
-	}
-	// Issued stops are kept while their process exists.
-	for _, id := range sortedKeys(s.issued) {
-		if _, ok := s.procBy[id]; ok {
-			s.plan.Carry.Issued = append(s.plan.Carry.Issued, s.issued[id])
-		}
-	}
+	return made
 }
+
+// procExists tells whether a process of the snapshot has the id.
+func (s *sched) procExists(id string) bool { return s.mem.pids.has(id) }
 
 func nodeStateText(n *node) string {
 	if n == nil {
@@ -537,9 +562,12 @@ type buildMem struct {
 	lastIn, lastSorted []workKey
 	nodeBy             map[string]*node
 	workBy             map[uint64]*work
-	procBy             map[string]*proc
-	fsJobs             []fsJob   // the job heaps of one fairShare call
-	fsOwners           []*fsUser // scratch space of fairShare
+	pids               procIDs // the process ids, kept up to date
+	// The pending reasons' sentences of this cycle and the last, by the
+	// works' positions in their cycle (reasonText).
+	reasons, lastReasons []cachedReason
+	fsJobs               []fsJob   // the job heaps of one fairShare call
+	fsOwners             []*fsUser // scratch space of fairShare
 }
 
 // grow returns b with length n, reusing its array when it is large enough.

@@ -62,7 +62,7 @@ func (s *sched) heldNode(w *work) *node {
 // p, or nil. Service instances prefer nodes with fewer instances of their
 // service (spread before stacking).
 func (s *sched) fitIn(w *work, p *pool) *node {
-	if len(w.w.MachineList) == 0 && w.w.ServiceID == "" && p.index != nil {
+	if w.anyNode && p.index != nil {
 		return p.index.best(w.order, nil)
 	}
 	var best *node
@@ -163,8 +163,12 @@ func (s *sched) placeNP(ws []*work, npUse map[string]int64) {
 			mem := int64(w.order) * w.quantum
 			if a := s.allotment(w); a > 0 && npUse[key]+mem > a {
 				w.pendCode = WaitLimit
-				w.pending = fmt.Sprintf("deferred: allotment of %s exceeded (user %s holds %s in class %s; this needs %s more)",
-					units.FormatSize(a), w.user, units.FormatSize(npUse[key]), w.class.Name, units.FormatSize(mem))
+				use := npUse[key]
+				k := reasonKey{kind: reasonAllotment, n: [4]int64{a, use, mem}, cls: w.class.Name, user: w.user}
+				w.pending = s.reasonText(w, k, func() string {
+					return fmt.Sprintf("deferred: allotment of %s exceeded (user %s holds %s in class %s; this needs %s more)",
+						units.FormatSize(a), w.user, units.FormatSize(use), w.class.Name, units.FormatSize(mem))
+				})
 				break
 			}
 			if s.holdShares(w) >= w.order && s.heldNode(w) == nil {
@@ -287,7 +291,7 @@ func (s *sched) holdText(w *work) string {
 		if h.Shares > 0 {
 			nodes = append(nodes, h.Node)
 			for _, v := range h.Victims {
-				if _, ok := s.procBy[v]; ok {
+				if s.procExists(v) {
 					victims = append(victims, v)
 				}
 			}

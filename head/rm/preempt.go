@@ -654,6 +654,9 @@ func overPrune(n *node) bool {
 	if n.noOver {
 		return true
 	}
+	if n.elig > 0 {
+		return false // an eligible process is one over its share or squatting
+	}
 	for _, p := range n.procs {
 		if !p.stopping && !p.marked && p.w.fair && (p.w.budget > 0 || p.squatter()) {
 			return false

@@ -278,7 +278,7 @@ func (s *sched) finishHolds() {
 		}
 		alive := false
 		for _, v := range h.Victims {
-			if _, ok := s.procBy[v]; ok {
+			if s.procExists(v) {
 				alive = true
 			}
 		}

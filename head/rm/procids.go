@@ -1,0 +1,132 @@
+package rm
+
+import "slices"
+
+// procIDs is the multiset of the process ids of a snapshot's works, kept
+// by a Scheduler from one cycle to the next and updated from what changed,
+// so that a cycle hashes only the ids of works whose process lists changed
+// instead of every process id. It finds duplicate ids (dups) and answers
+// whether a process exists (has).
+//
+// An update is start, next for every work in submit order, then finish.
+// Works are matched with those of the last update by a merge over the two
+// lists, both in submit order; a matched work whose process ids are the
+// same costs a comparison of its ids, any other work has its old ids
+// removed and its new ids added. Whatever the matching finds, every old
+// work's ids are removed once unless matched and every new work's ids
+// added once unless matched, so the counts are right for any input; the
+// order only decides how much is hashed.
+type procIDs struct {
+	count map[string]int32
+	dups  int // ids counted more than once
+	// The works of the last update in submit order (their keys) and their
+	// process ids: those of work r are ids[end[r-1]:end[r]].
+	keys []workKey
+	ids  []string
+	end  []int32
+	// prev[r] is the position of work r in the update before, or -1 when
+	// it was not there (or not matched).
+	prev []int32
+	// During an update: the update before's lists and its next work.
+	old    []workKey
+	oldIDs []string
+	oldEnd []int32
+	i      int
+	busy   bool // between start and finish
+}
+
+func (c *procIDs) add(id string) {
+	n := c.count[id] + 1
+	c.count[id] = n
+	if n == 2 {
+		c.dups++
+	}
+}
+
+func (c *procIDs) remove(id string) {
+	switch n := c.count[id] - 1; n {
+	case 0:
+		delete(c.count, id)
+	case 1:
+		c.dups--
+		fallthrough
+	default:
+		c.count[id] = n
+	}
+}
+
+// has tells whether some process of the snapshot has the id.
+func (c *procIDs) has(id string) bool { return c.count[id] > 0 }
+
+// start begins an update for the works of keys (in submit order). The
+// lists of the update before become old; the arrays old held before
+// (those of two updates ago) take the new lists.
+func (c *procIDs) start(keys []workKey) {
+	if c.count == nil || c.busy {
+		// The first update, or the one before did not finish (its cycle
+		// panicked): start from nothing.
+		*c = procIDs{count: map[string]int32{}}
+	}
+	c.busy = true
+	spareKeys, spareIDs, spareEnd := c.old, c.oldIDs, c.oldEnd
+	c.old, c.oldIDs, c.oldEnd, c.i = c.keys, c.ids, c.end, 0
+	c.keys = append(spareKeys[:0], keys...)
+	c.ids, c.end = spareIDs[:0], spareEnd[:0]
+	c.prev = grow(c.prev, len(keys))
+}
+
+// oldRange returns the process ids of old work r.
+func (c *procIDs) oldRange(r int) []string {
+	lo := int32(0)
+	if r > 0 {
+		lo = c.oldEnd[r-1]
+	}
+	return c.oldIDs[lo:c.oldEnd[r]]
+}
+
+// next takes the processes of work r (in submit order).
+func (c *procIDs) next(r int, procs []Proc) {
+	k := c.keys[r]
+	for c.i < len(c.old) && c.old[c.i].compareWall(k) < 0 {
+		for _, id := range c.oldRange(c.i) {
+			c.remove(id)
+		}
+		c.i++
+	}
+	start := len(c.ids)
+	for j := range procs {
+		c.ids = append(c.ids, procs[j].ID)
+	}
+	fresh := c.ids[start:]
+	c.end = append(c.end, int32(len(c.ids)))
+	c.prev[r] = -1
+	if c.i < len(c.old) && c.old[c.i].id == k.id && c.old[c.i].compareWall(k) == 0 {
+		// Ids read from the same memory compare by pointer first.
+		if prev := c.oldRange(c.i); !slices.Equal(prev, fresh) {
+			for _, id := range prev {
+				c.remove(id)
+			}
+			for _, id := range fresh {
+				c.add(id)
+			}
+		}
+		c.prev[r] = int32(c.i)
+		c.i++
+		return
+	}
+	for _, id := range fresh {
+		c.add(id)
+	}
+}
+
+// finish ends an update: the old works not matched are gone.
+func (c *procIDs) finish() {
+	for ; c.i < len(c.old); c.i++ {
+		for _, id := range c.oldRange(c.i) {
+			c.remove(id)
+		}
+	}
+	// The old lists are the next update's arrays; they keep no ids alive.
+	clear(c.oldIDs)
+	c.busy = false
+}
