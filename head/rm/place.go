@@ -163,12 +163,8 @@ func (s *sched) placeNP(ws []*work, npUse map[string]int64) {
 			mem := int64(w.order) * w.quantum
 			if a := s.allotment(w); a > 0 && npUse[key]+mem > a {
 				w.pendCode = WaitLimit
-				use := npUse[key]
-				k := reasonKey{kind: reasonAllotment, n: [4]int64{a, use, mem}, cls: w.class.Name, user: w.user}
-				w.pending = s.reasonText(w, k, func() string {
-					return fmt.Sprintf("deferred: allotment of %s exceeded (user %s holds %s in class %s; this needs %s more)",
-						units.FormatSize(a), w.user, units.FormatSize(use), w.class.Name, units.FormatSize(mem))
-				})
+				w.pending = fmt.Sprintf("deferred: allotment of %s exceeded (user %s holds %s in class %s; this needs %s more)",
+					units.FormatSize(a), w.user, units.FormatSize(npUse[key]), w.class.Name, units.FormatSize(mem))
 				break
 			}
 			if s.holdShares(w) >= w.order && s.heldNode(w) == nil {

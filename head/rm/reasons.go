@@ -192,7 +192,6 @@ const (
 	reasonNoRoom
 	reasonOverShare
 	reasonAtShare
-	reasonAllotment
 )
 
 // reasonKey is everything a kept sentence of a pending reason is made of:
