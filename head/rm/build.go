@@ -295,6 +295,14 @@ func (s *sched) build() {
 	s.works = m.works
 	m.workSlab = grow(m.workSlab, len(keys))
 	workSlab := m.workSlab
+	// Each work's processes are laid out right after the work (its Work
+	// is then at hand), once without looking for duplicate ids while the
+	// kept process ids are brought up to date; only a snapshot with
+	// duplicates (rare) has them laid out again, the first process in
+	// submit order keeping the id.
+	m.pids.start(keys)
+	ntrace := len(s.plan.Trace)
+	l := s.startLayout(nprocs, nil)
 	for rank, k := range keys {
 		w := &in.Work[k.i]
 		wk := &workSlab[rank]
@@ -320,23 +328,21 @@ func (s *sched) build() {
 				wk.order = 1
 			}
 		}
+		m.pids.next(rank, w.Procs)
+		s.layoutWork(wk, &l)
 	}
-
-	// The processes are laid out once without looking for duplicate ids
-	// while the kept process ids are brought up to date; only a snapshot
-	// with duplicates (rare) has them laid out again, the first process in
-	// submit order keeping the id.
-	m.pids.start(keys)
-	ntrace := len(s.plan.Trace)
-	made := s.layoutProcs(nprocs, nil)
 	m.pids.finish()
 	if m.pids.dups > 0 {
 		s.plan.Trace = s.plan.Trace[:ntrace]
 		for _, n := range s.nodes {
 			n.used, n.svc = 0, nil
 		}
-		made = s.layoutProcs(nprocs, make(map[string]bool, nprocs))
+		l = s.startLayout(nprocs, make(map[string]bool, nprocs))
+		for _, wk := range s.works {
+			s.layoutWork(wk, &l)
+		}
 	}
+	made := l.made
 	onNode := m.onNode
 	m.procLists = grow(m.procLists, made)
 	procLists := m.procLists
@@ -358,72 +364,74 @@ func (s *sched) build() {
 	}
 }
 
-// layoutProcs lays out the processes of the works in submit order (their
-// live lists, the counts per node) and returns how many it made. With
-// seen, a process whose id seen holds is ignored; without, the kept
-// process ids (buildMem.pids) follow each work's processes.
-func (s *sched) layoutProcs(nprocs int, seen map[string]bool) int {
+// procLayout is where layoutWork carves the next work's live list from
+// and makes its next process in.
+type procLayout struct {
+	live []*proc         // what is left of the live lists' slab
+	made int             // processes made so far (in buildMem.procSlab)
+	seen map[string]bool // if not nil, the ids made so far: a process with one of them is ignored
+}
+
+// startLayout readies the slabs for laying out nprocs processes. Each
+// work's live list and each node's process list are carved out of one
+// slab each; a node's list is filled in a second pass, once its length is
+// known (buildMem.onNode), in the order the processes were made.
+func (s *sched) startLayout(nprocs int, seen map[string]bool) procLayout {
 	m := s.mem
-	procSlab := m.procSlab
-	// Each work's live list and each node's process list are carved out
-	// of one slab each; a node's list is filled in a second pass, once its
-	// length is known, in the order the processes were made.
 	m.liveSlab = grow(m.liveSlab, nprocs)
-	liveSlab := m.liveSlab
 	m.onNode = grow(m.onNode, len(s.nodes))
-	onNode := m.onNode
-	clear(onNode)
-	made := 0
-	for rank, wk := range s.works {
-		if seen == nil {
-			m.pids.next(rank, wk.w.Procs)
+	clear(m.onNode)
+	return procLayout{live: m.liveSlab, seen: seen}
+}
+
+// layoutWork lays out the processes of wk (works in submit order): its
+// live list, the counts of its nodes.
+func (s *sched) layoutWork(wk *work, l *procLayout) {
+	procSlab, onNode := s.mem.procSlab, s.mem.onNode
+	wk.live = l.live[:0:len(wk.w.Procs)]
+	l.live = l.live[len(wk.w.Procs):]
+	for j := range wk.w.Procs {
+		p := &wk.w.Procs[j]
+		pr := &procSlab[l.made]
+		if l.seen != nil {
+			if l.seen[p.ID] {
+				s.tracef("process id %s appears twice; ignoring the second", p.ID)
+				continue
+			}
+			l.seen[p.ID] = true
 		}
-		wk.live = liveSlab[:0:len(wk.w.Procs)]
-		liveSlab = liveSlab[len(wk.w.Procs):]
-		for j := range wk.w.Procs {
-			p := &wk.w.Procs[j]
-			pr := &procSlab[made]
-			if seen != nil {
-				if seen[p.ID] {
-					s.tracef("process id %s appears twice; ignoring the second", p.ID)
-					continue
-				}
-				seen[p.ID] = true
-			}
-			made++
-			*pr = proc{p: p, w: wk, n: s.nodeBy[p.Node], shares: p.Shares}
-			if pr.shares <= 0 {
-				pr.shares = max(wk.order, 1)
-			}
-			is, issued := s.issued[p.ID]
-			if kw := s.cfg.Preemption.KillWait.D(); issued && s.now.Sub(is.At) > kw {
-				s.tracef("process %s still stopping %s after its stop (kill_wait %s)", p.ID, s.now.Sub(is.At), kw)
-			}
-			pr.stopping = p.State == ProcStopping || issued
-			if pr.n != nil {
-				pr.n.used += pr.shares
-				if !pr.stopping {
-					onNode[pr.n.idx]++
-					if wk.w.ServiceID != "" {
-						if pr.n.svc == nil {
-							pr.n.svc = map[string]int{}
-						}
-						pr.n.svc[wk.w.ServiceID]++
+		l.made++
+		*pr = proc{p: p, w: wk, n: s.nodeBy[p.Node], shares: p.Shares}
+		if pr.shares <= 0 {
+			pr.shares = max(wk.order, 1)
+		}
+		is, issued := s.issued[p.ID]
+		if kw := s.cfg.Preemption.KillWait.D(); issued && s.now.Sub(is.At) > kw {
+			s.tracef("process %s still stopping %s after its stop (kill_wait %s)", p.ID, s.now.Sub(is.At), kw)
+		}
+		pr.stopping = p.State == ProcStopping || issued
+		if pr.n != nil {
+			pr.n.used += pr.shares
+			if !pr.stopping {
+				onNode[pr.n.idx]++
+				if wk.w.ServiceID != "" {
+					if pr.n.svc == nil {
+						pr.n.svc = map[string]int{}
 					}
+					pr.n.svc[wk.w.ServiceID]++
 				}
 			}
-			if pr.stopping {
-				continue
-			}
-			if pr.n == nil || (pr.n.n.State == NodeDown && wk.w.Kind != Reservation) {
-				s.tracef("work %d: process %s on %s is written off (node %s)", wk.w.ID, p.ID, p.Node, nodeStateText(pr.n))
-				continue
-			}
-			wk.live = append(wk.live, pr)
 		}
-		wk.cur = len(wk.live)
+		if pr.stopping {
+			continue
+		}
+		if pr.n == nil || (pr.n.n.State == NodeDown && wk.w.Kind != Reservation) {
+			s.tracef("work %d: process %s on %s is written off (node %s)", wk.w.ID, p.ID, p.Node, nodeStateText(pr.n))
+			continue
+		}
+		wk.live = append(wk.live, pr)
 	}
-	return made
+	wk.cur = len(wk.live)
 }
 
 // procExists tells whether a process of the snapshot has the id.
