@@ -301,6 +301,7 @@ func (s *sched) build() {
 	// duplicates (rare) has them laid out again, the first process in
 	// submit order keeping the id.
 	m.pids.start(keys)
+	m.pids.sameNodes(in.Nodes)
 	ntrace := len(s.plan.Trace)
 	l := s.startLayout(nprocs, nil)
 	for rank, k := range keys {
@@ -387,7 +388,7 @@ func (s *sched) startLayout(nprocs int, seen map[string]bool) procLayout {
 // layoutWork lays out the processes of wk (works in submit order): its
 // live list, the counts of its nodes.
 func (s *sched) layoutWork(wk *work, l *procLayout) {
-	procSlab, onNode := s.mem.procSlab, s.mem.onNode
+	procSlab, onNode, pm := s.mem.procSlab, s.mem.onNode, &s.mem.pids
 	wk.live = l.live[:0:len(wk.w.Procs)]
 	l.live = l.live[len(wk.w.Procs):]
 	for j := range wk.w.Procs {
@@ -401,7 +402,17 @@ func (s *sched) layoutWork(wk *work, l *procLayout) {
 			l.seen[p.ID] = true
 		}
 		l.made++
-		*pr = proc{p: p, w: wk, n: s.nodeBy[p.Node], shares: p.Shares}
+		// The node of a process that named the same one in the last
+		// cycle is known without looking it up (see procIDs.cachedNode).
+		n, ok := pm.cachedNode(j, p.Node)
+		if !ok {
+			n = s.nodeBy[p.Node]
+		}
+		if l.seen == nil { // the first layout, in step with pids.next
+			pm.names = append(pm.names, p.Node)
+			pm.nodes = append(pm.nodes, n)
+		}
+		*pr = proc{p: p, w: wk, n: n, shares: p.Shares}
 		if pr.shares <= 0 {
 			pr.shares = max(wk.order, 1)
 		}

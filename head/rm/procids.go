@@ -24,15 +24,62 @@ type procIDs struct {
 	keys []workKey
 	ids  []string
 	end  []int32
+	// The node name of each process (names, as ids) and the node it named
+	// (nodes), if the snapshot's nodes are the same (sameNodes) as when
+	// it was found; layoutWork fills them.
+	names []string
+	nodes []*node
 	// prev[r] is the position of work r in the update before, or -1 when
 	// it was not there (or not matched).
 	prev []int32
 	// During an update: the update before's lists and its next work.
-	old    []workKey
-	oldIDs []string
-	oldEnd []int32
-	i      int
-	busy   bool // between start and finish
+	old      []workKey
+	oldIDs   []string
+	oldEnd   []int32
+	oldNames []string
+	oldNodes []*node
+	i        int
+	busy     bool // between start and finish
+	// The processes of the work next took last, if matched: their ids,
+	// names and nodes in the update before start at match (else -1).
+	match, matchLen int
+	// The snapshot's node names, in its order, and whether they are the
+	// last snapshot's (then a name finds the same node in the same place).
+	nodeNames []string
+	nodesSame bool
+}
+
+// sameNodes tells whether the snapshot's nodes are named as the last
+// snapshot's, in the same order, and keeps their names for the next.
+func (c *procIDs) sameNodes(ns []Node) bool {
+	same := len(ns) == len(c.nodeNames)
+	if same {
+		for i := range ns {
+			if ns[i].Name != c.nodeNames[i] {
+				same = false
+				break
+			}
+		}
+	}
+	if !same {
+		clear(c.nodeNames)
+		c.nodeNames = c.nodeNames[:0]
+		for i := range ns {
+			c.nodeNames = append(c.nodeNames, ns[i].Name)
+		}
+	}
+	c.nodesSame = same
+	return same
+}
+
+// cachedNode returns the node process j of the work next took last was
+// found on in the update before, if that process named the same node
+// and the snapshot's nodes are the same.
+func (c *procIDs) cachedNode(j int, name string) (*node, bool) {
+	if !c.nodesSame || c.match < 0 || j >= c.matchLen || c.oldNames[c.match+j] != name {
+		return nil, false
+	}
+	return c.oldNodes[c.match+j], true
 }
 
 func (c *procIDs) add(id string) {
@@ -68,10 +115,10 @@ func (c *procIDs) start(keys []workKey) {
 		*c = procIDs{count: map[string]int32{}}
 	}
 	c.busy = true
-	spareKeys, spareIDs, spareEnd := c.old, c.oldIDs, c.oldEnd
-	c.old, c.oldIDs, c.oldEnd, c.i = c.keys, c.ids, c.end, 0
+	spareKeys, spareIDs, spareEnd, spareNames, spareNodes := c.old, c.oldIDs, c.oldEnd, c.oldNames, c.oldNodes
+	c.old, c.oldIDs, c.oldEnd, c.oldNames, c.oldNodes, c.i = c.keys, c.ids, c.end, c.names, c.nodes, 0
 	c.keys = append(spareKeys[:0], keys...)
-	c.ids, c.end = spareIDs[:0], spareEnd[:0]
+	c.ids, c.end, c.names, c.nodes = spareIDs[:0], spareEnd[:0], spareNames[:0], spareNodes[:0]
 	c.prev = grow(c.prev, len(keys))
 }
 
@@ -99,8 +146,14 @@ func (c *procIDs) next(r int, procs []Proc) {
 	}
 	fresh := c.ids[start:]
 	c.end = append(c.end, int32(len(c.ids)))
-	c.prev[r] = -1
+	c.prev[r], c.match, c.matchLen = -1, -1, 0
 	if c.i < len(c.old) && c.old[c.i].id == k.id && c.old[c.i].compareWall(k) == 0 {
+		if c.i > 0 {
+			c.match = int(c.oldEnd[c.i-1])
+		} else {
+			c.match = 0
+		}
+		c.matchLen = int(c.oldEnd[c.i]) - c.match
 		// Ids read from the same memory compare by pointer first.
 		if prev := c.oldRange(c.i); !slices.Equal(prev, fresh) {
 			for _, id := range prev {
@@ -126,7 +179,9 @@ func (c *procIDs) finish() {
 			c.remove(id)
 		}
 	}
-	// The old lists are the next update's arrays; they keep no ids alive.
+	// The old lists are the next update's arrays; they keep nothing alive.
 	clear(c.oldIDs)
+	clear(c.oldNames)
+	clear(c.oldNodes)
 	c.busy = false
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -171,6 +172,25 @@ func TestSchedulerKeptMemoryFollowsChanges(t *testing.T) {
 			in.Config = &cfg
 		}},
 		{"half the nodes gone", func(in *Input) { in.Nodes = in.Nodes[:len(in.Nodes)/2] }},
+		{"all nodes back", func(*Input) {}},
+		{"nodes listed the other way round", func(in *Input) {
+			in.Nodes = append([]Node(nil), in.Nodes...)
+			slices.Reverse(in.Nodes)
+		}},
+		{"processes on other nodes", func(in *Input) {
+			in.Work = cloneWork(in.Work)
+			for i := range in.Work {
+				for j := range in.Work[i].Procs {
+					if p := &in.Work[i].Procs[j]; j%2 == 1 {
+						p.Node = in.Nodes[(i+j)%len(in.Nodes)].Name
+					}
+				}
+			}
+		}},
+		{"a node renamed", func(in *Input) {
+			in.Nodes = append([]Node(nil), in.Nodes...)
+			in.Nodes[0].Name += "x"
+		}},
 		{"fewer processes", fewer},
 		{"an allotment, fewer processes", func(in *Input) { allot(in, 4*GiB); fewer(in) }},
 		{"the same", func(in *Input) { allot(in, 4*GiB); fewer(in) }},
