@@ -149,8 +149,9 @@ type sched struct {
 	poolBy  map[string]*pool
 	nodes   []*node // by name
 	nodeBy  map[string]*node
-	works   []*work // by submit time, id
-	workBy  map[uint64]*work
+	works   []*work        // by submit time, id
+	workBy  map[uint64]int // index in Input.Work of each work id's first listing (see work)
+	byInput []*work        // the work of each Input.Work index, nil for works listed twice
 	issued  map[string]IssuedStop
 	holds   []*Hold
 	plan    Plan
@@ -268,6 +269,9 @@ func (s *sched) build() {
 	}
 	m.workBy = reuseMap(m.workBy, len(in.Work))
 	s.workBy = m.workBy
+	m.byInput = grow(m.byInput, len(in.Work))
+	s.byInput = m.byInput
+	clear(s.byInput)
 	m.procSlab = grow(m.procSlab, nprocs)
 	procSlab := m.procSlab
 	// The first of works listed twice wins; the rest are laid out in
@@ -279,7 +283,7 @@ func (s *sched) build() {
 			s.tracef("work %d listed twice; using the first", w.ID)
 			continue
 		}
-		s.workBy[w.ID] = nil
+		s.workBy[w.ID] = i
 		keys = append(keys, newWorkKey(w, i))
 	}
 	m.keys = keys
@@ -308,7 +312,7 @@ func (s *sched) build() {
 		w := &in.Work[k.i]
 		wk := &workSlab[rank]
 		*wk = work{w: w, id: w.ID, anyNode: len(w.MachineList) == 0 && w.ServiceID == "", user: w.User, rank: rank}
-		s.workBy[w.ID] = wk
+		s.byInput[k.i] = wk
 		s.works[rank] = wk
 		if cl, ok := s.classes[w.Class]; ok {
 			wk.class = cl
@@ -443,6 +447,14 @@ func (s *sched) layoutWork(wk *work, l *procLayout) {
 		wk.live = append(wk.live, pr)
 	}
 	wk.cur = len(wk.live)
+}
+
+// workByID returns the work with the id, or nil.
+func (s *sched) workByID(id uint64) *work {
+	if i, ok := s.workBy[id]; ok {
+		return s.byInput[i]
+	}
+	return nil
 }
 
 // procExists tells whether a process of the snapshot has the id.
@@ -580,7 +592,8 @@ type buildMem struct {
 	// order, their order is known without sorting.
 	lastIn, lastSorted []workKey
 	nodeBy             map[string]*node
-	workBy             map[uint64]*work
+	workBy             map[uint64]int
+	byInput            []*work
 	pids               procIDs // the process ids, kept up to date
 	// The pending reasons' sentences of this cycle and the last, by the
 	// works' positions in their cycle (reasonText).

@@ -103,7 +103,7 @@ func (s *sched) varyOff() {
 // loadHolds takes over the previous cycle's holds that still matter.
 func (s *sched) loadHolds() {
 	for _, h := range s.in.Carry.Holds {
-		n, w := s.nodeBy[h.Node], s.workBy[h.For]
+		n, w := s.nodeBy[h.Node], s.workByID(h.For)
 		if n == nil || !n.up() || w == nil || w.class == nil || h.Shares <= 0 || w.have() >= w.want {
 			s.tracef("hold on %s for %d released", h.Node, h.For)
 			continue
@@ -264,7 +264,7 @@ func (s *sched) bonus() {
 // finishHolds keeps the holds that still protect space for someone.
 func (s *sched) finishHolds() {
 	for _, h := range s.holds {
-		w := s.workBy[h.For]
+		w := s.workByID(h.For)
 		if h.Shares <= 0 || w == nil {
 			continue
 		}
