@@ -304,7 +304,7 @@ func (s *sched) build() {
 	// kept process ids are brought up to date; only a snapshot with
 	// duplicates (rare) has them laid out again, the first process in
 	// submit order keeping the id.
-	m.pids.start(keys)
+	m.pids.start(keys, nprocs)
 	m.pids.sameNodes(in.Nodes)
 	ntrace := len(s.plan.Trace)
 	l := s.startLayout(nprocs, nil)

@@ -105,20 +105,21 @@ func (c *procIDs) remove(id string) {
 // has tells whether some process of the snapshot has the id.
 func (c *procIDs) has(id string) bool { return c.count[id] > 0 }
 
-// start begins an update for the works of keys (in submit order). The
-// lists of the update before become old; the arrays old held before
-// (those of two updates ago) take the new lists.
-func (c *procIDs) start(keys []workKey) {
+// start begins an update for the works of keys (in submit order), which
+// have nprocs processes. The lists of the update before become old; the
+// arrays old held before (those of two updates ago) take the new lists.
+func (c *procIDs) start(keys []workKey, nprocs int) {
 	if c.count == nil || c.busy {
 		// The first update, or the one before did not finish (its cycle
 		// panicked): start from nothing.
-		*c = procIDs{count: map[string]int32{}}
+		*c = procIDs{count: make(map[string]int32, nprocs)}
 	}
 	c.busy = true
 	spareKeys, spareIDs, spareEnd, spareNames, spareNodes := c.old, c.oldIDs, c.oldEnd, c.oldNames, c.oldNodes
 	c.old, c.oldIDs, c.oldEnd, c.oldNames, c.oldNodes, c.i = c.keys, c.ids, c.end, c.names, c.nodes, 0
 	c.keys = append(spareKeys[:0], keys...)
-	c.ids, c.end, c.names, c.nodes = spareIDs[:0], spareEnd[:0], spareNames[:0], spareNodes[:0]
+	c.ids, c.end = room(spareIDs, nprocs), room(spareEnd, len(keys))
+	c.names, c.nodes = room(spareNames, nprocs), room(spareNodes, nprocs)
 	c.prev = grow(c.prev, len(keys))
 }
 
@@ -184,4 +185,12 @@ func (c *procIDs) finish() {
 	clear(c.oldNames)
 	clear(c.oldNodes)
 	c.busy = false
+}
+
+// room returns b emptied, with room for n elements.
+func room[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, 0, n)
+	}
+	return b[:0]
 }

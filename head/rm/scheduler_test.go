@@ -267,7 +267,7 @@ func TestProcIDsCounts(t *testing.T) {
 		if r.Intn(4) > 0 {
 			sortWorkKeys(keys)
 		}
-		c.start(keys)
+		c.start(keys, 0)
 		want := map[string]int32{}
 		for rank, k := range keys {
 			c.next(rank, ws[k.i].Procs)
