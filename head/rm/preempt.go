@@ -804,6 +804,7 @@ func (s *sched) preemptRound() {
 		// process per round; other shortfalls wait for jobs over their share.
 		defrag := s.needy(b) && s.holdShares(b) == 0
 		want := b.target - b.have() - s.holdShares(b)/b.order
+		bHeld := s.userHeld[b.user] // fixed for the round
 		var last *node
 		for ; want > 0; want-- {
 			if issued && used >= budget {
@@ -819,7 +820,7 @@ func (s *sched) preemptRound() {
 				if p.squatter() && p.n.pool == b.pool && v.pool != b.pool {
 					return catSquatter
 				}
-				if defrag && !s.needy(v) && s.userHeld[v.user] > s.userHeld[b.user] && v.have() > 1 {
+				if defrag && !s.needy(v) && s.userHeld[v.user] > bHeld && v.have() > 1 {
 					return catDefrag
 				}
 				if v.budget > 0 {
