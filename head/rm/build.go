@@ -136,6 +136,7 @@ type work struct {
 	budget   int     // processes a preemption round may still take (over fair share)
 	gainer   bool    // got space in this preemption round
 	rank     int     // position in sched.works (submit order)
+	held     *int    // fair shares w's user holds, set by the preemption round
 }
 
 func (w *work) have() int { return w.cur + w.starts }
@@ -566,11 +567,11 @@ func joinIDs(ids []string) string { return strings.Join(ids, ", ") }
 // Working state of the later steps of a cycle.
 type schedState struct {
 	shrinking map[uint64]*Shrinking
-	observed  map[*work]bool // beneficiaries of observe-only preemptions
-	userHeld  map[string]int // fair shares each user holds
-	roundWait time.Duration  // time to the next preemption round
-	budgetHit bool           // the round's max_per_round was used up
-	anyOver   bool           // some job is over its fair share beyond the deadzone
+	observed  map[*work]bool  // beneficiaries of observe-only preemptions
+	userHeld  map[string]*int // fair shares each user holds (see work.held)
+	roundWait time.Duration   // time to the next preemption round
+	budgetHit bool            // the round's max_per_round was used up
+	anyOver   bool            // some job is over its fair share beyond the deadzone
 }
 
 // buildMem is the memory build lays the working state out in. A Scheduler

@@ -38,7 +38,7 @@ func (s *sched) catCompare(a, b victim) int {
 		return a.cat - b.cat
 	}
 	if a.cat == catDefrag {
-		ua, ub := s.userHeld[a.p.w.user], s.userHeld[b.p.w.user]
+		ua, ub := *a.p.w.held, *b.p.w.held
 		if ua != ub {
 			return ub - ua
 		}
@@ -687,10 +687,17 @@ func (s *sched) preemptRound() {
 	}
 	s.computeBudgets()
 	s.initElig()
+	// Each work points at its user's total, read by the victim categories.
 	for _, w := range s.works {
-		if w.fair {
-			s.userHeld[w.user] += w.cur * w.order
+		h := s.userHeld[w.user]
+		if h == nil {
+			h = new(int)
+			s.userHeld[w.user] = h
 		}
+		if w.fair {
+			*h += w.cur * w.order
+		}
+		w.held = h
 	}
 	total := 0
 	for _, n := range s.nodes {
@@ -804,7 +811,6 @@ func (s *sched) preemptRound() {
 		// process per round; other shortfalls wait for jobs over their share.
 		defrag := s.needy(b) && s.holdShares(b) == 0
 		want := b.target - b.have() - s.holdShares(b)/b.order
-		bHeld := s.userHeld[b.user] // fixed for the round
 		var last *node
 		for ; want > 0; want-- {
 			if issued && used >= budget {
@@ -820,7 +826,7 @@ func (s *sched) preemptRound() {
 				if p.squatter() && p.n.pool == b.pool && v.pool != b.pool {
 					return catSquatter
 				}
-				if defrag && !s.needy(v) && s.userHeld[v.user] > bHeld && v.have() > 1 {
+				if defrag && !s.needy(v) && *v.held > *b.held && v.have() > 1 {
 					return catDefrag
 				}
 				if v.budget > 0 {

@@ -39,7 +39,7 @@ func (sc *Scheduler) Schedule(in Input) Plan {
 		in: &in, cfg: in.Config, now: in.Now, trace: !in.NoTrace, mem: &sc.mem,
 		classShare: map[string]int{}, classUsers: map[string]int{}, userShare: map[classUser]int{},
 		poolCap:    map[poolBand]int{},
-		schedState: schedState{shrinking: map[uint64]*Shrinking{}, observed: map[*work]bool{}, userHeld: map[string]int{}},
+		schedState: schedState{shrinking: map[uint64]*Shrinking{}, observed: map[*work]bool{}, userHeld: map[string]*int{}},
 	}
 	s.tracef("cycle at %s: %d nodes, %d works", in.Now.UTC().Format(time.RFC3339Nano), len(in.Nodes), len(in.Work))
 	s.build()
