@@ -109,6 +109,8 @@ func (p *proc) squatter() bool { return p.n != nil && p.n.pool != p.w.pool }
 // work is a Work in the cycle's working state.
 type work struct {
 	w        *Work
+	id       uint64 // w.ID, kept beside what the cycle's passes read (w lies elsewhere in memory)
+	anyNode  bool   // w has no machine list and no service: any node with room will do (fitIn)
 	class    *Class
 	pool     *pool
 	quantum  int64
@@ -134,6 +136,7 @@ type work struct {
 	budget   int     // processes a preemption round may still take (over fair share)
 	gainer   bool    // got space in this preemption round
 	rank     int     // position in sched.works (submit order)
+	held     *int    // fair shares w's user holds, set by the preemption round
 }
 
 func (w *work) have() int { return w.cur + w.starts }
@@ -147,9 +150,9 @@ type sched struct {
 	poolBy  map[string]*pool
 	nodes   []*node // by name
 	nodeBy  map[string]*node
-	works   []*work // by submit time, id
-	workBy  map[uint64]*work
-	procBy  map[string]*proc
+	works   []*work        // by submit time, id
+	workBy  map[uint64]int // index in Input.Work of each work id's first listing (see work)
+	byInput []*work        // the work of each Input.Work index, nil for works listed twice
 	issued  map[string]IssuedStop
 	holds   []*Hold
 	plan    Plan
@@ -166,6 +169,7 @@ type sched struct {
 	eligOn     bool             // candidate shares are kept (a preemption round is on)
 	candSlab   []*proc          // backing store of node.cands
 	sizes      map[int64]string // formatted sizes (sz)
+	waitText   string           // the note on the next preemption round (noteText)
 	changed    []*node          // nodes whose space or processes changed in this cycle, in order
 	evictSets  map[evictKey]*evictSet
 	mem        *buildMem // where build lays out nodes, works and processes
@@ -267,8 +271,9 @@ func (s *sched) build() {
 	}
 	m.workBy = reuseMap(m.workBy, len(in.Work))
 	s.workBy = m.workBy
-	m.procBy = reuseMap(m.procBy, nprocs)
-	s.procBy = m.procBy
+	m.byInput = grow(m.byInput, len(in.Work))
+	s.byInput = m.byInput
+	clear(s.byInput)
 	m.procSlab = grow(m.procSlab, nprocs)
 	procSlab := m.procSlab
 	// The first of works listed twice wins; the rest are laid out in
@@ -280,7 +285,7 @@ func (s *sched) build() {
 			s.tracef("work %d listed twice; using the first", w.ID)
 			continue
 		}
-		s.workBy[w.ID] = nil
+		s.workBy[w.ID] = i
 		keys = append(keys, newWorkKey(w, i))
 	}
 	m.keys = keys
@@ -291,15 +296,25 @@ func (s *sched) build() {
 		sortWorkKeys(keys)
 		m.lastSorted = append(m.lastSorted[:0], keys...)
 	}
+	m.keepReasons(len(keys))
 	m.works = grow(m.works, len(keys))
 	s.works = m.works
 	m.workSlab = grow(m.workSlab, len(keys))
 	workSlab := m.workSlab
+	// Each work's processes are laid out right after the work (its Work
+	// is then at hand), once without looking for duplicate ids while the
+	// kept process ids are brought up to date; only a snapshot with
+	// duplicates (rare) has them laid out again, the first process in
+	// submit order keeping the id.
+	m.pids.start(keys, nprocs)
+	m.pids.sameNodes(in.Nodes)
+	ntrace := len(s.plan.Trace)
+	l := s.startLayout(nprocs, nil)
 	for rank, k := range keys {
 		w := &in.Work[k.i]
 		wk := &workSlab[rank]
-		*wk = work{w: w, user: w.User, rank: rank}
-		s.workBy[w.ID] = wk
+		*wk = work{w: w, id: w.ID, anyNode: len(w.MachineList) == 0 && w.ServiceID == "", user: w.User, rank: rank}
+		s.byInput[k.i] = wk
 		s.works[rank] = wk
 		if cl, ok := s.classes[w.Class]; ok {
 			wk.class = cl
@@ -320,71 +335,22 @@ func (s *sched) build() {
 				wk.order = 1
 			}
 		}
+		m.pids.next(rank, w.Procs)
+		s.layoutWork(wk, &l)
 	}
-
-	// Each work's live list and each node's process list are carved out
-	// of one slab each; a node's list is filled in a second pass, once its
-	// length is known, in the order the processes were made.
-	m.liveSlab = grow(m.liveSlab, nprocs)
-	liveSlab := m.liveSlab
-	m.onNode = grow(m.onNode, len(s.nodes))
-	onNode := m.onNode
-	clear(onNode)
-	made := 0
-	for _, wk := range s.works {
-		wk.live = liveSlab[:0:len(wk.w.Procs)]
-		liveSlab = liveSlab[len(wk.w.Procs):]
-		for j := range wk.w.Procs {
-			p := &wk.w.Procs[j]
-			pr := &procSlab[made]
-			// One map write finds a duplicate too: the map does not grow.
-			// Then the first process keeps the id (found again by a scan,
-			// as duplicates are rare).
-			before := len(s.procBy)
-			s.procBy[p.ID] = pr
-			if len(s.procBy) == before {
-				for i := range procSlab[:made] {
-					if procSlab[i].p.ID == p.ID {
-						s.procBy[p.ID] = &procSlab[i]
-						break
-					}
-				}
-				s.tracef("process id %s appears twice; ignoring the second", p.ID)
-				continue
-			}
-			made++
-			*pr = proc{p: p, w: wk, n: s.nodeBy[p.Node], shares: p.Shares}
-			if pr.shares <= 0 {
-				pr.shares = max(wk.order, 1)
-			}
-			is, issued := s.issued[p.ID]
-			if kw := s.cfg.Preemption.KillWait.D(); issued && s.now.Sub(is.At) > kw {
-				s.tracef("process %s still stopping %s after its stop (kill_wait %s)", p.ID, s.now.Sub(is.At), kw)
-			}
-			pr.stopping = p.State == ProcStopping || issued
-			if pr.n != nil {
-				pr.n.used += pr.shares
-				if !pr.stopping {
-					onNode[pr.n.idx]++
-					if wk.w.ServiceID != "" {
-						if pr.n.svc == nil {
-							pr.n.svc = map[string]int{}
-						}
-						pr.n.svc[wk.w.ServiceID]++
-					}
-				}
-			}
-			if pr.stopping {
-				continue
-			}
-			if pr.n == nil || (pr.n.n.State == NodeDown && wk.w.Kind != Reservation) {
-				s.tracef("work %d: process %s on %s is written off (node %s)", wk.w.ID, p.ID, p.Node, nodeStateText(pr.n))
-				continue
-			}
-			wk.live = append(wk.live, pr)
+	m.pids.finish()
+	if m.pids.dups > 0 {
+		s.plan.Trace = s.plan.Trace[:ntrace]
+		for _, n := range s.nodes {
+			n.used, n.svc = 0, nil
 		}
-		wk.cur = len(wk.live)
+		l = s.startLayout(nprocs, make(map[string]bool, nprocs))
+		for _, wk := range s.works {
+			s.layoutWork(wk, &l)
+		}
 	}
+	made := l.made
+	onNode := m.onNode
 	m.procLists = grow(m.procLists, made)
 	procLists := m.procLists
 	for _, n := range s.nodes {
@@ -399,11 +365,102 @@ func (s *sched) build() {
 	}
 	// Issued stops are kept while their process exists.
 	for _, id := range sortedKeys(s.issued) {
-		if _, ok := s.procBy[id]; ok {
+		if s.procExists(id) {
 			s.plan.Carry.Issued = append(s.plan.Carry.Issued, s.issued[id])
 		}
 	}
 }
+
+// procLayout is where layoutWork carves the next work's live list from
+// and makes its next process in.
+type procLayout struct {
+	live []*proc         // what is left of the live lists' slab
+	made int             // processes made so far (in buildMem.procSlab)
+	seen map[string]bool // if not nil, the ids made so far: a process with one of them is ignored
+}
+
+// startLayout readies the slabs for laying out nprocs processes. Each
+// work's live list and each node's process list are carved out of one
+// slab each; a node's list is filled in a second pass, once its length is
+// known (buildMem.onNode), in the order the processes were made.
+func (s *sched) startLayout(nprocs int, seen map[string]bool) procLayout {
+	m := s.mem
+	m.liveSlab = grow(m.liveSlab, nprocs)
+	m.onNode = grow(m.onNode, len(s.nodes))
+	clear(m.onNode)
+	return procLayout{live: m.liveSlab, seen: seen}
+}
+
+// layoutWork lays out the processes of wk (works in submit order): its
+// live list, the counts of its nodes.
+func (s *sched) layoutWork(wk *work, l *procLayout) {
+	procSlab, onNode, pm := s.mem.procSlab, s.mem.onNode, &s.mem.pids
+	wk.live = l.live[:0:len(wk.w.Procs)]
+	l.live = l.live[len(wk.w.Procs):]
+	for j := range wk.w.Procs {
+		p := &wk.w.Procs[j]
+		pr := &procSlab[l.made]
+		if l.seen != nil {
+			if l.seen[p.ID] {
+				s.tracef("process id %s appears twice; ignoring the second", p.ID)
+				continue
+			}
+			l.seen[p.ID] = true
+		}
+		l.made++
+		// The node of a process that named the same one in the last
+		// cycle is known without looking it up (see procIDs.cachedNode).
+		n, ok := pm.cachedNode(j, p.Node)
+		if !ok {
+			n = s.nodeBy[p.Node]
+		}
+		if l.seen == nil { // the first layout, in step with pids.next
+			pm.names = append(pm.names, p.Node)
+			pm.nodes = append(pm.nodes, n)
+		}
+		*pr = proc{p: p, w: wk, n: n, shares: p.Shares}
+		if pr.shares <= 0 {
+			pr.shares = max(wk.order, 1)
+		}
+		is, issued := s.issued[p.ID]
+		if kw := s.cfg.Preemption.KillWait.D(); issued && s.now.Sub(is.At) > kw {
+			s.tracef("process %s still stopping %s after its stop (kill_wait %s)", p.ID, s.now.Sub(is.At), kw)
+		}
+		pr.stopping = p.State == ProcStopping || issued
+		if pr.n != nil {
+			pr.n.used += pr.shares
+			if !pr.stopping {
+				onNode[pr.n.idx]++
+				if wk.w.ServiceID != "" {
+					if pr.n.svc == nil {
+						pr.n.svc = map[string]int{}
+					}
+					pr.n.svc[wk.w.ServiceID]++
+				}
+			}
+		}
+		if pr.stopping {
+			continue
+		}
+		if pr.n == nil || (pr.n.n.State == NodeDown && wk.w.Kind != Reservation) {
+			s.tracef("work %d: process %s on %s is written off (node %s)", wk.w.ID, p.ID, p.Node, nodeStateText(pr.n))
+			continue
+		}
+		wk.live = append(wk.live, pr)
+	}
+	wk.cur = len(wk.live)
+}
+
+// workByID returns the work with the id, or nil.
+func (s *sched) workByID(id uint64) *work {
+	if i, ok := s.workBy[id]; ok {
+		return s.byInput[i]
+	}
+	return nil
+}
+
+// procExists tells whether a process of the snapshot has the id.
+func (s *sched) procExists(id string) bool { return s.mem.pids.has(id) }
 
 func nodeStateText(n *node) string {
 	if n == nil {
@@ -511,11 +568,11 @@ func joinIDs(ids []string) string { return strings.Join(ids, ", ") }
 // Working state of the later steps of a cycle.
 type schedState struct {
 	shrinking map[uint64]*Shrinking
-	observed  map[*work]bool // beneficiaries of observe-only preemptions
-	userHeld  map[string]int // fair shares each user holds
-	roundWait time.Duration  // time to the next preemption round
-	budgetHit bool           // the round's max_per_round was used up
-	anyOver   bool           // some job is over its fair share beyond the deadzone
+	observed  map[*work]bool  // beneficiaries of observe-only preemptions
+	userHeld  map[string]*int // fair shares each user holds (see work.held)
+	roundWait time.Duration   // time to the next preemption round
+	budgetHit bool            // the round's max_per_round was used up
+	anyOver   bool            // some job is over its fair share beyond the deadzone
 }
 
 // buildMem is the memory build lays the working state out in. A Scheduler
@@ -537,10 +594,14 @@ type buildMem struct {
 	// order, their order is known without sorting.
 	lastIn, lastSorted []workKey
 	nodeBy             map[string]*node
-	workBy             map[uint64]*work
-	procBy             map[string]*proc
-	fsJobs             []fsJob   // the job heaps of one fairShare call
-	fsOwners           []*fsUser // scratch space of fairShare
+	workBy             map[uint64]int
+	byInput            []*work
+	pids               procIDs // the process ids, kept up to date
+	// The pending reasons' sentences of this cycle and the last, by the
+	// works' positions in their cycle (reasonText).
+	reasons, lastReasons []cachedReason
+	fsJobs               []fsJob   // the job heaps of one fairShare call
+	fsOwners             []*fsUser // scratch space of fairShare
 }
 
 // grow returns b with length n, reusing its array when it is large enough.

@@ -68,8 +68,14 @@
 // A Scheduler runs the same cycle and keeps its working memory between
 // calls (the orchestrator holds one): the slabs and maps the working state
 // is laid out in, the fair-share heaps, and the submit order of the last
-// snapshot's works, reused when the next snapshot lists the same works. Its
-// plan is always the one Schedule gives for the same Input.
+// snapshot's works, reused when the next snapshot lists the same works. It
+// also keeps what it read from the last snapshot, matched work by work
+// with the next one: the process ids (a multiset updated from the works
+// whose processes changed, which finds duplicates and answers whether a
+// process exists), the node each process named, and each waiting work's
+// pending-reason sentence with everything it was made of (formatted again
+// only when one of those changed). Its plan is always the one Schedule
+// gives for the same Input.
 //
 // Decisions the user documentation leaves open, taken here: sub-pools are searched in
 // ascending search_order; min_runtime defaults to 0 (off); evictions for

@@ -62,7 +62,7 @@ func (s *sched) heldNode(w *work) *node {
 // p, or nil. Service instances prefer nodes with fewer instances of their
 // service (spread before stacking).
 func (s *sched) fitIn(w *work, p *pool) *node {
-	if len(w.w.MachineList) == 0 && w.w.ServiceID == "" && p.index != nil {
+	if w.anyNode && p.index != nil {
 		return p.index.best(w.order, nil)
 	}
 	var best *node
@@ -287,7 +287,7 @@ func (s *sched) holdText(w *work) string {
 		if h.Shares > 0 {
 			nodes = append(nodes, h.Node)
 			for _, v := range h.Victims {
-				if _, ok := s.procBy[v]; ok {
+				if s.procExists(v) {
 					victims = append(victims, v)
 				}
 			}

@@ -38,7 +38,7 @@ func (s *sched) catCompare(a, b victim) int {
 		return a.cat - b.cat
 	}
 	if a.cat == catDefrag {
-		ua, ub := s.userHeld[a.p.w.user], s.userHeld[b.p.w.user]
+		ua, ub := *a.p.w.held, *b.p.w.held
 		if ua != ub {
 			return ub - ua
 		}
@@ -654,6 +654,9 @@ func overPrune(n *node) bool {
 	if n.noOver {
 		return true
 	}
+	if n.elig > 0 {
+		return false // an eligible process is one over its share or squatting
+	}
 	for _, p := range n.procs {
 		if !p.stopping && !p.marked && p.w.fair && (p.w.budget > 0 || p.squatter()) {
 			return false
@@ -684,10 +687,17 @@ func (s *sched) preemptRound() {
 	}
 	s.computeBudgets()
 	s.initElig()
+	// Each work points at its user's total, read by the victim categories.
 	for _, w := range s.works {
-		if w.fair {
-			s.userHeld[w.user] += w.cur * w.order
+		h := s.userHeld[w.user]
+		if h == nil {
+			h = new(int)
+			s.userHeld[w.user] = h
 		}
+		if w.fair {
+			*h += w.cur * w.order
+		}
+		w.held = h
 	}
 	total := 0
 	for _, n := range s.nodes {
@@ -816,7 +826,7 @@ func (s *sched) preemptRound() {
 				if p.squatter() && p.n.pool == b.pool && v.pool != b.pool {
 					return catSquatter
 				}
-				if defrag && !s.needy(v) && s.userHeld[v.user] > s.userHeld[b.user] && v.have() > 1 {
+				if defrag && !s.needy(v) && *v.held > *b.held && v.have() > 1 {
 					return catDefrag
 				}
 				if v.budget > 0 {

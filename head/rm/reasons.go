@@ -2,6 +2,7 @@ package rm
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/ducc-project/ducc/units"
 )
@@ -31,7 +32,7 @@ func (s *sched) reasons() {
 			continue
 		}
 		if w.capCode != WaitNone && w.want < w.capMax {
-			h := Held{WorkID: w.w.ID, Want: w.want, Max: w.capMax, Code: w.capCode, Class: w.class.Name, Arg: w.capArg}
+			h := Held{WorkID: w.id, Want: w.want, Max: w.capMax, Code: w.capCode, Class: w.class.Name, Arg: w.capArg}
 			switch w.capCode {
 			case HeldPrediction:
 				h.Items, h.Horizon = w.w.ItemsRemaining, w.horizon
@@ -80,7 +81,7 @@ func (h Held) Reason() string {
 }
 
 func (s *sched) pend(w *work, have, want int, code WaitCode, reason string) {
-	s.plan.Pending = append(s.plan.Pending, Pending{WorkID: w.w.ID, Have: have, Want: want, Code: code, Reason: reason})
+	s.plan.Pending = append(s.plan.Pending, Pending{WorkID: w.id, Have: have, Want: want, Code: code, Reason: reason})
 	if s.trace {
 		s.tracef("%s %d pending (%d of %d): %s", w.w.Kind, w.w.ID, have, want, reason)
 	}
@@ -92,49 +93,149 @@ func (s *sched) fairReason(w *work) (WaitCode, string) {
 	if w.pending != "" {
 		return w.pendCode, w.pending
 	}
-	if sh := s.shrinking[w.w.ID]; sh != nil {
+	if sh := s.shrinking[w.id]; sh != nil {
 		return WaitShrinking, "shrinking: " + itoa(len(sh.Procs)) + " process(es) stopped this cycle: " + sh.Reason
 	}
 	if s.holdShares(w) > 0 {
 		return WaitPreempting, "waiting for preemptions: " + s.holdText(w)
 	}
-	note := ""
+	// Each sentence is a function of its key alone (see reasonKey).
+	cls := w.class.Name
+	k := reasonKey{q: w.quantum, cls: cls, pool: w.pool.name, user: w.user}
 	switch {
 	case s.cfg.Preemption.ObserveOnly && s.observed[w]:
-		note = "; preemption is observe-only, so nothing is taken back for it"
+		k.note = noteObserveOnly
 	case s.roundWait > 0:
-		note = "; next preemption round in " + s.roundWait.String()
+		k.note, k.wait = noteNextRound, s.roundWait
 	case s.budgetHit:
-		note = "; this round's preemption budget (max_per_round) is used up"
+		k.note = noteBudget
 	}
-	cls := w.class.Name
+	note := func() string { return s.noteText(k.note) }
 	if w.target == 0 {
-		k := s.poolCap[poolBand{w.pool.name, w.prio}]
-		if k == 0 {
-			return WaitPriority, "waiting for resources: class " + cls + " fair share is 0 processes because pool " + w.pool.name +
-				" has no room left for priority " + itoa(w.prio) + " work (it is held by higher-priority work)" + note
+		pc := s.poolCap[poolBand{w.pool.name, w.prio}]
+		if pc == 0 {
+			k.kind, k.n = reasonPriority, [4]int64{int64(w.prio)}
+			return WaitPriority, s.reasonText(w, k, func() string {
+				return "waiting for resources: class " + cls + " fair share is 0 processes because pool " + w.pool.name +
+					" has no room left for priority " + itoa(w.prio) + " work (it is held by higher-priority work)" + note()
+			})
 		}
 		cs := s.classShare[cls]
 		us := s.userShare[classUser{cls, w.user}]
 		if us < w.order {
-			return WaitFairShare, "waiting for resources: class " + cls + " fair share is 0 processes because pool " + w.pool.name + "'s " + s.sz(w, k) +
-				" is split among classes by weight, class " + cls + " gets " + s.sz(w, cs) + " shared by " + itoa(s.classUsers[cls]) +
-				" user(s), and user " + w.user + "'s " + s.sz(w, us) + " is less than one " + s.sz(w, w.order) + " process" + note
+			cu := s.classUsers[cls]
+			k.kind, k.n = reasonUserShare, [4]int64{int64(pc), int64(cs), int64(cu), int64(us)}
+			k.order = w.order
+			return WaitFairShare, s.reasonText(w, k, func() string {
+				return "waiting for resources: class " + cls + " fair share is 0 processes because pool " + w.pool.name + "'s " + s.sz(w, pc) +
+					" is split among classes by weight, class " + cls + " gets " + s.sz(w, cs) + " shared by " + itoa(cu) +
+					" user(s), and user " + w.user + "'s " + s.sz(w, us) + " is less than one " + s.sz(w, w.order) + " process" + note()
+			})
 		}
-		return WaitFairShare, "waiting for resources: class " + cls + " fair share is 0 processes because user " + w.user + "'s share of class " + cls +
-			" (" + s.sz(w, us) + ") goes to their older jobs" + note
+		k.kind, k.n = reasonOlderJobs, [4]int64{int64(us)}
+		return WaitFairShare, s.reasonText(w, k, func() string {
+			return "waiting for resources: class " + cls + " fair share is 0 processes because user " + w.user + "'s share of class " + cls +
+				" (" + s.sz(w, us) + ") goes to their older jobs" + note()
+		})
 	}
 	if w.have() < w.target {
-		return WaitResources, "waiting for resources: fair share is " + itoa(w.target) + " processes, has " + itoa(w.have()) + "; no node in pool " +
-			w.pool.name + " has " + s.sz(w, w.order) + " free" + note
+		k.kind, k.n, k.order = reasonNoRoom, [4]int64{int64(w.target), int64(w.have())}, w.order
+		return WaitResources, s.reasonText(w, k, func() string {
+			return "waiting for resources: fair share is " + itoa(w.target) + " processes, has " + itoa(w.have()) + "; no node in pool " +
+				w.pool.name + " has " + s.sz(w, w.order) + " free" + note()
+		})
 	}
 	if w.cur > w.target {
-		return WaitOverShare, "over fair share: holds " + itoa(w.cur) + " processes, fair share is " + itoa(w.target) +
-			"; the excess is taken back gradually when other work needs the space"
+		k.kind, k.n, k.note, k.wait = reasonOverShare, [4]int64{int64(w.cur), int64(w.target)}, noteNone, 0
+		return WaitOverShare, s.reasonText(w, k, func() string {
+			return "over fair share: holds " + itoa(w.cur) + " processes, fair share is " + itoa(w.target) +
+				"; the excess is taken back gradually when other work needs the space"
+		})
 	}
-	return WaitAtShare, "at fair share: class " + cls + " fair share gives this job " + itoa(w.target) + " of the " + itoa(w.want) +
-		" processes it wants (user " + w.user + "'s share is " + s.sz(w, s.userShare[classUser{cls, w.user}]) + " of the class's " +
-		s.sz(w, s.classShare[cls]) + ")"
+	us, cs := s.userShare[classUser{cls, w.user}], s.classShare[cls]
+	k.kind, k.n, k.note, k.wait = reasonAtShare, [4]int64{int64(w.target), int64(w.want), int64(us), int64(cs)}, noteNone, 0
+	return WaitAtShare, s.reasonText(w, k, func() string {
+		return "at fair share: class " + cls + " fair share gives this job " + itoa(w.target) + " of the " + itoa(w.want) +
+			" processes it wants (user " + w.user + "'s share is " + s.sz(w, us) + " of the class's " + s.sz(w, cs) + ")"
+	})
+}
+
+// The notes on the preemption round that fairReason appends.
+const (
+	noteNone uint8 = iota
+	noteObserveOnly
+	noteNextRound
+	noteBudget
+)
+
+// noteText formats a note on the preemption round.
+func (s *sched) noteText(kind uint8) string {
+	switch kind {
+	case noteObserveOnly:
+		return "; preemption is observe-only, so nothing is taken back for it"
+	case noteNextRound:
+		if s.waitText == "" {
+			s.waitText = "; next preemption round in " + s.roundWait.String()
+		}
+		return s.waitText
+	case noteBudget:
+		return "; this round's preemption budget (max_per_round) is used up"
+	}
+	return ""
+}
+
+// The sentences of pending reasons that a Scheduler keeps (reasonKey.kind).
+const (
+	reasonPriority uint8 = iota + 1 // the zero key matches none
+	reasonUserShare
+	reasonOlderJobs
+	reasonNoRoom
+	reasonOverShare
+	reasonAtShare
+)
+
+// reasonKey is everything a kept sentence of a pending reason is made of:
+// which sentence (kind), its numbers (n, order, shares or bytes), the
+// quantum its sizes are counted in (q), the names it quotes and the note
+// on the preemption round (kind and wait) that fairReason appends. Equal
+// keys make equal sentences, whichever work they were made for.
+type reasonKey struct {
+	kind, note      uint8
+	n               [4]int64
+	order           int
+	q               int64
+	wait            time.Duration
+	cls, pool, user string
+}
+
+// cachedReason is a sentence with its key.
+type cachedReason struct {
+	key  reasonKey
+	text string
+}
+
+// reasonText returns the sentence of key k for work w: the one the last
+// cycle made for the same work when its key was k, else format's. Either
+// way it is kept for the next cycle.
+func (s *sched) reasonText(w *work, k reasonKey, format func() string) string {
+	m := s.mem
+	var t string
+	if r := m.pids.prev[w.rank]; r >= 0 && int(r) < len(m.lastReasons) && m.lastReasons[r].key == k {
+		t = m.lastReasons[r].text
+	} else {
+		t = format()
+	}
+	m.reasons[w.rank] = cachedReason{k, t}
+	return t
+}
+
+// keepReasons makes the sentences of the last cycle the ones reasonText
+// looks up (by the works' positions in the last cycle) and clears room
+// for this cycle's.
+func (m *buildMem) keepReasons(nworks int) {
+	m.lastReasons, m.reasons = m.reasons, m.lastReasons
+	m.reasons = grow(m.reasons, nworks)
+	clear(m.reasons)
 }
 
 // itoa formats n as %d does.

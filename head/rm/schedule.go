@@ -39,7 +39,7 @@ func (sc *Scheduler) Schedule(in Input) Plan {
 		in: &in, cfg: in.Config, now: in.Now, trace: !in.NoTrace, mem: &sc.mem,
 		classShare: map[string]int{}, classUsers: map[string]int{}, userShare: map[classUser]int{},
 		poolCap:    map[poolBand]int{},
-		schedState: schedState{shrinking: map[uint64]*Shrinking{}, observed: map[*work]bool{}, userHeld: map[string]int{}},
+		schedState: schedState{shrinking: map[uint64]*Shrinking{}, observed: map[*work]bool{}, userHeld: map[string]*int{}},
 	}
 	s.tracef("cycle at %s: %d nodes, %d works", in.Now.UTC().Format(time.RFC3339Nano), len(in.Nodes), len(in.Work))
 	s.build()
@@ -103,7 +103,7 @@ func (s *sched) varyOff() {
 // loadHolds takes over the previous cycle's holds that still matter.
 func (s *sched) loadHolds() {
 	for _, h := range s.in.Carry.Holds {
-		n, w := s.nodeBy[h.Node], s.workBy[h.For]
+		n, w := s.nodeBy[h.Node], s.workByID(h.For)
 		if n == nil || !n.up() || w == nil || w.class == nil || h.Shares <= 0 || w.have() >= w.want {
 			s.tracef("hold on %s for %d released", h.Node, h.For)
 			continue
@@ -264,7 +264,7 @@ func (s *sched) bonus() {
 // finishHolds keeps the holds that still protect space for someone.
 func (s *sched) finishHolds() {
 	for _, h := range s.holds {
-		w := s.workBy[h.For]
+		w := s.workByID(h.For)
 		if h.Shares <= 0 || w == nil {
 			continue
 		}
@@ -278,7 +278,7 @@ func (s *sched) finishHolds() {
 		}
 		alive := false
 		for _, v := range h.Victims {
-			if _, ok := s.procBy[v]; ok {
+			if s.procExists(v) {
 				alive = true
 			}
 		}
