@@ -41,7 +41,9 @@ func TestReporterBatches(t *testing.T) {
 		{ID: "2.1", State: wire.ProcRunning, PID: 20},
 		{ID: "3.1", State: wire.ProcExited, ExitCode: 1},
 	}
-	if !slices.EqualFunc(got, want, func(a, b wire.ProcStatus) bool { return a.ID == b.ID && a.State == b.State && a.ExitCode == b.ExitCode && a.PID == b.PID }) {
+	if !slices.EqualFunc(got, want, func(a, b wire.ProcStatus) bool {
+		return a.ID == b.ID && a.State == b.State && a.ExitCode == b.ExitCode && a.PID == b.PID
+	}) {
 		t.Errorf("batch %+v, want %+v", got, want)
 	}
 	if again := r.take(); again != nil {
