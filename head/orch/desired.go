@@ -212,7 +212,6 @@ func (o *Orchestrator) pushNode(node string, force bool) {
 // node applied the state, or by a node that lost it in a restart) files
 // it again (Report), and the next push acknowledges it once more.
 func (o *Orchestrator) delivered(node string, ds wire.DesiredState) {
-	fp := fingerprint(ds)
 	acks := ds.Ack
 	ds.Ack = nil
 	rest := fingerprint(ds)
@@ -221,7 +220,7 @@ func (o *Orchestrator) delivered(node string, ds wire.DesiredState) {
 	for _, id := range acks {
 		o.forgetEnded(node, id)
 	}
-	if o.sent[node] == fp {
+	if o.sentVer[node].version == ds.Version {
 		// Nothing newer was computed since: what the node now holds
 		// is the state without the acknowledgements, so the next cycle
 		// pushes only if something else changes.
