@@ -44,18 +44,8 @@ func BenchmarkFlatWithHistory(b *testing.B) {
 
 	measure := func() (jobsPerSec, runMS float64) {
 		const n = 500
-		ids := make(map[uint64]bool, n)
-		t0 := time.Now()
-		for range n {
-			out, errs, code := c.ducc("run", "--detach", "--", "true")
-			id, err := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
-			if code != 0 || err != nil {
-				b.Fatalf("run --detach: exit %d: %s %s", code, out, errs)
-			}
-			ids[id] = true
-		}
-		last := waitHistory(b, c, ids, t0)
-		jobsPerSec = n / last.Sub(t0).Seconds()
+		_, e2e := shortJobs(b, c, n)
+		jobsPerSec = n / e2e.Seconds()
 		durs := make([]time.Duration, 0, 20)
 		for range 20 {
 			start := time.Now()
@@ -90,10 +80,9 @@ func BenchmarkFlatWithHistory(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				for range next {
-					out, errs, code := c.ducc("run", "--detach", "--", "true")
-					id, err := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
-					if code != 0 || err != nil {
-						b.Errorf("run --detach: exit %d: %s %s", code, out, errs)
+					id, err := detachTrue(c)
+					if err != nil {
+						b.Error(err)
 						return
 					}
 					mu.Lock()

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -65,19 +66,9 @@ func BenchmarkShortJobs500(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		s0, c0 := cpuTicks(b, pid)
-		ids := make(map[uint64]bool, n)
-		t0 := time.Now()
-		for range n {
-			out, errs, code := c.ducc("run", "--detach", "--", "true")
-			id, err := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
-			if code != 0 || err != nil {
-				b.Fatalf("run --detach: exit %d: %s %s", code, out, errs)
-			}
-			ids[id] = true
-		}
-		submit += time.Since(t0)
-		last := waitHistory(b, c, ids, t0)
-		e2e += last.Sub(t0)
+		sub, end := shortJobs(b, c, n)
+		submit += sub
+		e2e += end
 		s1, c1 := cpuTicks(b, pid)
 		ticks += s1 - s0 + c1 - c0
 	}
@@ -87,6 +78,34 @@ func BenchmarkShortJobs500(b *testing.B) {
 	b.ReportMetric(jobs/submit.Seconds(), "submits/s")
 	b.ReportMetric(float64(time.Duration(ticks)*clockTick)/float64(time.Millisecond)/jobs, "agent-cpu-ms/job")
 	b.ReportMetric(0, "ns/op")
+}
+
+// detachTrue submits one `ducc run --detach -- true` and returns its id.
+func detachTrue(c *cluster) (uint64, error) {
+	out, errs, code := c.ducc("run", "--detach", "--", "true")
+	id, err := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+	if code != 0 || err != nil {
+		return 0, fmt.Errorf("run --detach: exit %d: %s %s", code, out, errs)
+	}
+	return id, nil
+}
+
+// shortJobs submits n short jobs (detachTrue) one after the other and
+// waits until every one has ended. It returns how long the submissions
+// took and the time from the first submit to the last end.
+func shortJobs(b *testing.B, c *cluster, n int) (submit, e2e time.Duration) {
+	b.Helper()
+	ids := make(map[uint64]bool, n)
+	t0 := time.Now()
+	for range n {
+		id, err := detachTrue(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids[id] = true
+	}
+	submit = time.Since(t0)
+	return submit, waitHistory(b, c, ids, t0).Sub(t0)
 }
 
 // waitHistory waits until every work of ids has an accounting record and
