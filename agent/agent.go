@@ -121,6 +121,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.inv.init(a.cfg); err != nil {
 		return err
 	}
+	defer a.inv.close()
 	if err := a.startProcs(ctx); err != nil {
 		return err
 	}

@@ -17,12 +17,21 @@ import (
 )
 
 // inventory measures the node: one sysinfo(2) call and one read of
-// /proc/meminfo per heartbeat (MemAvailable is not in sysinfo), into a
-// buffer kept between heartbeats.
+// /proc/meminfo per heartbeat (MemAvailable is not in sysinfo), from a
+// file kept open into a buffer kept between heartbeats.
 type inventory struct {
 	override int64 // --memory / config memory: schedulable memory as declared
 	reserved int64
+	meminfo  *os.File
 	buf      []byte
+}
+
+// close closes what the inventory keeps open.
+func (inv *inventory) close() {
+	if inv.meminfo != nil {
+		inv.meminfo.Close()
+		inv.meminfo = nil
+	}
 }
 
 func (inv *inventory) init(cfg *Config) error {
@@ -46,16 +55,16 @@ func (inv *inventory) read(hb *wire.Heartbeat) error {
 	}
 	unit := int64(max(si.Unit, 1))
 	total := int64(si.Totalram) * unit
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return fmt.Errorf("read memory inventory: %w", err)
+	if inv.meminfo == nil {
+		f, err := os.Open("/proc/meminfo")
+		if err != nil {
+			return fmt.Errorf("read memory inventory: %w", err)
+		}
+		inv.meminfo, inv.buf = f, make([]byte, 8192)
 	}
-	if inv.buf == nil {
-		inv.buf = make([]byte, 8192)
-	}
-	n, err := f.Read(inv.buf)
-	f.Close()
-	if err != nil {
+	// procfs makes the file anew for a read at offset 0.
+	n, err := inv.meminfo.ReadAt(inv.buf, 0)
+	if n == 0 && err != nil {
 		return fmt.Errorf("read memory inventory: /proc/meminfo: %w", err)
 	}
 	avail, ok := memAvailable(inv.buf[:n])

@@ -49,9 +49,12 @@ func FuzzMemAvailable(f *testing.F) {
 // here: the same total, and used memory within what the total allows.
 func TestInventoryReadsThisNode(t *testing.T) {
 	inv := &inventory{reserved: 1 << 20}
+	defer inv.close()
 	var hb wire.Heartbeat
-	if err := inv.read(&hb); err != nil {
-		t.Fatal(err)
+	for range 2 { // the second read is from the file kept open
+		if err := inv.read(&hb); err != nil {
+			t.Fatal(err)
+		}
 	}
 	b, err := os.ReadFile("/proc/meminfo")
 	if err != nil {

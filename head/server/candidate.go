@@ -206,8 +206,9 @@ func (c *candidate) Raft() *raft.Raft { return c.raft }
 
 // Head returns the running head, or nil when this member is not the leader.
 func (c *candidate) Head() *head.Head {
-	h, _ := c.HeadAndChange()
-	return h
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.head
 }
 
 // HeadAndChange returns the running head (nil when this member is not the
