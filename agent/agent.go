@@ -35,7 +35,8 @@ type Agent struct {
 	hbT    *p2p.Topic[wire.Heartbeat]
 	leadT  *p2p.Topic[wire.LeaderAnnounce]
 	procs  *proc.Manager
-	server *server.Server // the head side, on a head-eligible agent
+	cg     *cgroup.Manager // the process manager's; removeCgroupRoot removes its root on the way out
+	server *server.Server  // the head side, on a head-eligible agent
 	inv    inventory
 	lock   *os.File
 	desire chan wire.DesiredState
@@ -125,6 +126,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.startProcs(ctx); err != nil {
 		return err
 	}
+	defer a.removeCgroupRoot()
 	defer a.procs.Close()
 	defer a.bg.Wait()
 
@@ -211,6 +213,7 @@ func (a *Agent) startProcs(ctx context.Context) error {
 		a.log.Warn("not running as root: cgroups disabled, memory caps are NOT enforced, processes run as this user")
 		cg = cgroup.NewDisabled(a.base)
 	}
+	a.cg = cg
 	a.procs, err = proc.NewManager(proc.Config{
 		DataDir: a.cfg.DataDir, ShimCommand: shim, Cgroups: cg, Logger: a.base,
 		OnExit: a.onExit,
@@ -227,6 +230,20 @@ func (a *Agent) startProcs(ctx context.Context) error {
 		a.log.Info("re-adopted process", "proc", st.ID, "pid", st.PID, "state", string(st.State))
 	}
 	return nil
+}
+
+// removeCgroupRoot removes the agent's root cgroup on the way out when no
+// process group is left under it, so that agents that come and go (dev
+// clusters, tests: each data directory has its own root) leave nothing
+// behind. Processes that outlive the agent keep their groups, and the
+// root with them, for the next agent to adopt.
+func (a *Agent) removeCgroupRoot() {
+	if a.cg == nil || !a.cg.Enabled() {
+		return
+	}
+	if err := a.cg.RemoveRoot(); err != nil {
+		a.log.Debug("cgroup root kept", "err", err)
+	}
 }
 
 // onExit records an ended process and reports it to the head at once.

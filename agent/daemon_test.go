@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -432,4 +433,50 @@ done`
 	if o, ok := got[3]; ok {
 		t.Errorf("item 3 was handed to the stopped worker: %+v", o)
 	}
+}
+
+// TestAgentRemovesItsCgroupRoot checks that an agent whose processes have
+// all ended and been acknowledged leaves no cgroup behind when it stops.
+func TestAgentRemovesItsCgroupRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (cgroups)")
+	}
+	psk := wiretest.Key(t)
+	fh := newFakeHead(t, psk, "fake-head", 1)
+	cfg := workerConfig(t, psk, fh)
+	root := filepath.Join("/sys/fs/cgroup/memory", cgroupRoot(cfg.DataDir)) // v1, hybrid
+	if _, err := os.Stat("/sys/fs/cgroup/memory"); err != nil {
+		root = filepath.Join("/sys/fs/cgroup", cgroupRoot(cfg.DataDir)) // v2
+	}
+	t.Cleanup(func() { // runs after the agent stopped (cleanups run last first)
+		if _, err := os.Stat(root); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the stopped agent left its cgroup root %s (%v)", root, err)
+		}
+	})
+	a := startAgent(t, cfg)
+	if _, err := os.Stat(root); err != nil {
+		t.Skipf("no cgroup root at %s (cgroups disabled?): %v", root, err)
+	}
+	self := a.peerID(t)
+	fh.push(t, self, wire.DesiredState{Node: "n1", Version: 1, Procs: []wire.ProcSpec{{
+		ID: "1.1", WorkID: 1, Kind: "POP", User: currentUser(t), UID: uint32(os.Getuid()), GID: uint32(os.Getgid()),
+		Path: "/bin/true", LogDir: logDir(t), MemoryLimit: 64 << 20,
+	}}})
+	fh.waitFor("the exit of 1.1", func() bool {
+		r, ok := fh.lastReport("1.1")
+		return ok && r.State == wire.ProcExited
+	})
+	fh.push(t, self, wire.DesiredState{Node: "n1", Version: 2, Ack: []string{"1.1"}})
+	fh.waitFor("a heartbeat without 1.1", func() bool {
+		hb := fh.beats["n1"]
+		if hb.DesiredVersion != 2 {
+			return false
+		}
+		for _, p := range hb.Procs {
+			if p.ID == "1.1" {
+				return false
+			}
+		}
+		return true
+	})
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	cgroups "github.com/containerd/cgroups/v3"
 	"golang.org/x/sys/unix"
 )
 
@@ -161,12 +160,12 @@ func NewWithOptions(o Options) (*Manager, error) {
 	m := &Manager{root: root, log: logger}
 	mode := o.Mode
 	if mode == "" {
-		switch cgroups.Mode() {
-		case cgroups.Unified:
+		switch hostMode() {
+		case ModeV2:
 			mode = ModeV2
-		case cgroups.Legacy:
+		case ModeV1:
 			mode = ModeV1
-		case cgroups.Hybrid:
+		case ModeHybrid:
 			mode = ModeHybrid
 			if !exists(filepath.Join(v1Mount, "memory")) && hasController(filepath.Join(v1Mount, "unified"), "memory") {
 				mode = ModeV2
@@ -202,6 +201,27 @@ func NewWithOptions(o Options) (*Manager, error) {
 	}
 	logger.Debug("cgroups ready", "mode", mode, "root", root)
 	return m, nil
+}
+
+// hostMode tells how the host mounts cgroups: ModeV2 when /sys/fs/cgroup
+// is a cgroup2 filesystem, ModeHybrid when it holds v1 hierarchies and a
+// cgroup2 mount at unified/, ModeV1 when it holds only v1 hierarchies, ""
+// when there is none.
+func hostMode() string {
+	var st unix.Statfs_t
+	if err := unix.Statfs(v1Mount, &st); err != nil {
+		return ""
+	}
+	switch st.Type {
+	case unix.CGROUP2_SUPER_MAGIC:
+		return ModeV2
+	case unix.TMPFS_MAGIC:
+		if err := unix.Statfs(filepath.Join(v1Mount, "unified"), &st); err == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
+			return ModeHybrid
+		}
+		return ModeV1
+	}
+	return ""
 }
 
 // NewDisabled returns a manager whose groups are no-ops: memory caps are not

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	cgroups "github.com/containerd/cgroups/v3"
 	"golang.org/x/sys/unix"
 )
 
@@ -110,9 +109,24 @@ func startIn(t *testing.T, g Group, script string) *exec.Cmd {
 
 func TestMode(t *testing.T) {
 	m := newManager(t)
-	want := map[cgroups.CGMode]string{cgroups.Legacy: ModeV1, cgroups.Hybrid: ModeHybrid, cgroups.Unified: ModeV2}[cgroups.Mode()]
-	if m.Mode() != want && m.Mode() != ModeV2 {
-		t.Fatalf("Mode() = %q, want %q", m.Mode(), want)
+	// The mode must match what is mounted: v1 and hybrid have a memory
+	// hierarchy with v1's files, v2 a cgroup2 mount with cgroup.controllers.
+	switch m.Mode() {
+	case ModeV1, ModeHybrid:
+		if !exists(filepath.Join(m.Mountpoint(), "memory", "memory.limit_in_bytes")) {
+			t.Fatalf("mode %s but no v1 memory hierarchy under %s", m.Mode(), m.Mountpoint())
+		}
+		unified := hostMode() == ModeHybrid
+		if unified != (m.Mode() == ModeHybrid) {
+			t.Fatalf("mode %s, but a cgroup2 mount at unified/ is %v", m.Mode(), unified)
+		}
+	case ModeV2:
+		var st unix.Statfs_t
+		if err := unix.Statfs(m.Mountpoint(), &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
+			t.Fatalf("mode v2 but %s is not a cgroup2 mount (%v)", m.Mountpoint(), err)
+		}
+	default:
+		t.Fatalf("Mode() = %q", m.Mode())
 	}
 	if !m.Enabled() {
 		t.Fatal("not enabled")
@@ -433,7 +447,7 @@ func TestV2Unified(t *testing.T) {
 		t.Skip("needs root")
 	}
 	mp := v1Mount
-	if cgroups.Mode() == cgroups.Hybrid {
+	if hostMode() == ModeHybrid {
 		mp = filepath.Join(v1Mount, "unified")
 	}
 	var st unix.Statfs_t
@@ -656,5 +670,59 @@ func TestSubGroups(t *testing.T) {
 	}
 	if err := g.Delete(); err != nil {
 		t.Fatalf("second Delete: %v", err)
+	}
+}
+
+// TestCreateReuses checks that Create on an existing group applies the new
+// limits in an order the kernel accepts (a higher cap than the group's
+// memory+swap cap needs the latter raised first).
+func TestCreateReuses(t *testing.T) {
+	m := newManager(t)
+	create(t, m, "again", Resources{MemoryLimit: 16 * mib, SwapLimit: NoSwap})
+	g, err := m.Create("again", Resources{MemoryLimit: 64 * mib, SwapLimit: NoSwap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := g.Stats(); err != nil || st.MemoryLimit != 64*mib {
+		t.Fatalf("limit after a second Create = %d, %v; want %d", st.MemoryLimit, err, 64*mib)
+	}
+}
+
+// TestV1CoMounted checks on a made-up v1 tree that controllers sharing a
+// hierarchy ("cpu" and "cpuacct" linked to "cpu,cpuacct") are entered,
+// made and removed once.
+func TestV1CoMounted(t *testing.T) {
+	mount := t.TempDir()
+	for _, d := range []string{"memory", "cpu,cpuacct", "pids"} {
+		if err := os.Mkdir(filepath.Join(mount, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(mount, "memory", "memory.limit_in_bytes"), []byte("9223372036854771712\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"cpu", "cpuacct"} {
+		if err := os.Symlink("cpu,cpuacct", filepath.Join(mount, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := newV1(mount, "r", testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(mount, "memory"), filepath.Join(mount, "cpu,cpuacct"), filepath.Join(mount, "pids")}
+	if !slices.Equal(b.dirs, want) {
+		t.Fatalf("hierarchies %q, want %q", b.dirs, want)
+	}
+	if want := []string{"memory", "cpu", "pids"}; !slices.Equal(b.dirCtrl, want) {
+		t.Fatalf("controllers of the hierarchies %q, want %q", b.dirCtrl, want)
+	}
+	if !slices.Equal(b.names, []string{"memory", "cpu", "cpuacct", "pids"}) {
+		t.Fatalf("controllers %q", b.names)
+	}
+	for _, d := range want {
+		if !exists(filepath.Join(d, "r")) {
+			t.Fatalf("root group not made in %s", d)
+		}
 	}
 }

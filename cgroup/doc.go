@@ -1,14 +1,23 @@
 // Package cgroup is the only package in ducc that knows about cgroup files.
 //
 // It offers one interface ([Manager] and [Group]) over cgroup v1 (legacy and
-// hybrid hosts) and cgroup v2 (unified hierarchy), built on
-// github.com/containerd/cgroups/v3 (packages cgroup1 and cgroup2; the host mode
-// comes from cgroups.Mode()).
+// hybrid hosts) and cgroup v2 (unified hierarchy). It reads and writes the
+// control files itself, a handful per operation; the host mode comes from
+// statfs(2) of /sys/fs/cgroup. (It was built on containerd's cgroups
+// library; ducc used a tenth of it, and the shim, which opens a group for
+// every process it starts, paid for initializing all of it: protobuf,
+// eBPF, D-Bus. ARCHITECTURE.md, "Process start".)
 //
 // All groups of one agent live under a root group (for example "ducc"):
 //
 //	v1: /sys/fs/cgroup/{memory,cpu,cpuacct,freezer,pids}/<root>/<name>
 //	v2: /sys/fs/cgroup/<root>/<name>
+//
+// On v1, controllers mounted together ("cpu" and "cpuacct" as links to
+// "cpu,cpuacct") share one directory, which is made, entered and removed
+// once. On v2 the root group's cgroup.subtree_control enables memory, cpu
+// and pids (those the hierarchy has) for the groups below it, and so do
+// its ancestors'.
 //
 // On a hybrid host (v1 controllers plus an empty cgroup2 mount at
 // /sys/fs/cgroup/unified) the v1 hierarchies are used, because that is where

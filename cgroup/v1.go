@@ -2,7 +2,6 @@ package cgroup
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,74 +10,75 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/containerd/cgroups/v3/cgroup1"
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
 
 var errROFS = syscall.EROFS
 
+// v1 controller names.
+const (
+	ctrlMemory  = "memory"
+	ctrlCPU     = "cpu"
+	ctrlCPUAcct = "cpuacct"
+	ctrlFreezer = "freezer"
+	ctrlPids    = "pids"
+)
+
 // v1 controllers ducc uses; memory is required, the others are used when
 // mounted. cpuset, devices, blkio... are left alone (cpuset would need
 // cpus/mems copied down for every group).
-var v1Controllers = []cgroup1.Name{cgroup1.Memory, cgroup1.Cpu, cgroup1.Cpuacct, cgroup1.Freezer, cgroup1.Pids}
+var v1Controllers = []string{ctrlMemory, ctrlCPU, ctrlCPUAcct, ctrlFreezer, ctrlPids}
+
+// unlimited is what v1 memory limit files take to mean no limit.
+const unlimited = "-1"
 
 type v1Backend struct {
-	mount     string // parent of the controller directories
-	root      string // root group, no leading slash
-	log       *slog.Logger
-	hierarchy cgroup1.Hierarchy
-	names     []cgroup1.Name // mounted controllers among v1Controllers
-	memsw     bool           // host accounts swap (memory.memsw.*)
-	oomLine   bool           // memory.oom_control has an oom_kill line
-	freezer   bool
+	mount   string // parent of the controller directories
+	root    string // root group, no leading slash
+	log     *slog.Logger
+	names   []string          // mounted controllers among v1Controllers
+	hier    map[string]string // controller -> its hierarchy's directory (co-mounted controllers share one)
+	dirs    []string          // the distinct hierarchies of names, memory's first
+	dirCtrl []string          // for each of dirs, a controller mounted there
+	memsw   bool              // host accounts swap (memory.memsw.*)
+	oomLine bool              // memory.oom_control has an oom_kill line
+	freezer bool
 }
 
 func newV1(mount, root string, logger *slog.Logger) (*v1Backend, error) {
-	memRoot := filepath.Join(mount, string(cgroup1.Memory))
+	memRoot := filepath.Join(mount, ctrlMemory)
 	if !exists(filepath.Join(memRoot, "memory.limit_in_bytes")) {
 		return nil, fmt.Errorf("cgroup: %w: %s has no memory.limit_in_bytes (is the v1 memory controller mounted?)", ErrUnavailable, memRoot)
 	}
-	b := &v1Backend{mount: mount, root: root, log: logger}
+	b := &v1Backend{mount: mount, root: root, log: logger, hier: map[string]string{}}
 	b.memsw = exists(filepath.Join(memRoot, "memory.memsw.limit_in_bytes"))
 	if oc, err := os.ReadFile(filepath.Join(memRoot, "memory.oom_control")); err == nil {
-		b.oomLine = bytes.Contains(oc, []byte("oom_kill "))
+		b.oomLine = strings.Contains(string(oc), "oom_kill ")
 	}
 	for _, n := range v1Controllers {
-		if exists(filepath.Join(mount, string(n))) {
-			b.names = append(b.names, n)
+		d := filepath.Join(mount, n)
+		if !exists(d) {
+			continue
+		}
+		// "cpu" and "cpuacct" are often links to one "cpu,cpuacct"
+		// hierarchy: a group is made, entered and removed there once.
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			d = real
+		}
+		b.names = append(b.names, n)
+		b.hier[n] = d
+		if !slices.Contains(b.dirs, d) {
+			b.dirs = append(b.dirs, d)
+			b.dirCtrl = append(b.dirCtrl, n)
 		}
 	}
-	b.freezer = slices.Contains(b.names, cgroup1.Freezer)
-	b.hierarchy = func() ([]cgroup1.Subsystem, error) {
-		var ss []cgroup1.Subsystem
-		for _, n := range b.names {
-			switch n {
-			case cgroup1.Memory:
-				ignore := []string{"kmem", "kmem.tcp"}
-				if !b.memsw {
-					ignore = append(ignore, "memsw")
-				}
-				ss = append(ss, cgroup1.NewMemory(mount, cgroup1.IgnoreModules(ignore...)))
-			case cgroup1.Cpu:
-				ss = append(ss, cgroup1.NewCpu(mount))
-			case cgroup1.Cpuacct:
-				ss = append(ss, cgroup1.NewCpuacct(mount))
-			case cgroup1.Freezer:
-				ss = append(ss, cgroup1.NewFreezer(mount))
-			case cgroup1.Pids:
-				ss = append(ss, cgroup1.NewPids(mount))
-			}
-		}
-		return ss, nil
-	}
-	// Create the root group in every controller (idempotent).
-	for _, n := range b.names {
-		p := filepath.Join(mount, string(n), root)
+	b.freezer = slices.Contains(b.names, ctrlFreezer)
+	// Create the root group in every hierarchy (idempotent).
+	for _, d := range b.dirs {
+		p := filepath.Join(d, root)
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return nil, permissionError(p, err)
 		}
@@ -92,41 +92,28 @@ func newV1(mount, root string, logger *slog.Logger) (*v1Backend, error) {
 	return b, nil
 }
 
-func (b *v1Backend) groupPath(name string) string { return "/" + b.root + "/" + name }
-
-func (b *v1Backend) spec(r Resources) *specs.LinuxResources {
-	res := &specs.LinuxResources{Memory: &specs.LinuxMemory{}}
-	if r.MemoryLimit > 0 {
-		l := r.MemoryLimit
-		res.Memory.Limit = &l
-		if b.memsw && r.SwapLimit != 0 {
-			sw := l // NoSwap
-			if r.SwapLimit > 0 {
-				sw = l + r.SwapLimit
-			}
-			res.Memory.Swap = &sw
+// create makes the group's directory in every hierarchy (memory's first)
+// and applies r. A group that exists already is reused.
+func (b *v1Backend) create(name string, r Resources) (Group, error) {
+	g := &v1Group{b: b, name: name}
+	fresh := true
+	for _, d := range b.dirs {
+		p := filepath.Join(d, b.root, name)
+		if err := unix.Mkdir(p, 0o755); errors.Is(err, unix.EEXIST) {
+			fresh = false
+		} else if err != nil {
+			return nil, &os.PathError{Op: "mkdir", Path: p, Err: err}
 		}
 	}
-	if r.CPUWeight > 0 {
-		shares := max(r.CPUWeight*1024/100, 2)
-		res.CPU = &specs.LinuxCPU{Shares: &shares}
-	}
-	return res
-}
-
-func (b *v1Backend) create(name string, r Resources) (Group, error) {
-	cg, err := cgroup1.New(cgroup1.StaticPath(b.groupPath(name)), b.spec(r), cgroup1.WithHierarchy(b.hierarchy))
-	if err != nil {
+	if err := g.apply(r, fresh); err != nil {
 		return nil, err
 	}
-	return &v1Group{b: b, name: name, cg: cg}, nil
+	return g, nil
 }
 
-// load only checks that the group exists: the library's handle, which
-// stats every controller and control file, is opened on first use by the
-// few operations that need it (Stats, Update).
+// load only checks that the group exists.
 func (b *v1Backend) load(name string) (Group, error) {
-	if !exists(filepath.Join(b.mount, string(cgroup1.Memory), b.root, name)) {
+	if !exists(filepath.Join(b.hier[ctrlMemory], b.root, name)) {
 		return nil, ErrNotExist
 	}
 	return &v1Group{b: b, name: name}, nil
@@ -145,8 +132,8 @@ func (b *v1Backend) startIn(g Group, start func(cgroupFD int) error) error {
 			return true
 		}
 		// Memory first: a group gone meanwhile fails before anything moved.
-		for i, n := range b.names {
-			if err = moveThread(vg.file(n, "tasks")); err != nil {
+		for i, d := range b.dirs {
+			if err = moveThread(filepath.Join(d, b.root, vg.name, "tasks")); err != nil {
 				err = fmt.Errorf("cgroup: start in %s: %w", vg.Path(), err)
 				if berr := moveThreadBack(back[:i]); berr != nil {
 					b.log.Warn("a thread could not leave the group it entered; it ends", "cgroup", vg.Path(), "err", berr)
@@ -169,7 +156,7 @@ func (b *v1Backend) startIn(g Group, start func(cgroupFD int) error) error {
 }
 
 // threadTasksFiles returns the tasks files of the process's own cgroups in
-// ducc's controllers, in the order of b.names: where a thread that entered
+// ducc's hierarchies, in the order of b.dirs: where a thread that entered
 // a group goes back to (startIn moves no other thread, and never the main
 // one). They are read from /proc/self/cgroup, not /proc/thread-self: a
 // thread's /proc entries, once looked up, stay cached until the process
@@ -192,13 +179,14 @@ func (b *v1Backend) threadTasksFiles() ([]string, error) {
 			paths[c] = parts[2]
 		}
 	}
-	out := make([]string, 0, len(b.names))
-	for _, n := range b.names {
-		p, ok := paths[string(n)]
+	out := make([]string, 0, len(b.dirs))
+	for i, d := range b.dirs {
+		n := b.dirCtrl[i]
+		p, ok := paths[n]
 		if !ok {
 			return nil, fmt.Errorf("own %s cgroup not in /proc/self/cgroup", n)
 		}
-		f := filepath.Join(b.mount, string(n), p, "tasks")
+		f := filepath.Join(d, p, "tasks")
 		if !exists(f) {
 			return nil, fmt.Errorf("own %s cgroup %s not found under %s (cgroup namespace?)", n, p, b.mount)
 		}
@@ -235,10 +223,10 @@ func moveThreadBack(back []string) error {
 
 func (b *v1Backend) removeRoot() error {
 	var errs []error
-	for _, n := range b.names {
-		p := filepath.Join(b.mount, string(n), b.root)
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
+	for _, d := range b.dirs {
+		p := filepath.Join(d, b.root)
+		if err := unix.Rmdir(p); err != nil && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, &os.PathError{Op: "rmdir", Path: p, Err: err})
 		}
 	}
 	return errors.Join(errs...)
@@ -247,45 +235,26 @@ func (b *v1Backend) removeRoot() error {
 type v1Group struct {
 	b    *v1Backend
 	name string
-
-	mu sync.Mutex
-	cg cgroup1.Cgroup // the library's handle; nil until lib opens it
-}
-
-// lib returns the library's handle on the group, opening it on first use.
-func (g *v1Group) lib() (cgroup1.Cgroup, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.cg == nil {
-		cg, err := cgroup1.Load(cgroup1.StaticPath(g.b.groupPath(g.name)), cgroup1.WithHierarchy(g.b.hierarchy))
-		if err != nil {
-			return nil, v1err(err)
-		}
-		g.cg = cg
-	}
-	return g.cg, nil
 }
 
 func (g *v1Group) Name() string { return g.name }
 
-func (g *v1Group) Path() string {
-	return filepath.Join(g.b.mount, "memory", g.b.root, g.name)
+func (g *v1Group) Path() string { return g.dir(ctrlMemory) }
+
+func (g *v1Group) dir(ctrl string) string {
+	return filepath.Join(g.b.hier[ctrl], g.b.root, g.name)
 }
 
-func (g *v1Group) dir(ctrl cgroup1.Name) string {
-	return filepath.Join(g.b.mount, string(ctrl), g.b.root, g.name)
-}
-
-func (g *v1Group) file(ctrl cgroup1.Name, f string) string {
+func (g *v1Group) file(ctrl, f string) string {
 	return filepath.Join(g.dir(ctrl), f)
 }
 
-// AddProc writes pid to cgroup.procs in every controller (memory first, so
+// AddProc writes pid to cgroup.procs in every hierarchy (memory first, so
 // that a group gone meanwhile fails before anything moved).
 func (g *v1Group) AddProc(pid int) error {
 	b := []byte(strconv.Itoa(pid))
-	for _, n := range g.b.names {
-		if err := os.WriteFile(g.file(n, "cgroup.procs"), b, 0); err != nil {
+	for _, d := range g.b.dirs {
+		if err := writeFile(filepath.Join(d, g.b.root, g.name, "cgroup.procs"), b); err != nil {
 			return fmt.Errorf("cgroup: add pid %d to %s: %w", pid, g.Path(), err)
 		}
 	}
@@ -293,7 +262,7 @@ func (g *v1Group) AddProc(pid int) error {
 }
 
 func (g *v1Group) Procs() ([]int, error) {
-	out, err := readProcs(g.dir(cgroup1.Memory), true)
+	out, err := readProcs(g.dir(ctrlMemory), true)
 	if err != nil {
 		return nil, fmt.Errorf("cgroup: list processes of %s: %w", g.Path(), err)
 	}
@@ -304,7 +273,7 @@ func (g *v1Group) Procs() ([]int, error) {
 func (g *v1Group) OOMExact() bool { return g.b.oomLine }
 
 func (g *v1Group) PeakMemory() (uint64, error) {
-	n, err := readUint(g.file(cgroup1.Memory, "memory.max_usage_in_bytes"))
+	n, err := readUint(g.file(ctrlMemory, "memory.max_usage_in_bytes"))
 	if err != nil {
 		return 0, fmt.Errorf("cgroup: read peak memory of %s: %w", g.Path(), err)
 	}
@@ -313,14 +282,14 @@ func (g *v1Group) PeakMemory() (uint64, error) {
 
 func (g *v1Group) OOMKills() (uint64, error) {
 	if g.b.oomLine {
-		n, err := readKey(g.file(cgroup1.Memory, "memory.oom_control"), "oom_kill")
+		n, err := readKey(g.file(ctrlMemory, "memory.oom_control"), "oom_kill")
 		if err != nil {
 			return 0, fmt.Errorf("cgroup: read OOM kills of %s: %w", g.Path(), err)
 		}
 		return n, nil
 	}
 	// Old kernels: no counter. memory.failcnt > 0 means the limit was hit.
-	n, err := readUint(g.file(cgroup1.Memory, "memory.failcnt"))
+	n, err := readUint(g.file(ctrlMemory, "memory.failcnt"))
 	if err != nil {
 		return 0, fmt.Errorf("cgroup: read memory.failcnt of %s: %w", g.Path(), err)
 	}
@@ -330,37 +299,44 @@ func (g *v1Group) OOMKills() (uint64, error) {
 	return 0, nil
 }
 
+// Stats reads the memory controller's usage files, cpuacct.usage and
+// pids.current (the last two when those controllers are mounted). A
+// group that is gone yields an error wrapping os.ErrNotExist.
 func (g *v1Group) Stats() (Stats, error) {
-	cg, err := g.lib()
+	var s Stats
+	var err error
+	read := func(ctrl, f string) uint64 {
+		if err != nil {
+			return 0
+		}
+		var n uint64
+		n, err = readUint(g.file(ctrl, f))
+		return n
+	}
+	s.MemoryUsage = read(ctrlMemory, "memory.usage_in_bytes")
+	s.MemoryMaxUsage = read(ctrlMemory, "memory.max_usage_in_bytes")
+	if l := read(ctrlMemory, "memory.limit_in_bytes"); l < 1<<62 {
+		s.MemoryLimit = l
+	}
+	if g.b.memsw {
+		if sw := read(ctrlMemory, "memory.memsw.usage_in_bytes"); sw > s.MemoryUsage {
+			s.SwapUsage = sw - s.MemoryUsage
+		}
+	}
+	if err == nil {
+		s.RSS, err = readKey(g.file(ctrlMemory, "memory.stat"), "total_rss")
+	}
+	if err == nil && g.b.oomLine {
+		s.OOMKills, err = readKey(g.file(ctrlMemory, "memory.oom_control"), "oom_kill")
+	}
+	if _, ok := g.b.hier[ctrlCPUAcct]; ok {
+		s.CPUUsage = time.Duration(read(ctrlCPUAcct, "cpuacct.usage"))
+	}
+	if _, ok := g.b.hier[ctrlPids]; ok {
+		s.Pids = read(ctrlPids, "pids.current")
+	}
 	if err != nil {
 		return Stats{}, fmt.Errorf("cgroup: stats of %s: %w", g.Path(), err)
-	}
-	m, err := cg.Stat(cgroup1.IgnoreNotExist)
-	if err != nil {
-		return Stats{}, fmt.Errorf("cgroup: stats of %s: %w", g.Path(), v1err(err))
-	}
-	var s Stats
-	if mem := m.Memory; mem != nil {
-		if mem.Usage != nil {
-			s.MemoryUsage = mem.Usage.Usage
-			s.MemoryMaxUsage = mem.Usage.Max
-			if mem.Usage.Limit < 1<<62 {
-				s.MemoryLimit = mem.Usage.Limit
-			}
-			if g.b.memsw && mem.Swap != nil && mem.Swap.Usage > mem.Usage.Usage {
-				s.SwapUsage = mem.Swap.Usage - mem.Usage.Usage
-			}
-		}
-		s.RSS = mem.TotalRSS
-	}
-	if m.CPU != nil && m.CPU.Usage != nil {
-		s.CPUUsage = time.Duration(m.CPU.Usage.Total)
-	}
-	if m.MemoryOomControl != nil {
-		s.OOMKills = m.MemoryOomControl.OomKill
-	}
-	if m.Pids != nil {
-		s.Pids = m.Pids.Current
 	}
 	return s, nil
 }
@@ -402,15 +378,15 @@ func (g *v1Group) Kill() error {
 	return waitEmpty(g, 2*time.Second)
 }
 
-// freeze writes FROZEN and waits up to 200 ms for the state to settle (the
-// library's Freeze waits forever, which a task in D state would turn into a
-// hang). It reports whether the group is frozen.
+// freeze writes FROZEN and waits up to 200 ms for the state to settle (a
+// task in D state could otherwise turn waiting for it into a hang). It
+// reports whether the group is frozen.
 func (g *v1Group) freeze() bool {
 	if !g.b.freezer {
 		return false
 	}
-	f := g.file(cgroup1.Freezer, "freezer.state")
-	if err := os.WriteFile(f, []byte("FROZEN"), 0); err != nil {
+	f := g.file(ctrlFreezer, "freezer.state")
+	if err := writeFile(f, []byte("FROZEN")); err != nil {
 		return false
 	}
 	deadline := time.Now().Add(200 * time.Millisecond)
@@ -428,50 +404,58 @@ func (g *v1Group) freeze() bool {
 }
 
 func (g *v1Group) thaw() {
-	f := g.file(cgroup1.Freezer, "freezer.state")
-	if err := os.WriteFile(f, []byte("THAWED"), 0); err != nil {
+	f := g.file(ctrlFreezer, "freezer.state")
+	if err := writeFile(f, []byte("THAWED")); err != nil {
 		g.b.log.Warn("thaw", "cgroup", g.Path(), "err", err)
 	}
 }
 
-// Delete removes the group with one rmdir per controller, memory first: a
+// Delete removes the group with one rmdir per hierarchy, memory first: a
 // group with processes inside fails there and is left whole.
 func (g *v1Group) Delete() error {
-	for _, n := range g.b.names {
-		if err := removeGroupDir(g.dir(n)); err != nil {
+	for _, d := range g.b.dirs {
+		if err := removeGroupDir(filepath.Join(d, g.b.root, g.name)); err != nil {
 			return fmt.Errorf("cgroup: delete %s: %w", g.Path(), err)
 		}
 	}
 	return nil
 }
 
-// Update applies r. Memory limits are written in an order the kernel accepts
-// (memsw must always be >= the memory limit): memsw unlimited, then the
-// memory limit, then memsw.
-func (g *v1Group) Update(r Resources) error {
-	minus1 := int64(-1)
-	limit := minus1
-	if r.MemoryLimit > 0 {
-		limit = r.MemoryLimit
+// Update applies r.
+func (g *v1Group) Update(r Resources) error { return g.apply(r, false) }
+
+// apply writes r's limits. The kernel wants memory.memsw.limit_in_bytes
+// (memory plus swap) never below memory.limit_in_bytes, so a group that
+// may have limits already (!fresh) first gets an unlimited memsw, then
+// its memory limit, then memsw; a fresh group has no limits and needs
+// only the last two.
+func (g *v1Group) apply(r Resources, fresh bool) error {
+	type step struct{ ctrl, file, value string }
+	var steps []step
+	memsw := g.b.memsw && r.MemoryLimit > 0 && r.SwapLimit != 0
+	if g.b.memsw && !fresh {
+		steps = append(steps, step{ctrlMemory, "memory.memsw.limit_in_bytes", unlimited})
 	}
-	steps := []*specs.LinuxResources{}
-	if g.b.memsw {
-		steps = append(steps, &specs.LinuxResources{Memory: &specs.LinuxMemory{Swap: &minus1}})
+	switch {
+	case r.MemoryLimit > 0:
+		steps = append(steps, step{ctrlMemory, "memory.limit_in_bytes", strconv.FormatInt(r.MemoryLimit, 10)})
+	case !fresh:
+		steps = append(steps, step{ctrlMemory, "memory.limit_in_bytes", unlimited})
 	}
-	steps = append(steps, &specs.LinuxResources{Memory: &specs.LinuxMemory{Limit: &limit}})
-	if sp := g.b.spec(r); sp.Memory.Swap != nil {
-		steps = append(steps, &specs.LinuxResources{Memory: &specs.LinuxMemory{Swap: sp.Memory.Swap}})
+	if memsw {
+		sw := r.MemoryLimit // NoSwap
+		if r.SwapLimit > 0 {
+			sw += r.SwapLimit
+		}
+		steps = append(steps, step{ctrlMemory, "memory.memsw.limit_in_bytes", strconv.FormatInt(sw, 10)})
 	}
-	if r.CPUWeight > 0 {
-		steps = append(steps, &specs.LinuxResources{CPU: g.b.spec(r).CPU})
-	}
-	cg, err := g.lib()
-	if err != nil {
-		return fmt.Errorf("cgroup: update %s: %w", g.Path(), err)
+	if _, ok := g.b.hier[ctrlCPU]; ok && r.CPUWeight > 0 {
+		shares := max(r.CPUWeight*1024/100, 2)
+		steps = append(steps, step{ctrlCPU, "cpu.shares", strconv.FormatUint(shares, 10)})
 	}
 	for _, s := range steps {
-		if err := cg.Update(s); err != nil {
-			return fmt.Errorf("cgroup: update %s: %w", g.Path(), v1err(err))
+		if err := writeFile(g.file(s.ctrl, s.file), []byte(s.value)); err != nil {
+			return fmt.Errorf("cgroup: set %s of %s: %w", s.file, g.Path(), err)
 		}
 	}
 	return nil
@@ -479,7 +463,8 @@ func (g *v1Group) Update(r Resources) error {
 
 func (g *v1Group) OpenFD() (int, error) { return -1, ErrNoCgroupFD }
 
-// readKey reads "key value" lines (memory.oom_control, memory.events).
+// readKey reads "key value" lines (memory.oom_control, memory.events,
+// memory.stat); a key that is not there reads as 0.
 func readKey(path, key string) (uint64, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -504,13 +489,23 @@ func readUint(path string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	v := strings.TrimSpace(string(b))
+	if v == "max" { // v2 "no limit"
+		return 1<<63 - 1, nil
+	}
+	return strconv.ParseUint(v, 10, 64)
 }
 
-// v1err makes the library's "cgroup deleted" match os.ErrNotExist.
-func v1err(err error) error {
-	if errors.Is(err, cgroup1.ErrCgroupDeleted) && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%w: %w", os.ErrNotExist, err)
+// writeFile writes b to an existing control file in one write(2), as the
+// kernel wants it (os.WriteFile would also try to create the file).
+func writeFile(path string, b []byte) error {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	return err
+	defer unix.Close(fd)
+	if _, err := unix.Write(fd, b); err != nil {
+		return &os.PathError{Op: "write", Path: path, Err: err}
+	}
+	return nil
 }

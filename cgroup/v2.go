@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/containerd/cgroups/v3/cgroup2"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,55 +34,81 @@ func newV2(mount, root string, logger *slog.Logger) (*v2Backend, error) {
 	if err := os.MkdirAll(p, 0o755); err != nil {
 		return nil, permissionError(p, err)
 	}
-	// Enable controllers for our children: the library enables them on
-	// every ancestor when creating a child, but check writability now so
-	// that New fails early with a clear message.
 	if err := unix.Access(filepath.Join(p, "cgroup.procs"), unix.W_OK); err != nil {
 		return nil, permissionError(p, err)
 	}
+	b.enableControllers()
 	if !b.ctrl["memory"] {
 		logger.Warn("cgroup v2 hierarchy has no memory controller: memory caps cannot be enforced", "mount", mount)
 	}
 	return b, nil
 }
 
-func (b *v2Backend) group(name string) string { return "/" + b.root + "/" + name }
+// v2Wanted are the controllers a group gets when the hierarchy has them.
+var v2Wanted = []string{"memory", "cpu", "pids"}
 
-func (b *v2Backend) resources(r Resources) (*cgroup2.Resources, error) {
-	res := &cgroup2.Resources{}
-	if b.ctrl["memory"] {
-		res.Memory = &cgroup2.Memory{}
-		if r.MemoryLimit > 0 {
-			l := r.MemoryLimit
-			res.Memory.Max = &l
-		}
-	} else if r.MemoryLimit > 0 {
-		return nil, fmt.Errorf("%w: the cgroup v2 hierarchy at %s has no memory controller", ErrUnavailable, b.mount)
-	}
-	if b.ctrl["cpu"] {
-		res.CPU = &cgroup2.CPU{}
-		if r.CPUWeight > 0 {
-			w := min(max(r.CPUWeight, 1), 10000)
-			res.CPU.Weight = &w
+// enableControllers turns on, in cgroup.subtree_control of the mount and
+// of every group down to the root group, the wanted controllers that the
+// hierarchy has, so that the groups made under the root get them. A
+// controller that cannot be enabled (a systemd-managed ancestor that
+// keeps it, a group with processes of its own) is logged and left out:
+// a memory cap asked then fails with a clear error at Create.
+func (b *v2Backend) enableControllers() {
+	var add []string
+	for _, c := range v2Wanted {
+		if b.ctrl[c] {
+			add = append(add, "+"+c)
 		}
 	}
-	if b.ctrl["pids"] {
-		res.Pids = &cgroup2.Pids{}
+	if len(add) == 0 {
+		return
 	}
-	return res, nil
+	dir := b.mount
+	for _, part := range append([]string{""}, strings.Split(b.root, "/")...) {
+		dir = filepath.Join(dir, part)
+		if hasAll(filepath.Join(dir, "cgroup.subtree_control"), v2Wanted, b.ctrl) {
+			continue
+		}
+		if err := writeFile(filepath.Join(dir, "cgroup.subtree_control"), []byte(strings.Join(add, " "))); err != nil {
+			b.log.Warn("cannot enable cgroup controllers for the groups below", "cgroup", dir, "controllers", add, "err", err)
+			return
+		}
+	}
+	// What the root group hands down is what its groups will have.
+	enabled, _ := os.ReadFile(filepath.Join(b.mount, b.root, "cgroup.subtree_control"))
+	have := map[string]bool{}
+	for _, c := range strings.Fields(string(enabled)) {
+		have[c] = true
+	}
+	b.ctrl = have
+}
+
+// hasAll reports whether the controller list file f names every wanted
+// controller that avail has.
+func hasAll(f string, wanted []string, avail map[string]bool) bool {
+	raw, err := os.ReadFile(f)
+	if err != nil {
+		return false
+	}
+	have := strings.Fields(string(raw))
+	for _, c := range wanted {
+		if avail[c] && !slices.Contains(have, c) {
+			return false
+		}
+	}
+	return true
 }
 
 func (b *v2Backend) create(name string, r Resources) (Group, error) {
-	res, err := b.resources(r)
-	if err != nil {
-		return nil, err
+	if r.MemoryLimit > 0 && !b.ctrl["memory"] {
+		return nil, fmt.Errorf("%w: the cgroup v2 hierarchy at %s has no memory controller", ErrUnavailable, b.mount)
 	}
-	m, err := cgroup2.NewManager(b.mount, b.group(name), res)
-	if err != nil {
-		return nil, err
+	p := filepath.Join(b.mount, b.root, name)
+	if err := unix.Mkdir(p, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return nil, &os.PathError{Op: "mkdir", Path: p, Err: err}
 	}
-	g := &v2Group{b: b, name: name, m: m, path: filepath.Join(b.mount, b.root, name)}
-	if err := g.setSwap(r); err != nil {
+	g := &v2Group{b: b, name: name, path: p}
+	if err := g.Update(r); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -94,11 +119,7 @@ func (b *v2Backend) load(name string) (Group, error) {
 	if !exists(p) {
 		return nil, ErrNotExist
 	}
-	m, err := cgroup2.Load(b.group(name), cgroup2.WithMountpoint(b.mount))
-	if err != nil {
-		return nil, err
-	}
-	return &v2Group{b: b, name: name, m: m, path: p}, nil
+	return &v2Group{b: b, name: name, path: p}, nil
 }
 
 func (b *v2Backend) startIn(g Group, start func(cgroupFD int) error) error {
@@ -122,7 +143,6 @@ type v2Group struct {
 	b    *v2Backend
 	name string
 	path string
-	m    *cgroup2.Manager
 }
 
 func (g *v2Group) Name() string { return g.name }
@@ -141,14 +161,14 @@ func (g *v2Group) setSwap(r Resources) error {
 	if r.SwapLimit > 0 {
 		sw = r.SwapLimit
 	}
-	if err := os.WriteFile(f, []byte(strconv.FormatInt(sw, 10)), 0); err != nil {
+	if err := writeFile(f, []byte(strconv.FormatInt(sw, 10))); err != nil {
 		return fmt.Errorf("cgroup: set memory.swap.max of %s: %w", g.path, err)
 	}
 	return nil
 }
 
 func (g *v2Group) AddProc(pid int) error {
-	if err := g.m.AddProc(uint64(pid)); err != nil {
+	if err := writeFile(filepath.Join(g.path, "cgroup.procs"), []byte(strconv.Itoa(pid))); err != nil {
 		return fmt.Errorf("cgroup: add pid %d to %s: %w", pid, g.path, err)
 	}
 	return nil
@@ -187,33 +207,43 @@ func (g *v2Group) PeakMemory() (uint64, error) {
 	return n, nil
 }
 
+// Stats reads memory.current, memory.peak, memory.max, memory.stat,
+// memory.swap.current, memory.events, cpu.stat and pids.current, those
+// the group has (a controller not enabled has no files). A group that is
+// gone yields an error wrapping os.ErrNotExist.
 func (g *v2Group) Stats() (Stats, error) {
-	m, err := g.m.StatFiltered(cgroup2.StatCPU | cgroup2.StatMemory | cgroup2.StatMemoryEvents | cgroup2.StatPids)
+	var s Stats
+	var err error
+	opt := func(n uint64, e error) uint64 {
+		if e != nil && !errors.Is(e, os.ErrNotExist) && err == nil {
+			err = e
+		}
+		return n
+	}
+	f := func(name string) string { return filepath.Join(g.path, name) }
+	if !exists(g.path) {
+		return Stats{}, fmt.Errorf("cgroup: stats of %s: %w", g.path, os.ErrNotExist)
+	}
+	s.MemoryUsage = opt(readUint(f("memory.current")))
+	s.MemoryMaxUsage = opt(readUint(f("memory.peak")))
+	if l := opt(readUint(f("memory.max"))); l < 1<<62 {
+		s.MemoryLimit = l
+	}
+	s.RSS = opt(readKey(f("memory.stat"), "anon"))
+	s.SwapUsage = opt(readUint(f("memory.swap.current")))
+	s.OOMKills = opt(readKey(f("memory.events"), "oom_kill"))
+	s.CPUUsage = time.Duration(opt(readKey(f("cpu.stat"), "usage_usec"))) * time.Microsecond
+	s.Pids = opt(readUint(f("pids.current")))
 	if err != nil {
 		return Stats{}, fmt.Errorf("cgroup: stats of %s: %w", g.path, err)
-	}
-	var s Stats
-	if mem := m.Memory; mem != nil {
-		s.MemoryUsage = mem.Usage
-		s.MemoryMaxUsage = mem.MaxUsage
-		if mem.UsageLimit < 1<<62 {
-			s.MemoryLimit = mem.UsageLimit
-		}
-		s.RSS = mem.Anon
-		s.SwapUsage = mem.SwapUsage
-	}
-	if m.CPU != nil {
-		s.CPUUsage = time.Duration(m.CPU.UsageUsec) * time.Microsecond
-	}
-	if m.MemoryEvents != nil {
-		s.OOMKills = m.MemoryEvents.OomKill
-	}
-	if m.Pids != nil {
-		s.Pids = m.Pids.Current
 	}
 	return s, nil
 }
 
+// Kill writes cgroup.kill (Linux >= 5.14), which kills the group and its
+// sub-groups at once; on older kernels it freezes the group
+// (cgroup.freeze), signals every process and thaws it, until the group
+// is empty.
 func (g *v2Group) Kill() error {
 	pids, err := g.Procs()
 	if err != nil {
@@ -225,16 +255,41 @@ func (g *v2Group) Kill() error {
 	if len(pids) == 0 {
 		return nil
 	}
-	// cgroup.kill (Linux >= 5.14) kills the group and its sub-groups at
-	// once; without it the library freezes, signals and thaws.
-	err = os.WriteFile(filepath.Join(g.path, "cgroup.kill"), []byte("1"), 0)
+	err = writeFile(filepath.Join(g.path, "cgroup.kill"), []byte("1"))
 	if errors.Is(err, os.ErrNotExist) && exists(g.path) {
-		err = g.m.Kill()
+		return g.killEach()
 	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("cgroup: kill %s: %w", g.path, err)
 	}
 	return waitEmpty(g, 5*time.Second)
+}
+
+// killEach is Kill without cgroup.kill.
+func (g *v2Group) killEach() error {
+	freeze := filepath.Join(g.path, "cgroup.freeze")
+	for round := 0; round < 20; round++ {
+		frozen := writeFile(freeze, []byte("1")) == nil
+		pids, err := g.Procs()
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		for _, pid := range pids {
+			if err := unix.Kill(pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+				g.b.log.Warn("kill", "pid", pid, "cgroup", g.path, "err", err)
+			}
+		}
+		if frozen {
+			_ = writeFile(freeze, []byte("0"))
+		}
+		if err := waitEmpty(g, 100*time.Millisecond*time.Duration(round+1)); err == nil {
+			return nil
+		}
+	}
+	return waitEmpty(g, 2*time.Second)
 }
 
 // Delete removes the group with one rmdir (sub-groups first, if a process
@@ -252,7 +307,7 @@ func (g *v2Group) Update(r Resources) error {
 		if r.MemoryLimit > 0 {
 			v = strconv.FormatInt(r.MemoryLimit, 10)
 		}
-		if err := os.WriteFile(filepath.Join(g.path, "memory.max"), []byte(v), 0); err != nil {
+		if err := writeFile(filepath.Join(g.path, "memory.max"), []byte(v)); err != nil {
 			return fmt.Errorf("cgroup: update memory.max of %s: %w", g.path, err)
 		}
 		if err := g.setSwap(r); err != nil {
@@ -263,8 +318,8 @@ func (g *v2Group) Update(r Resources) error {
 	}
 	if r.CPUWeight > 0 && g.b.ctrl["cpu"] {
 		w := min(max(r.CPUWeight, 1), 10000)
-		if err := g.m.Update(&cgroup2.Resources{CPU: &cgroup2.CPU{Weight: &w}}); err != nil {
-			return fmt.Errorf("cgroup: update %s: %w", g.path, err)
+		if err := writeFile(filepath.Join(g.path, "cpu.weight"), []byte(strconv.FormatUint(w, 10))); err != nil {
+			return fmt.Errorf("cgroup: update cpu.weight of %s: %w", g.path, err)
 		}
 	}
 	return nil

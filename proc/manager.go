@@ -160,13 +160,9 @@ func (m *Manager) start(ctx context.Context, spec Spec, e *entry) (Status, error
 	defer r.Close()
 	pidfd := -1
 	argv := append(slices.Clone(m.cfg.ShimCommand), dir)
-	env := os.Environ()
-	if len(m.cfg.ShimEnv) > 0 {
-		env = append(env, m.cfg.ShimEnv...)
-	}
 	p, err := os.StartProcess(argv[0], argv, &os.ProcAttr{
 		Dir:   "/",
-		Env:   env,
+		Env:   m.shimEnv(),
 		Files: []*os.File{m.devnull, shimOut, shimOut, w},
 		Sys:   &syscall.SysProcAttr{Setsid: true, PidFD: &pidfd},
 	})
@@ -779,4 +775,13 @@ func (m *Manager) Close() {
 func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// shimEnv is the environment of a shim: the agent's, GOMAXPROCS=1 and
+// Config.ShimEnv. A shim waits and copies on one thread; GOMAXPROCS=1
+// also spares its runtime the look at its cgroup's CPU limit at start
+// (~0.4 ms of the ~2 ms a shim's start costs). The process the shim
+// starts gets the spec's environment, not this one.
+func (m *Manager) shimEnv() []string {
+	return append(append(os.Environ(), "GOMAXPROCS=1"), m.cfg.ShimEnv...)
 }

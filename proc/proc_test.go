@@ -886,3 +886,40 @@ func BenchmarkStartStop(b *testing.B) {
 		}
 	}
 }
+
+// TestShimEnv checks that the shim runs with GOMAXPROCS=1 and that neither
+// that nor the rest of the shim's environment reaches the process, which
+// gets the spec's (here the default one).
+func TestShimEnv(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(t)
+	sp := shSpec("18.1", "env; exec sleep 60")
+	sp.LogDir = filepath.Join(e.dataDir, "logs", "18")
+	st, err := m.Start(context.Background(), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shimEnv, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", st.ShimPID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(strings.Split(string(shimEnv), "\x00"), "GOMAXPROCS=1") {
+		t.Fatalf("shim environment has no GOMAXPROCS=1: %q", shimEnv)
+	}
+	var out []byte
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if out, _ = os.ReadFile(st.LogPath); strings.Contains(string(out), "PATH=") {
+			break
+		}
+	}
+	if !strings.Contains(string(out), "PATH=") {
+		t.Fatalf("no environment in the log: %q", out)
+	}
+	for _, leak := range []string{"GOMAXPROCS", "DUCC_TEST_SHIM"} {
+		if strings.Contains(string(out), leak) {
+			t.Errorf("the shim's %s reached the process:\n%s", leak, out)
+		}
+	}
+	_ = syscall.Kill(st.PID, syscall.SIGKILL)
+	e.x.wait(t, "18.1", 10*time.Second)
+}

@@ -283,13 +283,9 @@ func (r *run) launch() (*os.Process, error) {
 	}
 	defer shimOut.Close()
 	argv := append(slices.Clone(r.m.cfg.ShimCommand), r.dir)
-	env := os.Environ()
-	if len(r.m.cfg.ShimEnv) > 0 {
-		env = append(env, r.m.cfg.ShimEnv...)
-	}
 	p, err := os.StartProcess(argv[0], argv, &os.ProcAttr{
 		Dir:   "/",
-		Env:   env,
+		Env:   r.m.shimEnv(),
 		Files: []*os.File{devnull, shimOut, shimOut, hsW, inR, outW, errW},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})
