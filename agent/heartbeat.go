@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ducc-project/ducc/proc"
+	"github.com/ducc-project/ducc/tick"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -157,7 +158,7 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 		a.obs.agent.HeartbeatSent(time.Since(time.UnixMilli(hb.Time)))
 		a.obs.agent.SetProcs(len(hb.Procs))
 		a.obs.agent.SetNode(hb.MemTotal, hb.MemSchedulable, hb.MemUsed)
-		t.Reset(max(a.cfg.Heartbeat.D(), a.leader.heartbeatInterval()))
+		t.Reset(tick.Until(time.Now(), max(a.cfg.Heartbeat.D(), a.leader.heartbeatInterval())))
 		select {
 		case <-ctx.Done():
 			return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/tick"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -140,7 +141,7 @@ func (h *Head) Charts(r wire.ChartsRequest) wire.ChartsReply {
 
 // sampleCharts samples for the charts every chartEvery until ctx ends.
 func (h *Head) sampleCharts(ctx context.Context) {
-	t := time.NewTicker(chartEvery)
+	t := time.NewTimer(tick.Until(time.Now(), chartEvery))
 	defer t.Stop()
 	for {
 		h.sampleOnce(h.cfg.Now())
@@ -148,6 +149,7 @@ func (h *Head) sampleCharts(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			t.Reset(tick.Until(time.Now(), chartEvery))
 		}
 	}
 }

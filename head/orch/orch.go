@@ -10,6 +10,7 @@ import (
 
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/tick"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -204,8 +205,8 @@ func (o *Orchestrator) Run(ctx context.Context) {
 		o.wg.Wait()
 	}()
 	o.seedNodes()
-	tick := time.NewTicker(o.cfg.Cycle)
-	defer tick.Stop()
+	backstop := time.NewTimer(tick.Until(time.Now(), o.cfg.Cycle))
+	defer backstop.Stop()
 	var last time.Time
 	changed := o.cfg.FSM.SchedulingChanged()
 	o.Trigger()
@@ -213,7 +214,8 @@ func (o *Orchestrator) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-backstop.C:
+			backstop.Reset(tick.Until(time.Now(), o.cfg.Cycle))
 		case <-o.trigger:
 		case <-changed:
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ducc-project/ducc/head"
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/tick"
 	"github.com/ducc-project/ducc/wire"
 	"github.com/ducc-project/ducc/wire/p2p"
 )
@@ -89,7 +90,9 @@ func newCandidate(cfg candidateConfig) (*candidate, error) {
 	rc.LocalID = raft.ServerID(cfg.Host.ID().String())
 	rc.HeartbeatTimeout = elect
 	rc.ElectionTimeout = elect
-	rc.LeaderLeaseTimeout = elect / 2
+	// The leader checks its lease this often: 2 wake-ups a second, idle
+	// (elect/2 was 4); Raft wants it no longer than HeartbeatTimeout.
+	rc.LeaderLeaseTimeout = elect
 	// Raft's default: how soon an idle follower learns the commit index
 	// (5 ms sent each follower ~130 empty AppendEntries a second, idle).
 	rc.CommitTimeout = 50 * time.Millisecond
@@ -271,7 +274,7 @@ func (c *candidate) Run(ctx context.Context) {
 	})
 	c.raft.RegisterObserver(observer)
 	defer c.raft.DeregisterObserver(observer)
-	check := time.NewTicker(time.Second)
+	check := time.NewTimer(tick.Until(time.Now(), time.Second))
 	defer check.Stop()
 	var leaderID raft.ServerID
 	for {
@@ -307,6 +310,7 @@ func (c *candidate) Run(ctx context.Context) {
 			return
 		case <-obs:
 		case <-check.C:
+			check.Reset(tick.Until(time.Now(), time.Second))
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/ducc-project/ducc/head"
+	"github.com/ducc-project/ducc/tick"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -202,13 +203,14 @@ func (s *Server) cleanupDeadServers() {
 // member that dies after its replacement joined is removed too.
 func (s *Server) autopilot(ctx context.Context) {
 	every := min(max(s.cfg.DeadServerCleanup/10, time.Second), 30*time.Second)
-	t := time.NewTicker(every)
+	t := time.NewTimer(tick.Until(time.Now(), every))
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			t.Reset(tick.Until(time.Now(), every))
 			s.cleanupDeadServers()
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ducc-project/ducc/head"
 	"github.com/ducc-project/ducc/head/rm"
+	"github.com/ducc-project/ducc/tick"
 	"github.com/ducc-project/ducc/web"
 	"github.com/ducc-project/ducc/wire"
 	"github.com/ducc-project/ducc/wire/p2p"
@@ -319,7 +320,7 @@ func (s *Server) announce(ctx context.Context) {
 	defer t.Stop()
 	for {
 		h, changed := s.cand.HeadAndChange()
-		var tick <-chan time.Time
+		var due <-chan time.Time
 		if h != nil {
 			ann := wire.LeaderAnnounce{PeerID: s.cfg.Host.ID().String(), Node: s.cfg.Node,
 				Term: s.cand.Raft().CurrentTerm(), Time: time.Now().UnixMilli(),
@@ -330,14 +331,14 @@ func (s *Server) announce(ctx context.Context) {
 			if err := s.cfg.Leaders.Publish(ctx, ann); err != nil && ctx.Err() == nil {
 				s.log.Warn("cannot announce head", "err", err)
 			}
-			t.Reset(s.cfg.Heartbeat)
-			tick = t.C
+			t.Reset(tick.Until(time.Now(), s.cfg.Heartbeat))
+			due = t.C
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
-		case <-tick:
+		case <-due:
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/tick"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -205,7 +206,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // ctx ends. Raft's own check (SnapshotThreshold every SnapshotInterval)
 // is only a backstop.
 func (c *candidate) snapshotter(ctx context.Context) {
-	t := time.NewTicker(snapshotCheck)
+	t := time.NewTimer(tick.Until(time.Now(), snapshotCheck))
 	defer t.Stop()
 	skip := 0 // checks left out after a failure (a full disk: retry, but not every second)
 	for {
@@ -213,6 +214,7 @@ func (c *candidate) snapshotter(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			t.Reset(tick.Until(time.Now(), snapshotCheck))
 		}
 		if skip > 0 {
 			skip--

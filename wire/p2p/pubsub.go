@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"regexp"
 	"sync/atomic"
+	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/ducc-project/ducc/tick"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -47,7 +49,13 @@ var topicFilter = regexp.MustCompile(`^ducc/[a-z0-9/_.-]{1,64}$`)
 // signs and one that does not drop each other's messages.
 func NewPubSub(ctx context.Context, h host.Host, logger *slog.Logger) (*pubsub.PubSub, error) {
 	logger = componentLogger(logger)
+	// The router's heartbeat (mesh upkeep, gossip) ticks on the same whole
+	// periods as ducc's own loops (package tick): an idle daemon then
+	// wakes once a second for all of them.
+	params := pubsub.DefaultGossipSubParams()
+	params.HeartbeatInitialDelay = tick.Until(time.Now(), params.HeartbeatInterval)
 	ps, err := pubsub.NewGossipSub(ctx, h,
+		pubsub.WithGossipSubParams(params),
 		pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign),
 		pubsub.WithNoAuthor(),
 		pubsub.WithMessageIdFn(contentID),
