@@ -8,6 +8,8 @@
 // with the same arguments. Man pages (hidden `ducc gen-man DIR`, genman.go)
 // and shell completion (cobra's `ducc completion`, with work ids, classes,
 // nodes and services asked from the local agent: complete.go) come from the
-// commands themselves. It imports no libp2p, Raft or Prometheus
+// commands themselves. A call builds only the command it runs (main.go,
+// commands and commandFor); help, completion, gen-man and unknown commands
+// get the whole tree. It imports no libp2p, Raft or Prometheus
 // (cmd/ducc/light_test.go checks).
 package cli

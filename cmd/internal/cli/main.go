@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -99,10 +100,59 @@ type globals struct {
 	args    []string // the arguments cobra parses, for running duccd
 }
 
+// newRoot is the root with every command (the tests', and gen-man's).
 func newRoot(version string, d Daemon) *cobra.Command {
 	return newRootArgs(version, d, nil)
 }
 
+// command is one of ducc's commands: its name, its aliases and how to
+// build it. whole: it needs the whole tree to run (gen-man walks it).
+type command struct {
+	names []string // the name, then the aliases
+	whole bool
+	build func(g *globals) *cobra.Command
+}
+
+// commands are ducc's commands. A command made here and not listed is
+// missing from `ducc --help`; TestLazyTreeHelp checks that the list
+// knows each command's name and aliases.
+var commands = []command{
+	{names: []string{"agent"}, build: newAgentCmd},
+	{names: []string{"run"}, build: newRunCmd},
+	{names: []string{"wait"}, build: newWaitCmd},
+	{names: []string{"cancel"}, build: newCancelCmd},
+	{names: []string{"jobs"}, build: newJobsCmd},
+	{names: []string{"show"}, build: newShowCmd},
+	{names: []string{"nodes"}, build: newNodesCmd},
+	{names: []string{"status"}, build: newStatusCmd},
+	{names: []string{"logs"}, build: newLogsCmd},
+	{names: []string{"version"}, build: newVersionCmd},
+	{names: []string{"submit"}, build: newSubmitCmd},
+	{names: []string{"results"}, build: newResultsCmd},
+	{names: []string{"history"}, build: newHistoryCmd},
+	{names: []string{"classes"}, build: newClassesCmd},
+	{names: []string{"reserve"}, build: newReserveCmd},
+	{names: []string{"unreserve"}, build: newUnreserveCmd},
+	{names: []string{"admin"}, build: newAdminCmd},
+	{names: []string{"id"}, build: newIDCmd},
+	{names: []string{"keygen"}, build: func(*globals) *cobra.Command { return newKeygenCmd() }},
+	{names: []string{"services"}, build: newServicesCmd},
+	{names: []string{"web-token"}, build: newWebTokenCmd},
+	{names: []string{"sim"}, build: newSimCmd},
+	{names: []string{"gen-man"}, whole: true, build: newGenManCmd},
+	{names: []string{"shim"}, build: func(g *globals) *cobra.Command {
+		return newInternalCmd(g, "shim", "process shim (internal)")
+	}},
+	{names: []string{"exec-worker"}, build: func(g *globals) *cobra.Command {
+		return newInternalCmd(g, "exec-worker", "exec-protocol job worker (internal)")
+	}},
+}
+
+// newRootArgs is the root for args: when args run one command, the root
+// holds only that command (building every command and its flags is most
+// of what a short call like `ducc version` costs); otherwise, and for
+// help, completion and unknown commands, it holds them all. Either way
+// cobra finds the same command and prints the same text.
 func newRootArgs(version string, d Daemon, args []string) *cobra.Command {
 	g := &globals{version: version, daemon: d, args: args}
 	root := &cobra.Command{
@@ -123,35 +173,53 @@ Start a one-node dev cluster with 'ducc agent --dev', then try 'ducc run -- echo
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON instead of tables")
 	root.PersistentFlags().StringVar(&g.as, "as", "", "act for another user (root only)")
 	root.PersistentFlags().StringVar(&g.socket, "socket", "", "agent socket (default: $DUCC_SOCKET, /run/ducc/ducc.sock, ~/.local/share/ducc/ducc.sock)")
-	root.AddCommand(
-		newAgentCmd(g),
-		newRunCmd(g),
-		newWaitCmd(g),
-		newCancelCmd(g),
-		newJobsCmd(g),
-		newShowCmd(g),
-		newNodesCmd(g),
-		newStatusCmd(g),
-		newLogsCmd(g),
-		newVersionCmd(g),
-		newSubmitCmd(g),
-		newResultsCmd(g),
-		newHistoryCmd(g),
-		newClassesCmd(g),
-		newReserveCmd(g),
-		newUnreserveCmd(g),
-		newAdminCmd(g),
-		newIDCmd(g),
-		newKeygenCmd(),
-		newServicesCmd(g),
-		newWebTokenCmd(g),
-		newSimCmd(g),
-		newGenManCmd(g),
-		newInternalCmd(g, "shim", "process shim (internal)"),
-		newInternalCmd(g, "exec-worker", "exec-protocol job worker (internal)"),
-	)
+	if c := commandFor(args); c != nil {
+		root.AddCommand(c.build(g))
+	} else {
+		for _, c := range commands {
+			root.AddCommand(c.build(g))
+		}
+	}
 	addCompletions(root, g)
 	return root
+}
+
+// commandFor is the command args run, when it can be told from args
+// alone and runs without the others; nil otherwise. It reads args as
+// cobra does when it looks for the command (its stripFlags): the first
+// argument that is not a flag, skipping the value of the root's
+// persistent flags that take one. A flag it does not know, a short flag
+// or "--" leaves it to the whole tree, as do names that are not
+// commands: help, completion, __complete, and mistakes, for which cobra
+// suggests the command meant.
+func commandFor(args []string) *command {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			for j := range commands {
+				c := &commands[j]
+				if !c.whole && slices.Contains(c.names, a) {
+					return c
+				}
+			}
+			return nil
+		}
+		if strings.Contains(a, "=") {
+			continue // cobra skips "--flag=value" whatever the flag
+		}
+		name, long := strings.CutPrefix(a, "--")
+		if !long {
+			return nil
+		}
+		switch underscoreFlags(nil, name) {
+		case "json", "role-administrator", "debug", "quiet":
+		case "as", "socket":
+			i++ // its value
+		default:
+			return nil
+		}
+	}
+	return nil
 }
 
 func newVersionCmd(g *globals) *cobra.Command {
