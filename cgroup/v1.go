@@ -65,8 +65,10 @@ func newV1(mount, root string, logger *slog.Logger) (*v1Backend, error) {
 		}
 		// "cpu" and "cpuacct" are often links to one "cpu,cpuacct"
 		// hierarchy: a group is made, entered and removed there once.
-		if real, err := filepath.EvalSymlinks(d); err == nil {
-			d = real
+		if fi, err := os.Lstat(d); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			if real, err := filepath.EvalSymlinks(d); err == nil {
+				d = real
+			}
 		}
 		b.names = append(b.names, n)
 		b.hier[n] = d
