@@ -1,6 +1,7 @@
 package p2p
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fxamacker/cbor/v2"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -314,5 +316,38 @@ func TestCallLocal(t *testing.T) {
 	stop()
 	if err := CallLocal(done, handler, h.ID(), wire.MethodStatus, wire.Caller{}, wire.IDRequest{ID: 1}, &st); wire.ErrorCode(err) != wire.CodeUnreachable {
 		t.Errorf("call with an ended context: %v", err)
+	}
+}
+
+// TestEncodedSize checks that the size of an envelope computed without
+// encoding its body again is the size of its encoding.
+func TestEncodedSize(t *testing.T) {
+	bodies := []any{nil, wire.Empty{}, "x", strings.Repeat("y", 300), strings.Repeat("z", 70_000), []int{1, 2, 3}}
+	for _, b := range bodies {
+		var raw cbor.RawMessage
+		if b != nil {
+			var err error
+			if raw, err = wire.Marshal(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		req := wire.Request{Method: wire.MethodStatus, Caller: wire.Caller{User: "alice", UID: 1000}, Body: raw}
+		resp := wire.Response{Error: "e", Code: 2, Body: raw}
+		for _, c := range []struct {
+			v    any
+			body *cbor.RawMessage
+		}{{&req, &req.Body}, {&resp, &resp.Body}} {
+			want, err := wire.Marshal(c.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := encodedSize(c.v, c.body)
+			if err != nil || got != len(want) {
+				t.Errorf("body of %d bytes: encodedSize = %d, %v; encoding is %d bytes", len(raw), got, err, len(want))
+			}
+			if !bytes.Equal(*c.body, raw) {
+				t.Errorf("encodedSize changed the body")
+			}
+		}
 	}
 }
