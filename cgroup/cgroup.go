@@ -415,7 +415,7 @@ func subGroups(dir string) ([]string, error) {
 func removeGroupDir(dir string) error {
 	delay := 2 * time.Millisecond
 	for try := 0; ; try++ {
-		err := unix.Rmdir(dir)
+		err := rmdir(dir)
 		if err == nil || errors.Is(err, unix.ENOENT) {
 			return nil
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -723,6 +724,41 @@ func TestV1CoMounted(t *testing.T) {
 	for _, d := range want {
 		if !exists(filepath.Join(d, "r")) {
 			t.Fatalf("root group not made in %s", d)
+		}
+	}
+}
+
+// TestWritesSurviveSignals updates a group's memory cap over and over on a
+// thread that another goroutine keeps sending signals to (SIGURG, which
+// the Go runtime uses to preempt and otherwise ignores). The kernel gives
+// up such a write with EINTR when a signal is pending; Update must retry.
+func TestWritesSurviveSignals(t *testing.T) {
+	m := newManager(t)
+	g := create(t, m, "signals", Resources{MemoryLimit: 64 * mib})
+	tids := make(chan int, 1)
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { // the writer, on a thread of its own
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tids <- unix.Gettid()
+		var err error
+		for i := 0; i < 2000 && err == nil; i++ {
+			err = g.Update(Resources{MemoryLimit: int64(64+i%2) * mib, SwapLimit: NoSwap})
+		}
+		close(stop)
+		done <- err
+	}()
+	tid := <-tids
+	for {
+		select {
+		case <-stop:
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			return
+		default:
+			_ = unix.Tgkill(os.Getpid(), tid, unix.SIGURG)
 		}
 	}
 }

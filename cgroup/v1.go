@@ -101,7 +101,7 @@ func (b *v1Backend) create(name string, r Resources) (Group, error) {
 	fresh := true
 	for _, d := range b.dirs {
 		p := filepath.Join(d, b.root, name)
-		if err := unix.Mkdir(p, 0o755); errors.Is(err, unix.EEXIST) {
+		if err := mkdir(p); errors.Is(err, unix.EEXIST) {
 			fresh = false
 		} else if err != nil {
 			return nil, &os.PathError{Op: "mkdir", Path: p, Err: err}
@@ -199,17 +199,7 @@ func (b *v1Backend) threadTasksFiles() ([]string, error) {
 
 // moveThread moves the calling thread, alone, into the group of the tasks
 // file f ("0" is the writer itself).
-func moveThread(f string) error {
-	fd, err := unix.Open(f, unix.O_WRONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return &os.PathError{Op: "open", Path: f, Err: err}
-	}
-	defer unix.Close(fd)
-	if _, err := unix.Write(fd, []byte("0")); err != nil {
-		return &os.PathError{Op: "write", Path: f, Err: err}
-	}
-	return nil
-}
+func moveThread(f string) error { return writeFile(f, []byte("0")) }
 
 // moveThreadBack moves the calling thread into the group of every tasks
 // file in back, trying them all.
@@ -227,7 +217,7 @@ func (b *v1Backend) removeRoot() error {
 	var errs []error
 	for _, d := range b.dirs {
 		p := filepath.Join(d, b.root)
-		if err := unix.Rmdir(p); err != nil && !errors.Is(err, unix.ENOENT) {
+		if err := rmdir(p); err != nil && !errors.Is(err, unix.ENOENT) {
 			errs = append(errs, &os.PathError{Op: "rmdir", Path: p, Err: err})
 		}
 	}
@@ -501,12 +491,16 @@ func readUint(path string) (uint64, error) {
 // writeFile writes b to an existing control file in one write(2), as the
 // kernel wants it (os.WriteFile would also try to create the file).
 func writeFile(path string, b []byte) error {
-	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	var fd int
+	err := ignoringEINTR(func() (err error) {
+		fd, err = unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		return err
+	})
 	if err != nil {
 		return &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
-	if _, err := unix.Write(fd, b); err != nil {
+	if err := ignoringEINTR(func() error { _, err := unix.Write(fd, b); return err }); err != nil {
 		return &os.PathError{Op: "write", Path: path, Err: err}
 	}
 	return nil

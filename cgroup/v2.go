@@ -104,7 +104,7 @@ func (b *v2Backend) create(name string, r Resources) (Group, error) {
 		return nil, fmt.Errorf("%w: the cgroup v2 hierarchy at %s has no memory controller", ErrUnavailable, b.mount)
 	}
 	p := filepath.Join(b.mount, b.root, name)
-	if err := unix.Mkdir(p, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+	if err := mkdir(p); err != nil && !errors.Is(err, unix.EEXIST) {
 		return nil, &os.PathError{Op: "mkdir", Path: p, Err: err}
 	}
 	g := &v2Group{b: b, name: name, path: p}
