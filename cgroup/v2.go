@@ -71,10 +71,11 @@ func (b *v2Backend) enableControllers() {
 		}
 		if err := writeFile(filepath.Join(dir, "cgroup.subtree_control"), []byte(strings.Join(add, " "))); err != nil {
 			b.log.Warn("cannot enable cgroup controllers for the groups below", "cgroup", dir, "controllers", add, "err", err)
-			return
+			break
 		}
 	}
-	// What the root group hands down is what its groups will have.
+	// What the root group hands down is what its groups will have (none,
+	// when it cannot be read: memory caps then fail with ErrUnavailable).
 	enabled, _ := os.ReadFile(filepath.Join(b.mount, b.root, "cgroup.subtree_control"))
 	have := map[string]bool{}
 	for _, c := range strings.Fields(string(enabled)) {
