@@ -8,6 +8,8 @@
 // costs more than the work it does: a thread leaves the poller, the
 // runtime's monitor thread restarts its spin-down, and another thread may
 // be woken to steal work. Loops that wait with [Until] instead of a fixed
-// period wake on the same multiples of their period (in wall-clock time),
-// close enough to be served by one wake-up.
+// period wake on the same instants, whole periods past a phase that the
+// process draws once (in wall-clock time), close enough to be served by
+// one wake-up. Processes draw different phases, so the agents of a
+// cluster do not all send their heartbeats in the same millisecond.
 package tick
