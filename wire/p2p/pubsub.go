@@ -49,8 +49,8 @@ var topicFilter = regexp.MustCompile(`^ducc/[a-z0-9/_.-]{1,64}$`)
 // signs and one that does not drop each other's messages.
 func NewPubSub(ctx context.Context, h host.Host, logger *slog.Logger) (*pubsub.PubSub, error) {
 	logger = componentLogger(logger)
-	// The router's heartbeat (mesh upkeep, gossip) ticks on the same whole
-	// periods as ducc's own loops (package tick): an idle daemon then
+	// The router's heartbeat (mesh upkeep, gossip) ticks on the same
+	// instants as ducc's own loops (package tick): an idle daemon then
 	// wakes once a second for all of them.
 	params := pubsub.DefaultGossipSubParams()
 	params.HeartbeatInitialDelay = tick.Until(time.Now(), params.HeartbeatInterval)
