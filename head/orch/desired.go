@@ -50,10 +50,14 @@ func (o *Orchestrator) desired(node string) wire.DesiredState {
 // the ended ones under their node for desired's acknowledgements. o.mu is
 // held.
 func (o *Orchestrator) noteReported(st wire.ProcStatus) {
-	if prev, ok := o.reported[st.ID]; ok && prev.Node != st.Node {
+	prev, seen := o.reported[st.ID]
+	if seen && prev.Node != st.Node {
 		o.forgetEnded(prev.Node, st.ID)
 	}
 	o.reported[st.ID] = st
+	if st.Ended() && st.EndedAt != 0 && !(seen && prev.Ended()) {
+		o.endedQ = append(o.endedQ, endedRef{id: st.ID, at: st.EndedAt})
+	}
 	if !st.Ended() {
 		o.forgetEnded(st.Node, st.ID)
 		return

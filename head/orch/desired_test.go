@@ -81,3 +81,49 @@ func TestDesiredIsPerNode(t *testing.T) {
 		t.Errorf("after pruning: endedOn %v, reported %d", f.o.endedOn, len(f.o.reported))
 	}
 }
+
+// TestPruneInOrder checks that prune forgets the reports that ended more
+// than five minutes ago, and only those, a report that ended later again
+// included.
+func TestPruneInOrder(t *testing.T) {
+	f := newFixture(t)
+	t0 := f.clock.Now()
+	at := func(d time.Duration) int64 { return t0.Add(d).UnixMilli() }
+	f.o.mu.Lock()
+	f.o.noteReported(wire.ProcStatus{ID: "1.1", Node: "n1", State: wire.ProcExited, EndedAt: at(0)})
+	f.o.noteReported(wire.ProcStatus{ID: "2.1", Node: "n1", State: wire.ProcExited, EndedAt: at(time.Minute)})
+	f.o.noteReported(wire.ProcStatus{ID: "3.1", Node: "n1", State: wire.ProcExited, EndedAt: at(4 * time.Minute)})
+	f.o.noteReported(wire.ProcStatus{ID: "4.1", Node: "n1", State: wire.ProcRunning})
+	// 2.1's end, reported again, is later than first reported.
+	f.o.noteReported(wire.ProcStatus{ID: "2.1", Node: "n1", State: wire.ProcExited, EndedAt: at(7 * time.Minute)})
+	f.o.mu.Unlock()
+	kept := func() []string {
+		f.o.mu.Lock()
+		defer f.o.mu.Unlock()
+		var ids []string
+		for id := range f.o.reported {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	for _, tc := range []struct {
+		now  time.Duration
+		want []string
+	}{
+		{5*time.Minute - time.Millisecond, []string{"1.1", "2.1", "3.1", "4.1"}},
+		{6 * time.Minute, []string{"2.1", "3.1", "4.1"}},
+		{10 * time.Minute, []string{"2.1", "4.1"}},
+		{13 * time.Minute, []string{"4.1"}},
+	} {
+		f.o.prune(t0.Add(tc.now))
+		if got := kept(); !slices.Equal(got, tc.want) {
+			t.Errorf("after prune at +%v: reports of %v, want %v", tc.now, got, tc.want)
+		}
+	}
+	f.o.mu.Lock()
+	defer f.o.mu.Unlock()
+	if len(f.o.endedQ) != 0 {
+		t.Errorf("queue left %v", f.o.endedQ)
+	}
+}
