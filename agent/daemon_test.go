@@ -171,18 +171,7 @@ func TestAgentRunsWhatTheHeadWants(t *testing.T) {
 		r, ok := fh.lastReport("1.2")
 		return ok && r.Ended()
 	})
-	fh.waitFor("a heartbeat without 1.1", func() bool {
-		hb := fh.beats["n1"]
-		if hb.DesiredVersion != 2 {
-			return false
-		}
-		for _, p := range hb.Procs {
-			if p.ID == "1.1" {
-				return false
-			}
-		}
-		return true
-	})
+	waitForgotten(fh, "n1", "1.1", 2)
 	// An old desired state is ignored.
 	fh.push(t, self, wire.DesiredState{Node: "n1", Version: 1, Procs: []wire.ProcSpec{spec("1.3", "exit 0")}})
 	fh.push(t, self, wire.DesiredState{Node: "n1", Version: 3, Procs: []wire.ProcSpec{{ID: "1.4", WorkID: 1, Kind: "POP", User: me, Path: "/no/such/program", UID: uid, GID: gid, LogDir: logs}}})
@@ -467,13 +456,19 @@ func TestAgentRemovesItsCgroupRoot(t *testing.T) {
 		return ok && r.State == wire.ProcExited
 	})
 	fh.push(t, self, wire.DesiredState{Node: "n1", Version: 2, Ack: []string{"1.1"}})
-	fh.waitFor("a heartbeat without 1.1", func() bool {
-		hb := fh.beats["n1"]
-		if hb.DesiredVersion != 2 {
+	waitForgotten(fh, "n1", "1.1", 2)
+}
+
+// waitForgotten waits for a heartbeat of node that answers desired state
+// version and no longer holds process id (acknowledged and forgotten).
+func waitForgotten(fh *fakeHead, node, id string, version uint64) {
+	fh.waitFor("a heartbeat without "+id, func() bool {
+		hb := fh.beats[node]
+		if hb.DesiredVersion != version {
 			return false
 		}
 		for _, p := range hb.Procs {
-			if p.ID == "1.1" {
+			if p.ID == id {
 				return false
 			}
 		}
