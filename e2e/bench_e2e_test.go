@@ -5,8 +5,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/ducc-project/ducc/wire"
 )
 
 // fastWorker answers every item at once: it measures ducc's own per-item
@@ -19,39 +22,52 @@ for line in sys.stdin:
     sys.stdout.flush()
 `
 
-func benchJob(b *testing.B, n int, args ...string) {
-	py := needPython(b)
-	c := startCluster(b)
-	worker := filepath.Join(c.dir, "fast.py")
+// streamInputs writes the fast worker and an input of n items (0, 1, ...)
+// into c's directory and returns their paths.
+func streamInputs(b *testing.B, c *cluster, n int) (worker, input string) {
+	worker = filepath.Join(c.dir, "fast.py")
 	if err := os.WriteFile(worker, []byte(fastWorker), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	items := filepath.Join(c.dir, "items")
-	f, err := os.Create(items)
-	if err != nil {
+	var sb strings.Builder
+	for i := range n {
+		sb.WriteString(strconv.Itoa(i) + "\n")
+	}
+	input = filepath.Join(c.dir, "items")
+	if err := os.WriteFile(input, []byte(sb.String()), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	for i := range n {
-		f.WriteString(strconv.Itoa(i) + "\n")
+	return worker, input
+}
+
+// runStream submits a job over input (n items; the fast worker run by py
+// unless args say otherwise) and waits until all n are done.
+func runStream(b *testing.B, c *cluster, py, worker, input string, n int, args ...string) wire.WorkInfo {
+	sub := append([]string{"submit", "--process-memory-size", "1G", "--input-file", input,
+		"--log-directory", filepath.Join(c.dir, "logs")}, args...)
+	if len(args) == 0 {
+		sub = append(sub, "--process-executable", py, "--process-executable-args", worker)
 	}
-	f.Close()
+	out, errs, code := c.ducc(sub...)
+	if code != 0 {
+		b.Fatalf("submit: %s %s", out, errs)
+	}
+	id := out[len("Job ") : len(out)-len(" submitted\n")]
+	w := c.waitEnd(b, id, 10*time.Minute)
+	if w.Completion != "EndOfJob" || w.Job.Done != n {
+		b.Fatalf("job ended %s: %+v", w.Completion, w.Job)
+	}
+	return w
+}
+
+func benchJob(b *testing.B, n int, args ...string) {
+	py := needPython(b)
+	c := startCluster(b)
+	worker, input := streamInputs(b, c, n)
 	var total time.Duration
 	b.ResetTimer()
 	for range b.N {
-		sub := append([]string{"submit", "--process-memory-size", "1G", "--input-file", items,
-			"--log-directory", filepath.Join(c.dir, "logs")}, args...)
-		if len(args) == 0 {
-			sub = append(sub, "--process-executable", py, "--process-executable-args", worker)
-		}
-		out, errs, code := c.ducc(sub...)
-		if code != 0 {
-			b.Fatalf("submit: %s %s", out, errs)
-		}
-		id := out[len("Job ") : len(out)-len(" submitted\n")]
-		w := c.waitEnd(b, id, 10*time.Minute)
-		if w.Completion != "EndOfJob" || w.Job.Done != n {
-			b.Fatalf("job ended %s: %+v", w.Completion, w.Job)
-		}
+		w := runStream(b, c, py, worker, input, n, args...)
 		total += time.UnixMilli(w.EndedAt).Sub(time.UnixMilli(w.SubmittedAt))
 	}
 	b.StopTimer()
@@ -78,29 +94,9 @@ func BenchmarkRestart600k(b *testing.B) {
 	const jobs, items = 30, 20_000
 	py := needPython(b)
 	c := startCluster(b)
-	worker := filepath.Join(c.dir, "fast.py")
-	if err := os.WriteFile(worker, []byte(fastWorker), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	input := filepath.Join(c.dir, "items")
-	f, err := os.Create(input)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := range items {
-		f.WriteString(strconv.Itoa(i) + "\n")
-	}
-	f.Close()
+	worker, input := streamInputs(b, c, items)
 	for range jobs {
-		out, errs, code := c.ducc("submit", "--process-memory-size", "1G", "--input-file", input,
-			"--log-directory", filepath.Join(c.dir, "logs"), "--process-executable", py, "--process-executable-args", worker)
-		if code != 0 {
-			b.Fatalf("submit: %s %s", out, errs)
-		}
-		id := out[len("Job ") : len(out)-len(" submitted\n")]
-		if w := c.waitEnd(b, id, 10*time.Minute); w.Completion != "EndOfJob" || w.Job.Done != items {
-			b.Fatalf("job ended %s: %+v", w.Completion, w.Job)
-		}
+		runStream(b, c, py, worker, input, items)
 	}
 	raftDB := filepath.Join(c.dataDir, "raft", "raft.db")
 	replayed := regexp.MustCompile(`msg="replayed raft log".* entries=(\d+)`)

@@ -97,28 +97,9 @@ func BenchmarkFlatWithHistory(b *testing.B) {
 		}
 		waitHistory(b, c, ids, t0)
 		// Streams of 100,000 items.
-		worker := filepath.Join(c.dir, "fast.py")
-		items := filepath.Join(c.dir, "items")
-		if err := os.WriteFile(worker, []byte(fastWorker), 0o644); err != nil {
-			b.Fatal(err)
-		}
-		var sb strings.Builder
-		for i := range 100_000 {
-			sb.WriteString(strconv.Itoa(i) + "\n")
-		}
-		if err := os.WriteFile(items, []byte(sb.String()), 0o644); err != nil {
-			b.Fatal(err)
-		}
+		worker, items := streamInputs(b, c, 100_000)
 		for range streams {
-			out, errs, code := c.ducc("submit", "--process-memory-size", "1G", "--input-file", items,
-				"--log-directory", filepath.Join(c.dir, "logs"), "--process-executable", py, "--process-executable-args", worker)
-			if code != 0 {
-				b.Fatalf("submit: %s %s", out, errs)
-			}
-			id := out[len("Job ") : len(out)-len(" submitted\n")]
-			if w := c.waitEnd(b, id, 10*time.Minute); w.Completion != "EndOfJob" || w.Job.Done != 100_000 {
-				b.Fatalf("job ended %s: %+v", w.Completion, w.Job)
-			}
+			runStream(b, c, py, worker, items, 100_000)
 		}
 		historyRSS := rssKiB(b, pid)
 		histRate, histRun := measure()

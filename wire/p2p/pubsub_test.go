@@ -89,14 +89,7 @@ func TestPubSubTwoHosts(t *testing.T) {
 	}
 	defer subA.Cancel()
 	connect(t, a, b)
-	// Wait until a sees b in the topic.
-	for len(ta.Topic().ListPeers()) == 0 {
-		select {
-		case <-ctx.Done():
-			t.Fatal("peers never joined the topic")
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	waitTopicPeer(t, ctx, ta.Topic()) // a sees b in the topic
 	hb := sampleHeartbeat()
 	hb.Node = "a"
 	if err := ta.Publish(ctx, hb); err != nil {
@@ -149,13 +142,7 @@ func TestPubSubRejectsRemoteGarbage(t *testing.T) {
 	}
 	defer sub.Cancel()
 	connect(t, a, b)
-	for len(raw.ListPeers()) == 0 {
-		select {
-		case <-ctx.Done():
-			t.Fatal("peers never joined the topic")
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	waitTopicPeer(t, ctx, raw)
 	good, _ := wire.Marshal(wire.LeaderAnnounce{Node: "good", Term: 1})
 	signed, _ := wire.Marshal(wire.LeaderAnnounce{Node: "signed", Term: 1})
 	big, _ := wire.Marshal(wire.LeaderAnnounce{Node: string(make([]byte, wire.MaxAnnounceSize))})
@@ -183,5 +170,17 @@ func sampleHeartbeat() wire.Heartbeat {
 		MemTotal: 64 << 30, MemSchedulable: 60 << 30, MemUsed: 3 << 30, CPUs: 16, Load1: 0.5, DesiredVersion: 3,
 		Procs:        []wire.ProcStatus{{ID: "17.1", WorkID: 17, State: wire.ProcRunning, PID: 1234, RSS: 1 << 30, ExitCode: 0}},
 		HeadEligible: true, Version: "0.1",
+	}
+}
+
+// waitTopicPeer waits until topic has a peer, until ctx ends.
+func waitTopicPeer(t *testing.T, ctx context.Context, topic *pubsub.Topic) {
+	t.Helper()
+	for len(topic.ListPeers()) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("peers never joined the topic")
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
