@@ -604,8 +604,8 @@ func TestNotWritable(t *testing.T) {
 
 // TestSubGroups: a group with a sub-group below it (made behind the
 // manager's back, as a process with delegation could) lists, kills and
-// deletes what is below it too. The group is reached through Load, so the
-// lazily opened library handle is exercised by Stats and Update as well.
+// deletes what is below it too. The group is reached through Load, as the
+// shim and an agent after a restart reach theirs.
 func TestSubGroups(t *testing.T) {
 	m := newManager(t)
 	create(t, m, "tree", Resources{MemoryLimit: 128 * mib})
@@ -616,12 +616,12 @@ func TestSubGroups(t *testing.T) {
 	var subDir string
 	switch b := m.backend.(type) {
 	case *v1Backend:
-		for _, n := range b.names {
-			d := filepath.Join(b.mount, string(n), b.root, "tree", "sub")
+		for i, dir := range b.dirs { // memory's first
+			d := filepath.Join(dir, b.root, "tree", "sub")
 			if err := os.Mkdir(d, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if n == "memory" {
+			if i == 0 {
 				subDir = d
 			}
 		}

@@ -44,7 +44,6 @@ type v1Backend struct {
 	dirCtrl []string          // for each of dirs, a controller mounted there
 	memsw   bool              // host accounts swap (memory.memsw.*)
 	oomLine bool              // memory.oom_control has an oom_kill line
-	freezer bool
 }
 
 func newV1(mount, root string, logger *slog.Logger) (*v1Backend, error) {
@@ -76,7 +75,6 @@ func newV1(mount, root string, logger *slog.Logger) (*v1Backend, error) {
 			b.dirCtrl = append(b.dirCtrl, n)
 		}
 	}
-	b.freezer = slices.Contains(b.names, ctrlFreezer)
 	// Create the root group in every hierarchy (idempotent).
 	for _, d := range b.dirs {
 		p := filepath.Join(d, root)
@@ -373,7 +371,7 @@ func (g *v1Group) Kill() error {
 // task in D state could otherwise turn waiting for it into a hang). It
 // reports whether the group is frozen.
 func (g *v1Group) freeze() bool {
-	if !g.b.freezer {
+	if _, ok := g.b.hier[ctrlFreezer]; !ok {
 		return false
 	}
 	f := g.file(ctrlFreezer, "freezer.state")
