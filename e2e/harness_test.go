@@ -113,9 +113,16 @@ func (a *agentProc) stop() {
 			a.t.Errorf("agent %s did not exit cleanly on SIGTERM: %v\n%s", a.name, err, a.agentLog())
 		}
 	case <-time.After(20 * time.Second):
-		_ = a.cmd.Process.Kill()
-		<-done
-		a.t.Errorf("agent %s did not stop within 20s of SIGTERM\n%s", a.name, a.agentLog())
+		// SIGQUIT first: the Go runtime writes every goroutine's stack to
+		// the agent's log, which shows where the stop hangs.
+		_ = a.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = a.cmd.Process.Kill()
+			<-done
+		}
+		a.t.Errorf("agent %s did not stop within 20s of SIGTERM (its goroutines, from SIGQUIT, at the end of the log)\n%s", a.name, a.agentLog())
 	}
 	a.log.Close()
 }
