@@ -202,6 +202,10 @@ func (a *Agent) startProcs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	server, err := proc.ShimServerCommand()
+	if err != nil {
+		return err
+	}
 	var cg *cgroup.Manager
 	if os.Geteuid() == 0 {
 		cg, err = cgroup.New(cgroupRoot(a.cfg.DataDir), a.base)
@@ -215,13 +219,13 @@ func (a *Agent) startProcs(ctx context.Context) error {
 	}
 	a.cg = cg
 	a.procs, err = proc.NewManager(proc.Config{
-		DataDir: a.cfg.DataDir, ShimCommand: shim, Cgroups: cg, Logger: a.base,
+		DataDir: a.cfg.DataDir, ShimCommand: shim, ShimServerCommand: server, Cgroups: cg, Logger: a.base,
 		OnExit: a.onExit,
 	})
 	if err != nil {
 		return fmt.Errorf("process manager: %w", err)
 	}
-	a.log.Info("process shim", "command", shim)
+	a.log.Info("process shim", "command", server)
 	adopted, err := a.procs.Adopt(ctx)
 	if err != nil {
 		return fmt.Errorf("re-adopt processes: %w", err)

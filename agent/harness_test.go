@@ -33,6 +33,8 @@ func TestMain(m *testing.M) {
 		switch os.Args[1] {
 		case "shim":
 			os.Exit(proc.RunShim(os.Args[2:]))
+		case "shim-server":
+			os.Exit(proc.RunShimServer(os.Args[2:]))
 		case "exec-worker":
 			os.Exit(proc.RunExecWorker(os.Args[2:]))
 		}

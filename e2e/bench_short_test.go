@@ -31,6 +31,41 @@ func cpuTicks(tb testing.TB, pid int) (self, children int64) {
 	return n(14) + n(15), n(16) + n(17)
 }
 
+// shimServerTicks is cpuTicks summed over the agent pid's shim servers
+// (its children running `shim-server`): they are the parents of its
+// processes and are not reaped while the agent runs.
+func shimServerTicks(tb testing.TB, pid int) int64 {
+	tb.Helper()
+	var total int64
+	for _, p := range shimServers(pid) {
+		s, c := cpuTicks(tb, p)
+		total += s + c
+	}
+	return total
+}
+
+// shimServers lists the shim servers the agent pid started.
+func shimServers(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err1 := os.ReadFile("/proc/" + e.Name() + "/stat")
+		cmd, err2 := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err1 != nil || err2 != nil || !strings.Contains(string(cmd), "shim-server") {
+			continue
+		}
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) { // field 4, ppid
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // clockTick is USER_HZ, 100 on every Linux ducc runs on.
 const clockTick = 10 * time.Millisecond
 
@@ -53,7 +88,8 @@ func rssKiB(tb testing.TB, pid int) int64 {
 // other, then until the last has ended (the peer: 500 × `sbatch
 // --wrap=true`). It reports jobs/s end to end (from the first submit to
 // the last end the head recorded), the submit rate, and the agent's CPU per
-// job with the shims it reaped.
+// job with its shim server's (and so the jobs' own, which the server
+// reaps).
 //
 //	go test -run XXX -bench ShortJobs500 -benchtime 3x ./e2e/
 func BenchmarkShortJobs500(b *testing.B) {
@@ -66,13 +102,19 @@ func BenchmarkShortJobs500(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		s0, c0 := cpuTicks(b, pid)
+		h0 := shimServerTicks(b, pid)
 		sub, end := shortJobs(b, c, n)
 		submit += sub
 		e2e += end
 		s1, c1 := cpuTicks(b, pid)
-		ticks += s1 - s0 + c1 - c0
+		ticks += s1 - s0 + c1 - c0 + shimServerTicks(b, pid) - h0
 	}
 	b.StopTimer()
+	var shimRSS int64
+	for _, p := range shimServers(pid) {
+		shimRSS += rssKiB(b, p)
+	}
+	b.ReportMetric(float64(shimRSS)/1024, "shim-server-RSS-MiB")
 	jobs := float64(n * b.N)
 	b.ReportMetric(jobs/e2e.Seconds(), "jobs/s")
 	b.ReportMetric(jobs/submit.Seconds(), "submits/s")

@@ -1,10 +1,13 @@
 // Package proc is the only package in ducc that forks.
 //
-// It launches a process as a user inside a cgroup through a small shim
-// (entry point [RunShim]) that stays the process's parent, records its exit
-// status on disk, and lets a restarted agent re-adopt it.
+// It launches a process as a user inside a cgroup through a shim that
+// stays the process's parent, records its exit status on disk, and lets a
+// restarted agent re-adopt it: the agent's shim server ([RunShimServer],
+// one per Manager, see "The shim server"), or, for [Manager.Run] and a
+// Manager without [Config.ShimServerCommand], a shim per process
+// ([RunShim]).
 //
-// The shim, and the worker of exec jobs ([RunExecWorker]), run from the
+// The shims, and the worker of exec jobs ([RunExecWorker]), run from the
 // small executable ducc-shim ([Main], cmd/ducc-shim) when it lies next to
 // the running executable (duccd, the agent), else from that executable
 // (`duccd shim`, `duccd exec-worker`): [ShimCommand] and
@@ -32,9 +35,34 @@
 // head has acknowledged the exit; until then every agent start re-reports the
 // exit through [Config.OnExit].
 //
+// # The shim server
+//
+// [Manager.Start] launches the Manager's server (`ducc-shim shim-server
+// <procs directory>`) at its first call, in its own session, with one end
+// of a socket pair as fd 3. Agent and server exchange JSON lines
+// (serverMsg): "start <id>" (spec.json is in place) is answered by
+// "started" with the handshake below; "signal <id> <name>" forwards a stop
+// signal to the child's process group, or ("kill") kills the group and the
+// cgroup, while the child is unreaped; "ended <id>" tells every connected
+// agent that status.json is written. The server launches one process at a
+// time (a launch sets the process-wide umask), each exactly as a
+// per-process shim does (below, from reading spec.json to child.json),
+// reaps its children on SIGCHLD with wait4 and records each end as a
+// per-process shim does. child.json names the server: pid, start time and
+// its abstract unix socket ("ducc-shim-server/<pid>/<start>"), which
+// accepts connections from its own uid only. A new Manager's Adopt
+// connects to the servers its processes name (checking the peer's pid),
+// then finishes the processes whose status.json exists (they ended while
+// no agent listened); a server that is gone, or whose connection ends,
+// turns its processes without status.json into lost ones (cgroup killed).
+// A server catches and drops SIGTERM, SIGINT, SIGHUP and SIGPIPE (caught,
+// not ignored, so that its children start with them at their defaults),
+// and exits once it has no process and no connected agent. Its stderr is
+// DataDir/shim-server.log, warnings only.
+//
 // # The shim
 //
-// The agent starts the shim in its own session (Setsid) with the handshake
+// The agent starts a per-process shim in its own session (Setsid) with the handshake
 // pipe as fd 3. The shim reads spec.json, resolves the user, and, with the
 // user's filesystem identity (see below), finds the program, checks the
 // working directory and creates the log directory and file with the
@@ -78,11 +106,14 @@
 // # The agent side
 //
 // [Manager.Start] creates the cgroup (memory cap, swap capped), writes
-// spec.json, launches the shim and waits for the handshake only (a few
-// milliseconds). The shim is watched through a pidfd registered with the Go
-// netpoller, so no OS thread is parked per process; when it ends, the agent
-// reaps it if it is its child (waitid P_PIDFD), reads status.json and calls
-// OnExit once, from the watcher goroutine. [Manager.Adopt] does the same for
+// spec.json, asks the shim server (or launches a per-process shim) and
+// waits for the handshake only (about a millisecond). A server's ends
+// arrive on its connection, read by one goroutine per server, which reads
+// status.json and calls OnExit. A per-process shim is watched through a
+// pidfd registered with the Go netpoller, so no OS thread is parked per
+// process; when it ends, the agent reaps it if it is its child (waitid
+// P_PIDFD), reads status.json and calls OnExit once, from the watcher
+// goroutine. [Manager.Adopt] does the same for
 // shims found in DataDir/procs after a restart; a shim that died without
 // status.json (or a pid that now belongs to another process: pid and start
 // time are checked) is reported with State Lost and its cgroup is emptied. [Manager.Close] stops the
@@ -91,7 +122,7 @@
 // # Short-lived runs
 //
 // [Manager.Run] runs a program to completion for the agent (custom service
-// pingers): through the same shim, as the user, in its own cgroup with a
+// pingers): through a per-process shim, as the user, in its own cgroup with a
 // memory cap, with given bytes on its standard input and its standard output
 // and error captured (the last [RunSpec.MaxOutput] bytes of each). The shim
 // gets the handshake pipe as fd 3 and the program's stdin, stdout and stderr

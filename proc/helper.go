@@ -16,22 +16,25 @@ const HelperName = "ducc-shim"
 // Subcommands of the helper, and of duccd, which answers them too.
 const (
 	ShimSubcommand       = "shim"
+	ShimServerSubcommand = "shim-server"
 	ExecWorkerSubcommand = "exec-worker"
 )
 
 // Main is the entry point of the helper: `ducc-shim shim <process
-// directory>` or `ducc-shim exec-worker -- CMD [ARGS...]`, the same
-// subcommands as ducc's. It returns the exit code for os.Exit.
+// directory>`, `ducc-shim shim-server <procs directory>` or `ducc-shim
+// exec-worker -- CMD [ARGS...]`, the same subcommands as duccd's. It returns the exit code for os.Exit.
 func Main(args []string) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case ShimSubcommand:
 			return RunShim(args[1:])
+		case ShimServerSubcommand:
+			return RunShimServer(args[1:])
 		case ExecWorkerSubcommand:
 			return RunExecWorker(args[1:])
 		}
 	}
-	fmt.Fprintf(os.Stderr, "usage: %s shim <process directory> | %s exec-worker -- CMD [ARGS...]\n(started by the ducc agent, not by hand)\n", HelperName, HelperName)
+	fmt.Fprintf(os.Stderr, "usage: %s shim <process directory> | %s shim-server <procs directory> | %s exec-worker -- CMD [ARGS...]\n(started by the ducc agent, not by hand)\n", HelperName, HelperName, HelperName)
 	return 2
 }
 
@@ -41,6 +44,9 @@ func Main(args []string) int {
 // executable itself with the subcommand (a build tree with duccd alone,
 // a test binary that answers the subcommands).
 func ShimCommand() ([]string, error) { return helperCommand(ShimSubcommand) }
+
+// ShimServerCommand: see [ShimCommand].
+func ShimServerCommand() ([]string, error) { return helperCommand(ShimServerSubcommand) }
 
 // ExecWorkerCommand: see [ShimCommand].
 func ExecWorkerCommand() ([]string, error) { return helperCommand(ExecWorkerSubcommand) }

@@ -39,16 +39,37 @@ type Manager struct {
 	// Forget costs no lookup on cgroupfs and disk; guarded by mu.
 	forgotten      map[string]struct{}
 	forgottenOrder []string
+
+	// The shim servers (Config.ShimServerCommand): current is the one
+	// Start launches through (started by the first Start; nil until then
+	// and after it exits), servers all those connected, by name (current
+	// and those of a previous agent whose processes were adopted);
+	// guarded by mu. serverMu makes one Start at a time start a server.
+	serverMu sync.Mutex
+	current  *shimServer
+	servers  map[string]*shimServer
 }
 
 type entry struct {
 	st        Status        // guarded by Manager.mu
-	pidfd     *os.File      // shim pidfd, registered with the netpoller; nil if none
+	pidfd     *os.File      // per-process shim's pidfd, registered with the netpoller; nil if none
+	srv       *shimServer   // the shim server of the process; nil if none
+	finishing bool          // finish has begun (guarded by Manager.mu)
 	done      chan struct{} // closed once st is final
 	escalated bool          // Stop had to kill after the grace period
 	stopped   bool          // Stop was called (the shim may not have seen the signal before the cgroup kill)
 	group     cgroup.Group  // the process's cgroup, kept from Start or adoption; nil: load it by name
 	inc       string        // Spec.Incarnation, reported in Status
+}
+
+// isDone reports whether st is final (done is closed).
+func (e *entry) isDone() bool {
+	select {
+	case <-e.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // status is the entry's Status with what the spec adds; Manager.mu held.
@@ -85,7 +106,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proc: %w", err)
 	}
-	m := &Manager{cfg: cfg, log: logger, procsDir: dir, cg: cg, devnull: devnull, procs: map[string]*entry{}}
+	m := &Manager{cfg: cfg, log: logger, procsDir: dir, cg: cg, devnull: devnull, procs: map[string]*entry{}, servers: map[string]*shimServer{}}
 	m.cleanRuns()
 	return m, nil
 }
@@ -115,7 +136,7 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (Status, error) {
 	st, err := m.start(ctx, spec, e)
 	if err != nil {
 		m.mu.Lock()
-		if e.pidfd == nil { // never launched: forget it
+		if e.pidfd == nil && e.srv == nil { // never launched: forget it
 			delete(m.procs, spec.ID)
 		}
 		m.mu.Unlock()
@@ -143,6 +164,17 @@ func (m *Manager) start(ctx context.Context, spec Spec, e *entry) (Status, error
 		_ = group.Delete()
 		cleanup()
 		return Status{}, fmt.Errorf("proc: start %s: %w", spec.ID, err)
+	}
+	if len(m.cfg.ShimServerCommand) > 0 {
+		m.mu.Lock()
+		e.group = group
+		m.mu.Unlock()
+		st, err := m.startServed(ctx, spec, e)
+		if err != nil && e.srv == nil { // never sent: undo
+			_ = group.Delete()
+			cleanup()
+		}
+		return st, err
 	}
 	shimOut, err := os.OpenFile(filepath.Join(dir, shimLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
@@ -207,6 +239,12 @@ func (m *Manager) start(ctx context.Context, spec Spec, e *entry) (Status, error
 		}
 		return Status{}, fmt.Errorf("proc: start %s: shim %d: %w%s", spec.ID, shimPID, err, tail)
 	}
+	return m.started(e, h), nil
+}
+
+// started records what the shim answered to a launch: the child's pid or
+// a launch failure (unless the end was already recorded).
+func (m *Manager) started(e *entry, h handshake) Status {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if h.Error != "" {
@@ -215,7 +253,7 @@ func (m *Manager) start(ctx context.Context, spec Spec, e *entry) (Status, error
 			e.st.Reason = h.Error
 			e.st.ExitCode = -1
 		}
-		return e.st, nil
+		return e.st
 	}
 	if e.st.State == Starting {
 		e.st.State = Running
@@ -223,7 +261,7 @@ func (m *Manager) start(ctx context.Context, spec Spec, e *entry) (Status, error
 		e.st.StartedAt = h.StartedAt
 		e.st.LogPath = h.LogPath
 	}
-	return e.st, nil
+	return e.st
 }
 
 func readHandshake(ctx context.Context, r *os.File) (handshake, error) {
@@ -289,6 +327,13 @@ func (m *Manager) watch(id string, e *entry) {
 // finish loads status.json (or declares the process lost), updates the entry
 // and calls OnExit.
 func (m *Manager) finish(id string, e *entry) {
+	m.mu.Lock()
+	again := e.finishing || e.isDone() // a server's process's end may be seen twice
+	e.finishing = true
+	m.mu.Unlock()
+	if again {
+		return
+	}
 	dir := filepath.Join(m.procsDir, id)
 	var st Status
 	err := readJSON(filepath.Join(dir, statusFile), &st)
@@ -354,7 +399,7 @@ func (m *Manager) Adopt(ctx context.Context) ([]Status, error) {
 		return nil, fmt.Errorf("proc: adopt: %w", err)
 	}
 	var out []Status
-	var ended []string
+	var ended, served []string
 	for _, de := range ents {
 		if ctx.Err() != nil {
 			return out, ctx.Err()
@@ -386,10 +431,13 @@ func (m *Manager) Adopt(ctx context.Context) ([]Status, error) {
 			return out, ErrClosed
 		}
 		m.procs[id] = e
-		if e.pidfd != nil {
+		switch {
+		case e.pidfd != nil:
 			m.wg.Add(1)
 			go m.watch(id, e)
-		} else {
+		case e.srv != nil:
+			served = append(served, id)
+		default:
 			ended = append(ended, id)
 		}
 		m.mu.Unlock()
@@ -397,15 +445,27 @@ func (m *Manager) Adopt(ctx context.Context) ([]Status, error) {
 	}
 	m.mu.Lock()
 	if m.closed {
-		ended = nil
+		ended, served = nil, nil
 	}
-	if len(ended) > 0 {
+	if len(ended) > 0 || len(served) > 0 {
 		m.wg.Add(1)
 	}
 	m.mu.Unlock()
-	if len(ended) > 0 {
+	if len(ended) > 0 || len(served) > 0 {
 		go func() {
 			defer m.wg.Done()
+			// A process of a shim server may have ended before the
+			// connection, or its server may be gone: its end was not
+			// reported to this Manager.
+			for _, id := range served {
+				m.mu.Lock()
+				e := m.procs[id]
+				dead := e != nil && e.srv.dead
+				m.mu.Unlock()
+				if e != nil && (dead || exists(filepath.Join(m.procsDir, id, statusFile))) {
+					m.finish(id, e)
+				}
+			}
 			for _, id := range ended {
 				m.mu.Lock()
 				e := m.procs[id]
@@ -455,7 +515,21 @@ func (m *Manager) adoptOne(id string) (Status, *entry, bool) {
 		}
 	}
 	var ci childInfo
-	if err := readJSON(filepath.Join(dir, childFile), &ci); err == nil {
+	if err := readJSON(filepath.Join(dir, childFile), &ci); err == nil && ci.Server != "" {
+		e.st = Status{ID: id, State: Running, PID: ci.PID, ShimPID: ci.ShimPID, StartedAt: ci.StartedAt, MemoryLimit: spec.MemoryLimit, LogPath: ci.LogPath}
+		srv, err := m.connect(ci)
+		if err == nil {
+			e.srv = srv
+			m.log.Info("adopted process", "id", id, "pid", ci.PID, "shim_server_pid", ci.ShimPID)
+			return e.st, e, true
+		}
+		m.log.Warn("adopt", "id", id, "err", err)
+		if err := readJSON(filepath.Join(dir, statusFile), &st); err == nil {
+			e.st = st
+			close(e.done)
+			return st, e, true
+		}
+	} else if err == nil {
 		e.st = Status{ID: id, State: Running, PID: ci.PID, ShimPID: ci.ShimPID, StartedAt: ci.StartedAt, MemoryLimit: spec.MemoryLimit, LogPath: ci.LogPath}
 		if fd, err := unix.PidfdOpen(ci.ShimPID, unix.PIDFD_NONBLOCK); err == nil {
 			// Same process? Check the start time after opening the pidfd.
@@ -504,7 +578,7 @@ func (m *Manager) Stop(ctx context.Context, id string, grace time.Duration) erro
 	e.stopped = true
 	m.mu.Unlock()
 	if grace > 0 {
-		m.signalShim(e, unix.SIGTERM)
+		m.signalShim(id, e, unix.SIGTERM)
 		t := time.NewTimer(grace)
 		defer t.Stop()
 		select {
@@ -520,7 +594,7 @@ func (m *Manager) Stop(ctx context.Context, id string, grace time.Duration) erro
 	e.stopped = true
 	m.mu.Unlock()
 	m.log.Info("killing process", "id", id, "grace", grace)
-	m.signalShim(e, unix.SIGUSR1)
+	m.signalShim(id, e, unix.SIGUSR1)
 	if g, err := m.group(id, e); err == nil {
 		if err := g.Kill(); err != nil {
 			m.log.Warn("stop: kill cgroup", "id", id, "err", err)
@@ -562,11 +636,24 @@ func (m *Manager) group(id string, e *entry) (cgroup.Group, error) {
 	return g, nil
 }
 
-// signalShim signals the shim through its pidfd (immune to pid reuse).
-func (m *Manager) signalShim(e *entry, sig unix.Signal) {
+// signalShim signals the shim of process id: its shim server, which
+// signals the child unless it has ended, or a per-process shim through its
+// pidfd (immune to pid reuse). SIGUSR1 means: kill the process group and
+// the cgroup.
+func (m *Manager) signalShim(id string, e *entry, sig unix.Signal) {
 	m.mu.Lock()
-	f := e.pidfd
+	f, srv := e.pidfd, e.srv
 	m.mu.Unlock()
+	if srv != nil {
+		name := unix.SignalName(sig)
+		if sig == unix.SIGUSR1 {
+			name = signalKill
+		}
+		if err := srv.send(serverMsg{Op: opSignal, ID: id, Signal: name}); err != nil {
+			m.log.Warn("signal through the shim server", "id", id, "signal", name, "err", err)
+		}
+		return
+	}
 	if f == nil {
 		return
 	}
@@ -767,8 +854,28 @@ func (m *Manager) Close() {
 			e.pidfd.Close()
 		}
 	}
+	var own []*shimServer // started by this Manager, with no process left
+	busy := map[*shimServer]bool{}
+	for _, e := range m.procs {
+		if e.srv != nil && !e.isDone() {
+			busy[e.srv] = true
+		}
+	}
+	for _, srv := range m.servers {
+		srv.conn.Close() // it exits once its processes have ended
+		if srv.proc != nil {
+			if busy[srv] {
+				_ = srv.proc.Release()
+			} else {
+				own = append(own, srv)
+			}
+		}
+	}
 	m.mu.Unlock()
 	m.wg.Wait()
+	for _, srv := range own {
+		_, _ = srv.proc.Wait() // no client, no process: it exits now
+	}
 	m.devnull.Close()
 }
 

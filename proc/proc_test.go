@@ -23,6 +23,9 @@ const mib = 1 << 20
 
 func TestMain(m *testing.M) {
 	if os.Getenv("DUCC_TEST_SHIM") == "1" {
+		if len(os.Args) > 1 && os.Args[1] == ShimServerSubcommand {
+			os.Exit(RunShimServer(os.Args[2:]))
+		}
 		os.Exit(RunShim(os.Args[1:]))
 	}
 	os.Exit(m.Run())
@@ -73,6 +76,19 @@ type env struct {
 	cg      *cgroup.Manager
 	x       *exits
 	log     *slog.Logger
+	// perProcess: one shim per process instead of the shim server.
+	perProcess bool
+}
+
+// forEachShim runs f with the shim server and with one shim per process.
+func forEachShim(t *testing.T, f func(t *testing.T, perProcess bool)) {
+	for _, pp := range []bool{false, true} {
+		name := "server"
+		if pp {
+			name = "per-process"
+		}
+		t.Run(name, func(t *testing.T) { f(t, pp) })
+	}
 }
 
 // newEnv makes a data dir and a cgroup manager with a unique root; cleanup
@@ -106,14 +122,7 @@ func newEnv(t testing.TB) *env {
 
 func (e *env) manager(t testing.TB) *Manager {
 	t.Helper()
-	m, err := NewManager(Config{
-		DataDir:     e.dataDir,
-		ShimCommand: []string{os.Args[0]},
-		ShimEnv:     []string{"DUCC_TEST_SHIM=1"},
-		Cgroups:     e.cg,
-		Logger:      e.log,
-		OnExit:      e.x.onExit,
-	})
+	m, err := NewManager(e.config(e.x))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,12 +130,32 @@ func (e *env) manager(t testing.TB) *Manager {
 	return m
 }
 
+// config is the Manager configuration of e's tests, reporting to x.
+func (e *env) config(x *exits) Config {
+	c := Config{
+		DataDir:           e.dataDir,
+		ShimCommand:       []string{os.Args[0]},
+		ShimServerCommand: []string{os.Args[0], ShimServerSubcommand},
+		ShimEnv:           []string{"DUCC_TEST_SHIM=1"},
+		Cgroups:           e.cg,
+		Logger:            e.log,
+		OnExit:            x.onExit,
+	}
+	if e.perProcess {
+		c.ShimServerCommand = nil
+	}
+	return c
+}
+
 func shSpec(id, script string) Spec {
 	return Spec{ID: id, WorkID: 17, Kind: "POP", Node: "n1", Path: "/bin/sh", Args: []string{"-c", script}}
 }
 
-func TestExitCodeAndLog(t *testing.T) {
+func TestExitCodeAndLog(t *testing.T) { forEachShim(t, testExitCodeAndLog) }
+
+func testExitCodeAndLog(t *testing.T, perProcess bool) {
 	e := newEnv(t)
+	e.perProcess = perProcess
 	m := e.manager(t)
 	sp := shSpec("17.1", "echo hello out; echo hello err >&2; exit 7")
 	sp.LogDir = filepath.Join(e.dataDir, "logs", "17")
@@ -260,8 +289,11 @@ func TestOOMKilled(t *testing.T) {
 // a process that handles it and stays is not killed while the grace lasts
 // and gets SIGKILL once it is over; a process that dies of the SIGTERM is
 // not killed. The deadlines below only guard against a hang.
-func TestStopGrace(t *testing.T) {
+func TestStopGrace(t *testing.T) { forEachShim(t, testStopGrace) }
+
+func testStopGrace(t *testing.T, perProcess bool) {
 	e := newEnv(t)
+	e.perProcess = perProcess
 	m := e.manager(t)
 	ctx := context.Background()
 	// Notes SIGTERM in its log and stays: needs the SIGKILL. (Its sleeps
@@ -443,6 +475,29 @@ func TestRunAsUser(t *testing.T) {
 	}
 }
 
+// The process starts with no signal ignored or blocked, whatever its shim
+// does with signals (an ignored signal stays ignored across exec: a shell
+// could not trap it).
+func TestChildSignals(t *testing.T) { forEachShim(t, testChildSignals) }
+
+func testChildSignals(t *testing.T, perProcess bool) {
+	e := newEnv(t)
+	e.perProcess = perProcess
+	m := e.manager(t)
+	if _, err := m.Start(context.Background(), shSpec("5.1", "grep -E '^Sig(Ign|Blk)' /proc/self/status")); err != nil {
+		t.Fatal(err)
+	}
+	end := e.x.wait(t, "5.1", 10*time.Second)
+	b, err := os.ReadFile(end.LogPath)
+	if err != nil || end.ExitCode != 0 {
+		t.Fatalf("%+v: %v", end, err)
+	}
+	want := "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n"
+	if string(b) != want {
+		t.Fatalf("the child's signal masks:\n%s\nwant\n%s", b, want)
+	}
+}
+
 // The process runs with the umask it is given (the submitter's), and its
 // files get the modes that umask gives them.
 func TestUmask(t *testing.T) {
@@ -498,8 +553,11 @@ func TestUmask(t *testing.T) {
 	}
 }
 
-func TestAdoptRunning(t *testing.T) {
+func TestAdoptRunning(t *testing.T) { forEachShim(t, testAdoptRunning) }
+
+func testAdoptRunning(t *testing.T, perProcess bool) {
 	e := newEnv(t)
+	e.perProcess = perProcess
 	m1 := e.manager(t)
 	flag := filepath.Join(e.dataDir, "go")
 	sp := shSpec("6.1", fmt.Sprintf("while [ ! -e %s ]; do sleep 0.02; done; exit 3", flag))
@@ -513,7 +571,7 @@ func TestAdoptRunning(t *testing.T) {
 		t.Fatalf("process died with Close: %v", err)
 	}
 	x2 := &exits{}
-	m2, err := NewManager(Config{DataDir: e.dataDir, ShimCommand: []string{os.Args[0]}, ShimEnv: []string{"DUCC_TEST_SHIM=1"}, Cgroups: e.cg, Logger: e.log, OnExit: x2.onExit})
+	m2, err := NewManager(e.config(x2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -547,7 +605,7 @@ func TestAdoptRunning(t *testing.T) {
 	}
 	// A third manager re-reports the ended process until it is forgotten.
 	x3 := &exits{}
-	m3, err := NewManager(Config{DataDir: e.dataDir, ShimCommand: []string{os.Args[0]}, Cgroups: e.cg, Logger: e.log, OnExit: x3.onExit})
+	m3, err := NewManager(e.config(x3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -566,8 +624,11 @@ func TestAdoptRunning(t *testing.T) {
 	}
 }
 
-func TestShimKilledIsLost(t *testing.T) {
+func TestShimKilledIsLost(t *testing.T) { forEachShim(t, testShimKilledIsLost) }
+
+func testShimKilledIsLost(t *testing.T, perProcess bool) {
 	e := newEnv(t)
+	e.perProcess = perProcess
 	m := e.manager(t)
 	st, err := m.Start(context.Background(), shSpec("7.1", "sleep 100 & sleep 100"))
 	if err != nil {
@@ -589,7 +650,7 @@ func TestShimKilledIsLost(t *testing.T) {
 	}
 	// The loss is recorded: a new manager reports it as ended, not lost again.
 	x2 := &exits{}
-	m2, err := NewManager(Config{DataDir: e.dataDir, ShimCommand: []string{os.Args[0]}, Cgroups: e.cg, Logger: e.log, OnExit: x2.onExit})
+	m2, err := NewManager(e.config(x2))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -47,12 +48,50 @@ func RunShim(args []string) int {
 	return 0
 }
 
+// shim is one process under a shim: the whole state of a per-process
+// shim (RunShim), or one child of a shim server (RunShimServer).
 type shim struct {
 	dir  string
 	log  *slog.Logger
-	hs   *os.File
+	hs   *os.File // the handshake pipe of a per-process shim; nil in a server
 	spec shimSpec
 	st   Status
+
+	// forkMu is the server's lock held across the fork (nil in a
+	// per-process shim): see server.forkMu.
+	forkMu *sync.Mutex
+
+	// Set by launch once the child runs.
+	pid       int
+	group     cgroup.Group
+	oomBefore uint64
+}
+
+// host is the shim process that is the parent of a child: itself for a
+// per-process shim, the server for a server's children. child.json names
+// it so that a restarted agent can tell whether it still runs.
+type host struct {
+	pid    int
+	start  uint64 // /proc/<pid>/stat starttime
+	server string // the server's socket name; "" for a per-process shim
+}
+
+func self(server string) host {
+	h := host{pid: os.Getpid(), server: server}
+	h.start, _ = startTime(h.pid)
+	return h
+}
+
+// cgroupsFunc gives the cgroup manager a spec's processes are placed with.
+type cgroupsFunc func(*shimSpec) (*cgroup.Manager, error)
+
+// newCgroups makes the cgroup manager a spec names (a per-process shim
+// makes one; a server keeps one per configuration, cgroupCache).
+func newCgroups(sp *shimSpec, log *slog.Logger) (*cgroup.Manager, error) {
+	if !sp.CgroupEnabled {
+		return cgroup.NewDisabled(slog.New(slog.DiscardHandler)), nil
+	}
+	return cgroup.NewWithOptions(cgroup.Options{Root: sp.CgroupRoot, Mode: sp.CgroupMode, Mountpoint: sp.CgroupMount, Logger: log})
 }
 
 // handshake sends the one line to the agent and closes the pipe.
@@ -68,16 +107,15 @@ func (s *shim) handshake(h handshake) {
 	s.hs = nil
 }
 
-// launchFailed records a launch failure (status.json + handshake).
-func (s *shim) launchFailed(reason string) error {
+// launchFailed records a launch failure in status.json and returns the
+// handshake that reports it.
+func (s *shim) launchFailed(reason string) (handshake, error) {
 	now := time.Now()
 	s.st.State = LaunchFailed
 	s.st.ExitCode = -1
 	s.st.Reason = reason
 	s.st.StartedAt, s.st.EndedAt = now, now
-	err := writeJSON(s.dir, statusFile, s.st, true)
-	s.handshake(handshake{Error: reason})
-	return err
+	return handshake{Error: reason}, writeJSON(s.dir, statusFile, s.st, true)
 }
 
 func (s *shim) run() error {
@@ -85,46 +123,73 @@ func (s *shim) run() error {
 	// not lost (it is forwarded once the child runs).
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1)
-	signal.Ignore(unix.SIGPIPE)
+	// Caught, not ignored: an ignored signal stays ignored in the child.
+	signal.Notify(make(chan os.Signal, 1), unix.SIGPIPE)
 
-	if err := readJSON(filepath.Join(s.dir, specFile), &s.spec); err != nil {
-		s.handshake(handshake{Error: err.Error()})
+	h, err := s.launch(func(sp *shimSpec) (*cgroup.Manager, error) { return newCgroups(sp, s.log) }, self(""))
+	s.handshake(h)
+	if err != nil || h.Error != "" {
 		return err
 	}
+
+	// Wait, forwarding stop signals to the child's process group.
+	waited := make(chan *exit, 1)
+	go func() { waited <- wait(s.pid, s.log) }() // ends when the child does
+	var ps *exit
+	for ps == nil {
+		select {
+		case sig := <-sigs:
+			s.signal(sig.(syscall.Signal))
+		case ps = <-waited:
+		}
+	}
+	return s.ended(ps)
+}
+
+// launch starts the child of s.dir's spec and returns the handshake for
+// the agent: the child's pid, or a launch failure (recorded in
+// status.json). An error means that no status could be recorded (an
+// unreadable spec, a failed write): the agent then finds the process lost.
+func (s *shim) launch(cgroups cgroupsFunc, parent host) (handshake, error) {
+	if err := readJSON(filepath.Join(s.dir, specFile), &s.spec); err != nil {
+		return handshake{Error: err.Error()}, err
+	}
 	sp := &s.spec.Spec
-	s.st = Status{ID: sp.ID, State: Starting, ShimPID: os.Getpid(), MemoryLimit: sp.MemoryLimit}
+	s.st = Status{ID: sp.ID, State: Starting, ShimPID: parent.pid, MemoryLimit: sp.MemoryLimit}
 	s.log = s.log.With("id", sp.ID)
+	if s.spec.Oneshot && s.forkMu != nil {
+		// Its standard streams are fds the agent passes to its own shim.
+		return s.launchFailed("a one-shot run needs a shim of its own, not the shim server")
+	}
 
 	cmd, err := s.prepare()
 	if err != nil {
 		return s.launchFailed(err.Error())
 	}
 	if cmd.logFile != nil {
-		defer cmd.logFile.Close()
+		defer cmd.logFile.Close() // the child has its own
 	}
 
-	var cg *cgroup.Manager
-	var group cgroup.Group
-	if s.spec.CgroupEnabled {
-		cg, err = cgroup.NewWithOptions(cgroup.Options{Root: s.spec.CgroupRoot, Mode: s.spec.CgroupMode, Mountpoint: s.spec.CgroupMount, Logger: s.log})
-		if err == nil {
-			group, err = cg.Load(s.spec.CgroupName)
+	cg, err := cgroups(&s.spec)
+	if err == nil {
+		name := s.spec.CgroupName
+		if !s.spec.CgroupEnabled {
+			name = sp.ID // a disabled manager's group of that name does nothing
 		}
-		if err != nil {
-			cmd.removeLog()
-			return s.launchFailed("cgroup: " + err.Error())
-		}
-	} else {
-		cg = cgroup.NewDisabled(slog.New(slog.DiscardHandler))
-		group, _ = cg.Load(sp.ID)
+		s.group, err = cg.Load(name)
 	}
-	oomBefore, _ := group.OOMKills()
+	if err != nil {
+		cmd.removeLog()
+		return s.launchFailed("cgroup: " + err.Error())
+	}
+	s.oomBefore, _ = s.group.OOMKills()
 
-	pid, err := s.start(cmd, cg, group)
+	pid, err := s.start(cmd, cg, s.group)
 	if err != nil {
 		cmd.removeLog()
 		return s.launchFailed(err.Error())
 	}
+	s.pid = pid
 	s.st.State, s.st.PID, s.st.StartedAt = Running, pid, time.Now()
 
 	// Rename the log to carry the child pid (<WorkID>-<Kind>-<Node>-<pid>.log).
@@ -137,58 +202,58 @@ func (s *shim) run() error {
 		}
 	}
 	s.st.LogPath = final
-	shimStart, _ := startTime(os.Getpid())
-	if err := writeJSON(s.dir, childFile, childInfo{PID: pid, ShimPID: os.Getpid(), ShimStart: shimStart, StartedAt: s.st.StartedAt, LogPath: final}, false); err != nil {
+	ci := childInfo{PID: pid, ShimPID: parent.pid, ShimStart: parent.start, Server: parent.server, StartedAt: s.st.StartedAt, LogPath: final}
+	if err := writeJSON(s.dir, childFile, ci, false); err != nil {
 		s.log.Error("write child.json", "err", err)
 	}
-	s.handshake(handshake{PID: pid, StartedAt: s.st.StartedAt, LogPath: final})
+	return handshake{PID: pid, StartedAt: s.st.StartedAt, LogPath: final}, nil
+}
 
-	// Wait, forwarding stop signals to the child's process group.
-	waited := make(chan *exit, 1)
-	go func() { waited <- wait(pid, s.log) }() // ends when the child does
-	var ps *exit
-	for ps == nil {
-		select {
-		case sig := <-sigs:
-			s.st.Stopped = true
-			sysSig := sig.(syscall.Signal)
-			if sysSig == unix.SIGUSR1 {
-				s.log.Info("killing process group and cgroup", "pid", pid)
-				_ = unix.Kill(-pid, unix.SIGKILL)
-				if err := group.Kill(); err != nil {
-					s.log.Warn("kill cgroup", "err", err)
-				}
-				continue
-			}
-			s.log.Info("forwarding signal", "signal", unix.SignalName(sysSig), "pid", pid)
-			if err := unix.Kill(-pid, sysSig); err != nil && !errors.Is(err, unix.ESRCH) {
-				s.log.Warn("forward signal", "err", err)
-			}
-		case ps = <-waited:
+// signal handles a stop signal for the child: SIGUSR1 kills its process
+// group and everything in its cgroup, any other is forwarded to its
+// process group. The child must not have been reaped (its pid, and so its
+// process group, cannot have been reused).
+func (s *shim) signal(sig syscall.Signal) {
+	s.st.Stopped = true
+	if sig == unix.SIGUSR1 {
+		s.log.Info("killing process group and cgroup", "pid", s.pid)
+		_ = unix.Kill(-s.pid, unix.SIGKILL)
+		if err := s.group.Kill(); err != nil {
+			s.log.Warn("kill cgroup", "err", err)
 		}
+		return
 	}
+	s.log.Info("forwarding signal", "signal", unix.SignalName(sig), "pid", s.pid)
+	if err := unix.Kill(-s.pid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
+		s.log.Warn("forward signal", "err", err)
+	}
+}
+
+// ended records how the reaped child ended in status.json, after killing
+// what it left in its cgroup and process group.
+func (s *shim) ended(ps *exit) error {
 	s.st.EndedAt = time.Now()
 
 	// Anything left behind (daemonized grandchildren, the rest of the
 	// process group) goes with the process.
-	if left, err := group.Procs(); err == nil && len(left) > 0 {
+	if left, err := s.group.Procs(); err == nil && len(left) > 0 {
 		s.log.Info("killing processes left in the cgroup", "pids", left)
-		if err := group.Kill(); err != nil {
+		if err := s.group.Kill(); err != nil {
 			s.log.Warn("kill leftovers", "err", err)
 		}
 	}
-	_ = unix.Kill(-pid, unix.SIGKILL) // leftovers of the process group (no cgroup)
+	_ = unix.Kill(-s.pid, unix.SIGKILL) // leftovers of the process group (no cgroup)
 
 	s.st.State = Exited
-	s.st.MaxRSS, s.st.CPUSeconds = exitUsage(ps, group)
+	s.st.MaxRSS, s.st.CPUSeconds = exitUsage(ps, s.group)
 	if ps.status.Signaled() {
 		s.st.ExitCode = -1
 		s.st.Signal = unix.SignalName(ps.status.Signal())
 	} else {
 		s.st.ExitCode = ps.status.ExitStatus()
 	}
-	if oomAfter, err := group.OOMKills(); err == nil && oomAfter > oomBefore {
-		s.st.OOMKilled, s.st.OOMKills = oomVerdict(&s.st, oomAfter-oomBefore, group.OOMExact())
+	if oomAfter, err := s.group.OOMKills(); err == nil && oomAfter > s.oomBefore {
+		s.st.OOMKilled, s.st.OOMKills = oomVerdict(&s.st, oomAfter-s.oomBefore, s.group.OOMExact())
 	}
 	s.st.Reason = formatReason(&s.st)
 	// Not synced to disk: the exit is durable once the head has recorded
@@ -200,7 +265,7 @@ func (s *shim) run() error {
 	if err := writeJSON(s.dir, statusFile, s.st, false); err != nil {
 		return err
 	}
-	s.log.Info("process ended", "pid", pid, "reason", s.st.Reason)
+	s.log.Info("process ended", "pid", s.pid, "reason", s.st.Reason)
 	return nil
 }
 
@@ -451,6 +516,10 @@ func (s *shim) start(c *preparedCmd, cg *cgroup.Manager, group cgroup.Group) (in
 	// pidfd (~0.3 ms of CPU, on every shim). The shim waits with wait4.
 	var pid int
 	var startErr error
+	if s.forkMu != nil {
+		s.forkMu.Lock()
+		defer s.forkMu.Unlock()
+	}
 	err = cg.StartIn(group, func(cgroupFD int) error {
 		sys := &syscall.SysProcAttr{Setpgid: true, Credential: c.cred}
 		if cgroupFD >= 0 {

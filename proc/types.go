@@ -123,6 +123,12 @@ type Config struct {
 	// (see [ShimCommand]); the process directory is appended as the last
 	// argument.
 	ShimCommand []string
+	// ShimServerCommand runs the shim server, e.g. {"/usr/bin/ducc-shim",
+	// "shim-server"} (see [ShimServerCommand]): Start then launches every
+	// process through one long-lived shim per Manager instead of one shim
+	// per process (Manager.Run always uses ShimCommand). The procs
+	// directory is appended as the last argument.
+	ShimServerCommand []string
 	// ShimEnv is added to the agent's environment for the shim.
 	ShimEnv []string
 	// Cgroups places processes; nil means cgroup.NewDisabled.
@@ -196,7 +202,8 @@ type shimSpec struct {
 type childInfo struct {
 	PID       int       `json:"pid"`
 	ShimPID   int       `json:"shim_pid"`
-	ShimStart uint64    `json:"shim_start"` // /proc/<pid>/stat starttime, clock ticks since boot
+	ShimStart uint64    `json:"shim_start"`       // /proc/<pid>/stat starttime, clock ticks since boot
+	Server    string    `json:"server,omitempty"` // the shim server's socket name; "" for a per-process shim
 	StartedAt time.Time `json:"started_at"`
 	LogPath   string    `json:"log_path"`
 }

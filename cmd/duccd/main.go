@@ -30,6 +30,8 @@ func main() {
 		switch os.Args[1] {
 		case proc.ShimSubcommand:
 			os.Exit(proc.RunShim(os.Args[2:]))
+		case proc.ShimServerSubcommand:
+			os.Exit(proc.RunShimServer(os.Args[2:]))
 		case proc.ExecWorkerSubcommand:
 			// The exec-protocol adapter runs as every job process of an exec job.
 			os.Exit(proc.RunExecWorker(os.Args[2:]))

@@ -1,0 +1,387 @@
+package proc
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ducc-project/ducc/cgroup"
+	"golang.org/x/sys/unix"
+)
+
+// The shim server: one long-lived shim per agent that launches, watches
+// and reaps all of the agent's processes (doc.go, "The shim server").
+//
+// Agent and server speak JSON lines (serverMsg) over a stream socket: the
+// agent's end of a socket pair for the agent that started the server, an
+// abstract unix socket (serverName) for an agent that adopts the server's
+// processes after a restart.
+
+// Ops of serverMsg.
+const (
+	opStart   = "start"   // agent → server: launch the process of procs/<id>
+	opSignal  = "signal"  // agent → server: signal it (Signal)
+	opStarted = "started" // server → agent: the answer to start (Start)
+	opEnded   = "ended"   // server → agent: the process ended; status.json is written
+)
+
+// signalKill in serverMsg.Signal means: SIGKILL the process group and
+// everything in the cgroup (a per-process shim's SIGUSR1).
+const signalKill = "kill"
+
+// maxServerLine bounds one message; a longer one ends the connection.
+const maxServerLine = 64 << 10
+
+// serverMsg is one line between an agent and a shim server.
+type serverMsg struct {
+	Op     string     `json:"op"`
+	ID     string     `json:"id"`
+	Signal string     `json:"signal,omitempty"` // a signal name (SIGTERM) or signalKill
+	Start  *handshake `json:"start,omitempty"`
+}
+
+// serverName is the abstract socket name of the server process h: its pid
+// and start time, so that a recycled pid never names an older server.
+func serverName(pid int, start uint64) string {
+	return fmt.Sprintf("ducc-shim-server/%d/%d", pid, start)
+}
+
+// sendMsg writes m as one line on c, within a deadline: a peer that stops
+// reading ends the connection instead of blocking the sender.
+func sendMsg(c *net.UnixConn, mu *sync.Mutex, m serverMsg) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	_, err = c.Write(append(b, '\n'))
+	return err
+}
+
+// peerCred returns the credentials of the process at the other end of c.
+func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var cred *unix.Ucred
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		cred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return nil, err
+	}
+	return cred, serr
+}
+
+// RunShimServer is the entry point of `ducc-shim shim-server <procs
+// directory>`; it returns the exit code for os.Exit. It expects its first
+// agent's connection on fd 3, logs its warnings on stderr, and exits once
+// it has no process and no agent left.
+func RunShimServer(args []string) int {
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("component", "shim-server", "pid", os.Getpid())
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: ducc shim-server <procs directory> (started by the ducc agent, not by hand)")
+		return 2
+	}
+	syscall.CloseOnExec(3)
+	// Only the agent (a request, or SIGKILL) ends the server: a stop
+	// signal meant for the agent must not take its processes' parent.
+	// Caught and dropped, not ignored: an ignored signal stays ignored in
+	// the children.
+	signal.Notify(make(chan os.Signal, 1), unix.SIGPIPE, unix.SIGHUP, unix.SIGINT, unix.SIGTERM)
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, unix.SIGCHLD)
+
+	f := os.NewFile(3, "agent")
+	c, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		log.Error("no agent connection on fd 3", "err", err)
+		return 1
+	}
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		log.Error("fd 3 is not a unix socket")
+		return 1
+	}
+	me := self("")
+	me.server = serverName(me.pid, me.start)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: "@" + me.server, Net: "unix"})
+	if err != nil {
+		log.Error("listen", "err", err)
+		return 1
+	}
+	srv := &server{
+		procsDir: args[0], log: log, self: me,
+		cgroups: map[string]*cgroup.Manager{},
+		byPID:   map[int]*shim{}, byID: map[string]*shim{}, early: map[int]*exit{},
+		clients: map[*serverClient]struct{}{},
+		idle:    make(chan struct{}),
+	}
+	srv.addClient(uc)
+	go srv.accept(ln) // ends when ln is closed
+	go srv.reap(chld) // ends when the server is idle
+	<-srv.idle
+	ln.Close()
+	return 0
+}
+
+// server is a shim server's state.
+type server struct {
+	procsDir string
+	log      *slog.Logger
+	self     host
+
+	// launchMu makes launches one at a time: a launch sets the process's
+	// umask (one per process, not per thread) for the files it creates
+	// and for the child. It guards cgroups.
+	launchMu sync.Mutex
+	cgroups  map[string]*cgroup.Manager // by configuration
+
+	// forkMu is held across a fork and by the reaper across wait4, so
+	// that the reaper never reaps a child whose exec failed (ForkExec
+	// reaps those itself).
+	forkMu sync.Mutex
+
+	mu      sync.Mutex
+	byPID   map[int]*shim    // launched and not reaped
+	byID    map[string]*shim // the same, by process id
+	early   map[int]*exit    // reaped before their launch registered them
+	clients map[*serverClient]struct{}
+	active  int           // launches and processes not yet reported ended
+	idle    chan struct{} // closed when there is no client and nothing active
+	exiting bool
+}
+
+// serverClient is one agent connected to the server.
+type serverClient struct {
+	conn *net.UnixConn
+	wmu  sync.Mutex
+}
+
+func (srv *server) accept(ln *net.UnixListener) {
+	for {
+		c, err := ln.AcceptUnix()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				srv.log.Error("accept", "err", err)
+			}
+			return
+		}
+		cred, err := peerCred(c)
+		if err != nil || int(cred.Uid) != os.Geteuid() {
+			srv.log.Warn("refused a connection from another user", "err", err)
+			c.Close()
+			continue
+		}
+		srv.addClient(c)
+	}
+}
+
+// addClient serves c until it closes, on a goroutine of its own.
+func (srv *server) addClient(c *net.UnixConn) {
+	cl := &serverClient{conn: c}
+	srv.mu.Lock()
+	if srv.exiting {
+		srv.mu.Unlock()
+		c.Close()
+		return
+	}
+	srv.clients[cl] = struct{}{}
+	srv.mu.Unlock()
+	go srv.serve(cl) // ends when the agent closes the connection
+}
+
+func (srv *server) serve(cl *serverClient) {
+	defer func() {
+		cl.conn.Close()
+		srv.mu.Lock()
+		delete(srv.clients, cl)
+		srv.checkIdle()
+		srv.mu.Unlock()
+	}()
+	sc := bufio.NewScanner(cl.conn)
+	sc.Buffer(make([]byte, 0, 4096), maxServerLine)
+	for sc.Scan() {
+		var m serverMsg
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			srv.log.Warn("bad request; closing the connection", "err", err)
+			return
+		}
+		if err := ValidID(m.ID); err != nil {
+			srv.log.Warn("bad request; closing the connection", "err", err)
+			return
+		}
+		switch m.Op {
+		case opStart:
+			srv.launch(cl, m.ID)
+		case opSignal:
+			srv.signal(m.ID, m.Signal)
+		default:
+			srv.log.Warn("unknown request", "op", m.Op, "id", m.ID)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		srv.log.Warn("agent connection", "err", err)
+	}
+}
+
+// checkIdle closes idle when nothing is left to do; srv.mu held.
+func (srv *server) checkIdle() {
+	if srv.exiting || srv.active > 0 || len(srv.clients) > 0 {
+		return
+	}
+	srv.exiting = true
+	close(srv.idle)
+}
+
+// cgroupsFor is the cgroup manager of a spec's configuration; launchMu held.
+func (srv *server) cgroupsFor(sp *shimSpec) (*cgroup.Manager, error) {
+	key := fmt.Sprintf("%t|%s|%s|%s", sp.CgroupEnabled, sp.CgroupRoot, sp.CgroupMode, sp.CgroupMount)
+	if cg, ok := srv.cgroups[key]; ok {
+		return cg, nil
+	}
+	cg, err := newCgroups(sp, srv.log)
+	if err != nil {
+		return nil, err
+	}
+	srv.cgroups[key] = cg
+	return cg, nil
+}
+
+// launch starts process id and answers cl; the end of a process that
+// could not start is reported at once.
+func (srv *server) launch(cl *serverClient, id string) {
+	srv.mu.Lock()
+	if _, ok := srv.byID[id]; ok {
+		srv.mu.Unlock()
+		_ = sendMsg(cl.conn, &cl.wmu, serverMsg{Op: opStarted, ID: id, Start: &handshake{Error: "already running"}})
+		return
+	}
+	srv.active++
+	srv.mu.Unlock()
+
+	s := &shim{dir: filepath.Join(srv.procsDir, id), log: srv.log, forkMu: &srv.forkMu}
+	srv.launchMu.Lock()
+	umask := syscall.Umask(0o022)
+	h, err := s.launch(srv.cgroupsFor, srv.self)
+	syscall.Umask(umask)
+	srv.launchMu.Unlock()
+	if err != nil {
+		srv.log.Error("launch", "id", id, "err", err)
+	}
+	if err := sendMsg(cl.conn, &cl.wmu, serverMsg{Op: opStarted, ID: id, Start: &h}); err != nil {
+		srv.log.Warn("answer start", "id", id, "err", err)
+	}
+	if h.Error != "" || err != nil {
+		srv.reportEnded(id) // status.json holds the failure (or nothing: lost)
+		return
+	}
+	srv.mu.Lock()
+	if ps, ok := srv.early[s.pid]; ok {
+		delete(srv.early, s.pid)
+		srv.mu.Unlock()
+		srv.finish(s, ps)
+		return
+	}
+	srv.byPID[s.pid] = s
+	srv.byID[id] = s
+	srv.mu.Unlock()
+}
+
+// signal signals process id's child if it has not been reaped.
+func (srv *server) signal(id, name string) {
+	sig := unix.SIGUSR1
+	if name != signalKill {
+		if sig = unix.SignalNum(name); sig == 0 {
+			srv.log.Warn("unknown signal", "id", id, "signal", name)
+			return
+		}
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if s, ok := srv.byID[id]; ok {
+		s.signal(sig)
+	}
+}
+
+// reap reaps the children on every SIGCHLD until the server is idle.
+func (srv *server) reap(chld <-chan os.Signal) {
+	for {
+		select {
+		case <-chld:
+		case <-srv.idle:
+			return
+		}
+		for srv.reapOne() {
+		}
+	}
+}
+
+// reapOne reaps one ended child, if any, and finishes it.
+func (srv *server) reapOne() bool {
+	var ps exit
+	var ru syscall.Rusage
+	srv.forkMu.Lock()
+	pid, err := syscall.Wait4(-1, &ps.status, syscall.WNOHANG, &ru)
+	srv.forkMu.Unlock()
+	if errors.Is(err, syscall.EINTR) {
+		return true
+	}
+	if err != nil || pid <= 0 {
+		return false
+	}
+	ps.usage = &ru
+	srv.mu.Lock()
+	s, ok := srv.byPID[pid]
+	if !ok {
+		srv.early[pid] = &ps
+		srv.mu.Unlock()
+		return true
+	}
+	delete(srv.byPID, pid)
+	delete(srv.byID, s.st.ID)
+	srv.mu.Unlock()
+	srv.finish(s, &ps)
+	return true
+}
+
+// finish records how a reaped child ended and reports it.
+func (srv *server) finish(s *shim, ps *exit) {
+	if err := s.ended(ps); err != nil {
+		srv.log.Error("record the end", "id", s.st.ID, "err", err)
+	}
+	srv.reportEnded(s.st.ID)
+}
+
+// reportEnded tells every agent that id ended, and ends its activity.
+func (srv *server) reportEnded(id string) {
+	srv.mu.Lock()
+	cls := make([]*serverClient, 0, len(srv.clients))
+	for cl := range srv.clients {
+		cls = append(cls, cl)
+	}
+	srv.mu.Unlock()
+	for _, cl := range cls {
+		if err := sendMsg(cl.conn, &cl.wmu, serverMsg{Op: opEnded, ID: id}); err != nil {
+			srv.log.Warn("report an end; closing the connection", "id", id, "err", err)
+			cl.conn.Close()
+		}
+	}
+	srv.mu.Lock()
+	srv.active--
+	srv.checkIdle()
+	srv.mu.Unlock()
+}

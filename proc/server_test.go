@@ -1,0 +1,151 @@
+package proc
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Many processes started at once through one shim server, most of them
+// ending before their start is answered, all end with their own exit code
+// and their own log.
+func TestServerManyAtOnce(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(t)
+	const n = 40
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sp := shSpec(fmt.Sprintf("3.%d", i), fmt.Sprintf("echo %d; exit %d", i, i%7))
+			if _, err := m.Start(context.Background(), sp); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	shims := map[int]bool{}
+	for i := range n {
+		end := e.x.wait(t, fmt.Sprintf("3.%d", i), 20*time.Second)
+		if end.State != Exited || end.ExitCode != i%7 {
+			t.Errorf("3.%d ended %+v", i, end)
+		}
+		if b, err := os.ReadFile(end.LogPath); err != nil || string(b) != fmt.Sprintf("%d\n", i) {
+			t.Errorf("3.%d log %q %v", i, b, err)
+		}
+		shims[end.ShimPID] = true
+	}
+	if len(shims) != 1 {
+		t.Errorf("processes had %d shims, want the one server: %v", len(shims), shims)
+	}
+}
+
+// A process that ends while no agent is connected to its server is
+// reported by the next agent's Adopt; the server, left with no process
+// and no agent, exits.
+func TestServerEndWhileAway(t *testing.T) {
+	e := newEnv(t)
+	m1 := e.manager(t)
+	flag := filepath.Join(e.dataDir, "go")
+	st, err := m1.Start(context.Background(), shSpec("2.1", fmt.Sprintf("while [ ! -e %s ]; do sleep 0.02; done; exit 5", flag)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1.Close()
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for running(st.ShimPID) {
+		if time.Now().After(deadline) {
+			t.Fatalf("shim server %d still runs with no process and no agent", st.ShimPID)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	x2 := &exits{}
+	m2, err := NewManager(e.config(x2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	sts, err := m2.Adopt(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sts) != 1 || sts[0].State != Exited || sts[0].ExitCode != 5 {
+		t.Fatalf("Adopt = %+v", sts)
+	}
+	if end := x2.wait(t, "2.1", 10*time.Second); end.ExitCode != 5 {
+		t.Fatalf("reported %+v", end)
+	}
+}
+
+// Garbage on the server's socket ends that connection only: the agent's
+// processes go on being served.
+func TestServerGarbage(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(t)
+	flag := filepath.Join(e.dataDir, "go")
+	st, err := m.Start(context.Background(), shSpec("1.1", fmt.Sprintf("while [ ! -e %s ]; do sleep 0.02; done; exit 4", flag)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ci childInfo
+	if err := readJSON(filepath.Join(e.dataDir, "procs", "1.1", childFile), &ci); err != nil {
+		t.Fatal(err)
+	}
+	if ci.Server == "" || ci.ShimPID != st.ShimPID {
+		t.Fatalf("child.json %+v names no server", ci)
+	}
+	for _, junk := range []string{"not json\n", `{"op":"start","id":"../../etc"}` + "\n", `{"op":"start","id":"1.1"}` + "\n", string(make([]byte, maxServerLine+10))} {
+		c, err := net.Dial("unix", "@"+ci.Server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write([]byte(junk)); err != nil {
+			t.Fatal(err)
+		}
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		c.Close()
+		if junk == `{"op":"start","id":"1.1"}`+"\n" && line != `{"op":"started","id":"1.1","start":{"error":"already running"}}`+"\n" {
+			t.Errorf("a second start of a running process answered %q", line)
+		}
+	}
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if end := e.x.wait(t, "1.1", 10*time.Second); end.State != Exited || end.ExitCode != 4 {
+		t.Fatalf("%+v", end)
+	}
+	if _, err := m.Start(context.Background(), shSpec("1.2", "exit 0")); err != nil {
+		t.Fatal(err)
+	}
+	if end := e.x.wait(t, "1.2", 10*time.Second); end.ShimPID != st.ShimPID {
+		t.Fatalf("a new server after garbage: %+v", end)
+	}
+}
+
+// running reports whether pid is a process that has not exited (a zombie
+// has: the server this test started is its child until it is reaped).
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+	return !strings.HasPrefix(strings.TrimSpace(rest), "Z")
+}

@@ -1,0 +1,259 @@
+package proc
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// serverLog is the shim servers' stderr, in the data directory.
+const serverLog = "shim-server.log"
+
+// shimServer is the agent's side of a shim server: the one this Manager
+// started for its launches, or one of a previous agent whose processes it
+// adopted.
+type shimServer struct {
+	name string
+	pid  int
+	conn *net.UnixConn
+	wmu  sync.Mutex
+	proc *os.Process // nil for an adopted server (not this agent's child)
+
+	// Guarded by Manager.mu.
+	pending map[string]chan handshake // Start calls waiting for their answer
+	dead    bool                      // the connection ended
+}
+
+func (srv *shimServer) send(m serverMsg) error {
+	return sendMsg(srv.conn, &srv.wmu, m)
+}
+
+// server returns the shim server Start launches through, starting one if
+// there is none (or the last one ended).
+func (m *Manager) server() (*shimServer, error) {
+	m.serverMu.Lock()
+	defer m.serverMu.Unlock()
+	m.mu.Lock()
+	srv, closed := m.current, m.closed
+	m.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if srv != nil && !srv.isDead(m) {
+		return srv, nil
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("shim server: %w", err)
+	}
+	local, remote := os.NewFile(uintptr(fds[0]), "shim-server"), os.NewFile(uintptr(fds[1]), "shim-server")
+	defer remote.Close()
+	c, err := net.FileConn(local)
+	local.Close()
+	if err != nil {
+		return nil, fmt.Errorf("shim server: %w", err)
+	}
+	logf, err := os.OpenFile(filepath.Join(m.cfg.DataDir, serverLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("shim server: %w", err)
+	}
+	defer logf.Close()
+	argv := append(slices.Clone(m.cfg.ShimServerCommand), m.procsDir)
+	p, err := os.StartProcess(argv[0], argv, &os.ProcAttr{
+		Dir:   "/",
+		Env:   m.shimEnv(),
+		Files: []*os.File{m.devnull, logf, logf, remote},
+		Sys:   &syscall.SysProcAttr{Setsid: true},
+	})
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("launching the shim server %q: %w", argv[0], err)
+	}
+	start, err := startTime(p.Pid)
+	if err != nil {
+		// It died at once; its log says why.
+		c.Close()
+		_, _ = p.Wait()
+		return nil, fmt.Errorf("the shim server %q exited at its start (see %s)", argv[0], filepath.Join(m.cfg.DataDir, serverLog))
+	}
+	srv = &shimServer{name: serverName(p.Pid, start), pid: p.Pid, conn: c.(*net.UnixConn), proc: p, pending: map[string]chan handshake{}}
+	if err := m.addServer(srv, true); err != nil {
+		_, _ = p.Wait() // no client, no process: it exits
+		return nil, err
+	}
+	m.log.Info("started the shim server", "pid", p.Pid)
+	return srv, nil
+}
+
+// addServer registers srv (as the one Start uses when current) and starts
+// reading from it; after Close it closes the connection instead.
+func (m *Manager) addServer(srv *shimServer, current bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		srv.conn.Close()
+		return ErrClosed
+	}
+	if current {
+		m.current = srv
+	}
+	m.servers[srv.name] = srv
+	m.wg.Add(1)
+	go m.readServer(srv)
+	return nil
+}
+
+func (srv *shimServer) isDead(m *Manager) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return srv.dead
+}
+
+// connect connects to the shim server ci names, a previous agent's, for
+// adopting its processes.
+func (m *Manager) connect(ci childInfo) (*shimServer, error) {
+	m.mu.Lock()
+	srv := m.servers[ci.Server]
+	m.mu.Unlock()
+	if srv != nil && !srv.isDead(m) {
+		return srv, nil
+	}
+	if t, err := startTime(ci.ShimPID); err != nil || t != ci.ShimStart {
+		return nil, errors.New("the shim server is gone")
+	}
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: "@" + ci.Server, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("the shim server is gone: %w", err)
+	}
+	// The socket's name is public: check that the server answers.
+	if cred, err := peerCred(c); err != nil || int(cred.Pid) != ci.ShimPID || int(cred.Uid) != os.Geteuid() {
+		c.Close()
+		return nil, fmt.Errorf("socket %s is not the shim server %d's", ci.Server, ci.ShimPID)
+	}
+	srv = &shimServer{name: ci.Server, pid: ci.ShimPID, conn: c, pending: map[string]chan handshake{}}
+	if err := m.addServer(srv, false); err != nil {
+		return nil, err
+	}
+	m.log.Info("connected to a shim server", "pid", ci.ShimPID)
+	return srv, nil
+}
+
+// startServed launches a process through the shim server (Start's second
+// half once the directory, the cgroup and spec.json exist).
+func (m *Manager) startServed(ctx context.Context, spec Spec, e *entry) (Status, error) {
+	srv, err := m.server()
+	if err != nil {
+		return Status{}, fmt.Errorf("proc: start %s: %w", spec.ID, err)
+	}
+	ch := make(chan handshake, 1)
+	m.mu.Lock()
+	if m.closed || srv.dead {
+		m.mu.Unlock()
+		return Status{}, fmt.Errorf("proc: start %s: the shim server exited", spec.ID)
+	}
+	e.srv = srv
+	e.st.ShimPID = srv.pid
+	srv.pending[spec.ID] = ch
+	m.mu.Unlock()
+	if err := srv.send(serverMsg{Op: opStart, ID: spec.ID}); err != nil {
+		// A server that does not read is wedged: closing the connection
+		// makes readServer report its processes lost.
+		srv.conn.Close()
+		return Status{}, fmt.Errorf("proc: start %s: shim server %d: %w", spec.ID, srv.pid, err)
+	}
+	var h handshake
+	var ok bool
+	select {
+	case h, ok = <-ch:
+		if !ok {
+			return Status{}, fmt.Errorf("proc: start %s: the shim server %d exited (see %s)", spec.ID, srv.pid, filepath.Join(m.cfg.DataDir, serverLog))
+		}
+	case <-ctx.Done():
+		m.mu.Lock()
+		delete(srv.pending, spec.ID)
+		m.mu.Unlock()
+		return Status{}, ctx.Err()
+	}
+	return m.started(e, h), nil
+}
+
+// readServer reads what srv reports until the connection ends: answers to
+// Start, and ends. When the server is gone (not when Close closed the
+// connection) every process of it that has not ended is finished: from
+// its status.json, or as lost.
+func (m *Manager) readServer(srv *shimServer) {
+	defer m.wg.Done()
+	sc := bufio.NewScanner(srv.conn)
+	sc.Buffer(make([]byte, 0, 4096), maxServerLine)
+	for sc.Scan() {
+		var msg serverMsg
+		if err := json.Unmarshal(sc.Bytes(), &msg); err != nil {
+			m.log.Error("bad message from the shim server; closing the connection", "pid", srv.pid, "err", err)
+			break
+		}
+		switch msg.Op {
+		case opStarted:
+			m.mu.Lock()
+			ch := srv.pending[msg.ID]
+			delete(srv.pending, msg.ID)
+			m.mu.Unlock()
+			if ch != nil && msg.Start != nil {
+				ch <- *msg.Start
+			}
+		case opEnded:
+			m.mu.Lock()
+			e := m.procs[msg.ID]
+			m.mu.Unlock()
+			if e != nil && e.srv == srv {
+				m.finish(msg.ID, e)
+			}
+		}
+	}
+	srv.conn.Close()
+	m.mu.Lock()
+	srv.dead = true
+	closed := m.closed
+	pending := srv.pending
+	srv.pending = nil
+	if m.current == srv {
+		m.current = nil
+	}
+	delete(m.servers, srv.name)
+	var left []string
+	for id, e := range m.procs {
+		if e.srv == srv && !e.isDone() {
+			left = append(left, id)
+		}
+	}
+	m.mu.Unlock()
+	for _, ch := range pending {
+		close(ch)
+	}
+	if closed {
+		return
+	}
+	m.log.Warn("the shim server exited", "pid", srv.pid, "processes_left", len(left))
+	if srv.proc != nil {
+		_, _ = srv.proc.Wait()
+	}
+	slices.Sort(left)
+	for _, id := range left {
+		m.mu.Lock()
+		e := m.procs[id]
+		m.mu.Unlock()
+		if e != nil {
+			m.finish(id, e)
+		}
+	}
+}
