@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ducc-project/ducc/cgroup"
 )
@@ -483,6 +484,11 @@ func TestChildSignals(t *testing.T) { forEachShim(t, testChildSignals) }
 func testChildSignals(t *testing.T, perProcess bool) {
 	e := newEnv(t)
 	e.perProcess = perProcess
+	// The agent may itself inherit ignored signals (nohup, a runner that
+	// ignores signal 32): its shims must not pass them on.
+	for _, sig := range []uintptr{uintptr(syscall.SIGHUP), 32, 40} {
+		ignoreSignal(t, sig)
+	}
 	m := e.manager(t)
 	if _, err := m.Start(context.Background(), shSpec("5.1", "grep -E '^Sig(Ign|Blk)' /proc/self/status")); err != nil {
 		t.Fatal(err)
@@ -496,6 +502,20 @@ func testChildSignals(t *testing.T, perProcess bool) {
 	if string(b) != want {
 		t.Fatalf("the child's signal masks:\n%s\nwant\n%s", b, want)
 	}
+}
+
+// ignoreSignal sets sig to SIG_IGN in the test process (its shims inherit
+// that) until the test ends.
+func ignoreSignal(t *testing.T, sig uintptr) {
+	t.Helper()
+	var old sigaction
+	ign := sigaction{handler: sigIgn}
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, sig, uintptr(unsafe.Pointer(&ign)), uintptr(unsafe.Pointer(&old)), 8, 0, 0); e != 0 {
+		t.Fatalf("ignore signal %d: %v", sig, e)
+	}
+	t.Cleanup(func() {
+		_, _, _ = syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, sig, uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0)
+	})
 }
 
 // The process runs with the umask it is given (the submitter's), and its
@@ -880,9 +900,17 @@ func TestValidID(t *testing.T) {
 // BenchmarkStartTrue measures Start of /bin/true until OnExit (and Start
 // alone, reported as start-ns/op); run with -benchtime=200x.
 func BenchmarkStartTrue(b *testing.B) {
+	b.Run("server", func(b *testing.B) { benchStartTrue(b, false) })
+	b.Run("per-process", func(b *testing.B) { benchStartTrue(b, true) })
+}
+
+func benchStartTrue(b *testing.B, perProcess bool) {
 	e := newEnv(b)
+	e.perProcess = perProcess
 	done := make(chan Status, 1)
-	m, err := NewManager(Config{DataDir: e.dataDir, ShimCommand: []string{os.Args[0]}, ShimEnv: []string{"DUCC_TEST_SHIM=1"}, Cgroups: e.cg, Logger: slog.New(slog.DiscardHandler), OnExit: func(s Status) { done <- s }})
+	cfg := e.config(e.x)
+	cfg.Logger, cfg.OnExit = slog.New(slog.DiscardHandler), func(s Status) { done <- s }
+	m, err := NewManager(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -103,6 +103,9 @@ func RunShimServer(args []string) int {
 	signal.Notify(make(chan os.Signal, 1), unix.SIGPIPE, unix.SIGHUP, unix.SIGINT, unix.SIGTERM)
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, unix.SIGCHLD)
+	if err := defaultIgnoredSignals(); err != nil {
+		log.Warn("signals the children may inherit ignored", "err", err)
+	}
 
 	f := os.NewFile(3, "agent")
 	c, err := net.FileConn(f)

@@ -125,6 +125,9 @@ func (s *shim) run() error {
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1)
 	// Caught, not ignored: an ignored signal stays ignored in the child.
 	signal.Notify(make(chan os.Signal, 1), unix.SIGPIPE)
+	if err := defaultIgnoredSignals(); err != nil {
+		s.log.Warn("signals the child may inherit ignored", "err", err)
+	}
 
 	h, err := s.launch(func(sp *shimSpec) (*cgroup.Manager, error) { return newCgroups(sp, s.log) }, self(""))
 	s.handshake(h)
