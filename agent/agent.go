@@ -208,7 +208,7 @@ func (a *Agent) startProcs(ctx context.Context) error {
 	}
 	var cg *cgroup.Manager
 	if os.Geteuid() == 0 {
-		cg, err = cgroup.New(cgroupRoot(a.cfg.DataDir), a.base)
+		cg, err = cgroup.New(CgroupRoot(a.cfg.DataDir), a.base)
 		if err != nil {
 			a.log.Warn("cgroups unavailable; memory caps are NOT enforced", "err", err)
 			cg = cgroup.NewDisabled(a.base)
@@ -400,10 +400,11 @@ func (a *Agent) handleFromHead(ctx context.Context, from peer.ID, req *wire.Requ
 	return nil, wire.Errorf(wire.CodeUsage, "agents do not handle %q", req.Method)
 }
 
-// cgroupRoot names this agent's cgroup root: "ducc" plus a hash of the
+// CgroupRoot names the cgroup root of the agent with data directory
+// dataDir (in each controller's hierarchy): "ducc-" plus a hash of the
 // data dir, so that several agents on one machine (dev clusters, tests)
 // never share process cgroups.
-func cgroupRoot(dataDir string) string {
+func CgroupRoot(dataDir string) string {
 	abs, err := filepath.Abs(dataDir)
 	if err != nil {
 		abs = dataDir

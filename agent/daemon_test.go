@@ -433,9 +433,9 @@ func TestAgentRemovesItsCgroupRoot(t *testing.T) {
 	psk := wiretest.Key(t)
 	fh := newFakeHead(t, psk, "fake-head", 1)
 	cfg := workerConfig(t, psk, fh)
-	root := filepath.Join("/sys/fs/cgroup/memory", cgroupRoot(cfg.DataDir)) // v1, hybrid
+	root := filepath.Join("/sys/fs/cgroup/memory", CgroupRoot(cfg.DataDir)) // v1, hybrid
 	if _, err := os.Stat("/sys/fs/cgroup/memory"); err != nil {
-		root = filepath.Join("/sys/fs/cgroup", cgroupRoot(cfg.DataDir)) // v2
+		root = filepath.Join("/sys/fs/cgroup", CgroupRoot(cfg.DataDir)) // v2
 	}
 	t.Cleanup(func() { // runs after the agent stopped (cleanups run last first)
 		if _, err := os.Stat(root); !errors.Is(err, os.ErrNotExist) {

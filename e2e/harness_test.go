@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/user"
@@ -13,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ducc-project/ducc/agent"
+	"github.com/ducc-project/ducc/cgroup"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -256,6 +259,25 @@ func sharedLogDir(t testing.TB, dir string) string {
 	return dir
 }
 
+// removeCgroups removes the cgroups of the agent of dataDir, emptied
+// first: an agent removes its root only when it stops cleanly with no
+// process left, and tests kill agents and leave ended processes
+// unacknowledged.
+func removeCgroups(dataDir string) {
+	cg, err := cgroup.New(agent.CgroupRoot(dataDir), slog.New(slog.DiscardHandler))
+	if err != nil || !cg.Enabled() {
+		return
+	}
+	ents, _ := os.ReadDir(filepath.Join(dataDir, "procs"))
+	for _, e := range ents {
+		if g, err := cg.Load(e.Name()); err == nil {
+			_ = g.Kill()
+			_ = g.Delete()
+		}
+	}
+	_ = cg.RemoveRoot()
+}
+
 // killLeftovers kills what the tests left running (work outlives agents by
 // design), shims included, and removes the data dir once they are gone.
 func killLeftovers(dataDir string) {
@@ -277,6 +299,7 @@ func killLeftovers(dataDir string) {
 			}
 		}
 	}
+	removeCgroups(dataDir)
 	// A shim that was just starting may still write for a moment.
 	for range 50 {
 		if os.RemoveAll(dataDir) == nil {
