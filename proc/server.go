@@ -55,15 +55,14 @@ func serverName(pid int, start uint64) string {
 	return fmt.Sprintf("ducc-shim-server/%d/%d", pid, start)
 }
 
-// sendMsg writes m as one line on c, within a deadline: a peer that stops
-// reading ends the connection instead of blocking the sender.
-func sendMsg(c *net.UnixConn, mu *sync.Mutex, m serverMsg) error {
+// writeMsg writes m as one line on c, within a deadline: a peer that
+// stops reading ends the connection instead of blocking the sender. The
+// caller serializes writes on c.
+func writeMsg(c *net.UnixConn, m serverMsg) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	_, err = c.Write(append(b, '\n'))
 	return err
@@ -174,6 +173,12 @@ type serverClient struct {
 	wmu  sync.Mutex
 }
 
+func (cl *serverClient) send(m serverMsg) error {
+	cl.wmu.Lock()
+	defer cl.wmu.Unlock()
+	return writeMsg(cl.conn, m)
+}
+
 func (srv *server) accept(ln *net.UnixListener) {
 	for {
 		c, err := ln.AcceptUnix()
@@ -270,7 +275,7 @@ func (srv *server) launch(cl *serverClient, id string) {
 	srv.mu.Lock()
 	if _, ok := srv.byID[id]; ok {
 		srv.mu.Unlock()
-		_ = sendMsg(cl.conn, &cl.wmu, serverMsg{Op: opStarted, ID: id, Start: &handshake{Error: "already running"}})
+		_ = cl.send(serverMsg{Op: opStarted, ID: id, Start: &handshake{Error: "already running"}})
 		return
 	}
 	srv.active++
@@ -285,7 +290,7 @@ func (srv *server) launch(cl *serverClient, id string) {
 	if err != nil {
 		srv.log.Error("launch", "id", id, "err", err)
 	}
-	if err := sendMsg(cl.conn, &cl.wmu, serverMsg{Op: opStarted, ID: id, Start: &h}); err != nil {
+	if err := cl.send(serverMsg{Op: opStarted, ID: id, Start: &h}); err != nil {
 		srv.log.Warn("answer start", "id", id, "err", err)
 	}
 	if h.Error != "" || err != nil {
@@ -378,7 +383,7 @@ func (srv *server) reportEnded(id string) {
 	}
 	srv.mu.Unlock()
 	for _, cl := range cls {
-		if err := sendMsg(cl.conn, &cl.wmu, serverMsg{Op: opEnded, ID: id}); err != nil {
+		if err := cl.send(serverMsg{Op: opEnded, ID: id}); err != nil {
 			srv.log.Warn("report an end; closing the connection", "id", id, "err", err)
 			cl.conn.Close()
 		}

@@ -149,3 +149,51 @@ func running(pid int) bool {
 	rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
 	return !strings.HasPrefix(strings.TrimSpace(rest), "Z")
 }
+
+// A connection that ends while the server runs (a server drops an agent
+// that stopped reading) is reconnected: a process that ended meanwhile is
+// reported as it ended, not lost, and starts go on through the same server.
+func TestServerReconnect(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(t)
+	flag := filepath.Join(e.dataDir, "go")
+	st, err := m.Start(context.Background(), shSpec("4.1", fmt.Sprintf("while [ ! -e %s ]; do sleep 0.02; done; exit 6", flag)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	srv := m.current
+	old := srv.conn
+	old.Close()
+	m.mu.Unlock()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		m.mu.Lock()
+		again, dead := srv.conn != old, srv.dead
+		m.mu.Unlock()
+		if dead {
+			t.Fatal("the server was given up")
+		}
+		if again {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("not reconnected in 10 s")
+		}
+	}
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if end := e.x.wait(t, "4.1", 10*time.Second); end.State != Exited || end.ExitCode != 6 {
+		t.Fatalf("ended %+v", end)
+	}
+	st2, err := m.Start(context.Background(), shSpec("4.2", "exit 0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st2.ShimPID != st.ShimPID {
+		t.Fatalf("a new server %d after the reconnection (was %d)", st2.ShimPID, st.ShimPID)
+	}
+	if end := e.x.wait(t, "4.2", 10*time.Second); end.State != Exited {
+		t.Fatalf("ended %+v", end)
+	}
+}

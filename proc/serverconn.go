@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,19 +24,39 @@ const serverLog = "shim-server.log"
 // started for its launches, or one of a previous agent whose processes it
 // adopted.
 type shimServer struct {
-	name string
-	pid  int
+	name  string
+	pid   int
+	start uint64      // its start time (/proc/<pid>/stat)
+	proc  *os.Process // nil for an adopted server (not this agent's child)
+
+	// conn is replaced by a reconnection: read it with Manager.mu or wmu
+	// held, write it with both.
 	conn *net.UnixConn
 	wmu  sync.Mutex
-	proc *os.Process // nil for an adopted server (not this agent's child)
 
 	// Guarded by Manager.mu.
 	pending map[string]chan handshake // Start calls waiting for their answer
-	dead    bool                      // the connection ended
+	dead    bool                      // the server is gone
 }
 
 func (srv *shimServer) send(m serverMsg) error {
-	return sendMsg(srv.conn, &srv.wmu, m)
+	srv.wmu.Lock()
+	defer srv.wmu.Unlock()
+	return writeMsg(srv.conn, m)
+}
+
+// dialServer connects to the shim server of that name, which must be the
+// process pid (the socket's name is public: anyone could have bound it).
+func dialServer(name string, pid int) (*net.UnixConn, error) {
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: "@" + name, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("the shim server is gone: %w", err)
+	}
+	if cred, err := peerCred(c); err != nil || int(cred.Pid) != pid || int(cred.Uid) != os.Geteuid() {
+		c.Close()
+		return nil, fmt.Errorf("socket %s is not the shim server %d's", name, pid)
+	}
+	return c, nil
 }
 
 // server returns the shim server Start launches through, starting one if
@@ -87,7 +108,7 @@ func (m *Manager) server() (*shimServer, error) {
 		_, _ = p.Wait()
 		return nil, fmt.Errorf("the shim server %q exited at its start (see %s)", argv[0], filepath.Join(m.cfg.DataDir, serverLog))
 	}
-	srv = &shimServer{name: serverName(p.Pid, start), pid: p.Pid, conn: c.(*net.UnixConn), proc: p, pending: map[string]chan handshake{}}
+	srv = &shimServer{name: serverName(p.Pid, start), pid: p.Pid, start: start, conn: c.(*net.UnixConn), proc: p, pending: map[string]chan handshake{}}
 	if err := m.addServer(srv, true); err != nil {
 		_, _ = p.Wait() // no client, no process: it exits
 		return nil, err
@@ -132,16 +153,11 @@ func (m *Manager) connect(ci childInfo) (*shimServer, error) {
 	if t, err := startTime(ci.ShimPID); err != nil || t != ci.ShimStart {
 		return nil, errors.New("the shim server is gone")
 	}
-	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: "@" + ci.Server, Net: "unix"})
+	c, err := dialServer(ci.Server, ci.ShimPID)
 	if err != nil {
-		return nil, fmt.Errorf("the shim server is gone: %w", err)
+		return nil, err
 	}
-	// The socket's name is public: check that the server answers.
-	if cred, err := peerCred(c); err != nil || int(cred.Pid) != ci.ShimPID || int(cred.Uid) != os.Geteuid() {
-		c.Close()
-		return nil, fmt.Errorf("socket %s is not the shim server %d's", ci.Server, ci.ShimPID)
-	}
-	srv = &shimServer{name: ci.Server, pid: ci.ShimPID, conn: c, pending: map[string]chan handshake{}}
+	srv = &shimServer{name: ci.Server, pid: ci.ShimPID, start: ci.ShimStart, conn: c, pending: map[string]chan handshake{}}
 	if err := m.addServer(srv, false); err != nil {
 		return nil, err
 	}
@@ -167,9 +183,11 @@ func (m *Manager) startServed(ctx context.Context, spec Spec, e *entry) (Status,
 	srv.pending[spec.ID] = ch
 	m.mu.Unlock()
 	if err := srv.send(serverMsg{Op: opStart, ID: spec.ID}); err != nil {
-		// A server that does not read is wedged: closing the connection
-		// makes readServer report its processes lost.
+		// Closing the connection makes readServer reconnect, or report
+		// the server's processes lost if it is gone.
+		m.mu.Lock()
 		srv.conn.Close()
+		m.mu.Unlock()
 		return Status{}, fmt.Errorf("proc: start %s: shim server %d: %w", spec.ID, srv.pid, err)
 	}
 	var h handshake
@@ -177,7 +195,7 @@ func (m *Manager) startServed(ctx context.Context, spec Spec, e *entry) (Status,
 	select {
 	case h, ok = <-ch:
 		if !ok {
-			return Status{}, fmt.Errorf("proc: start %s: the shim server %d exited (see %s)", spec.ID, srv.pid, filepath.Join(m.cfg.DataDir, serverLog))
+			return Status{}, fmt.Errorf("proc: start %s: no answer from the shim server %d: it exited or dropped the connection (see %s)", spec.ID, srv.pid, filepath.Join(m.cfg.DataDir, serverLog))
 		}
 	case <-ctx.Done():
 		m.mu.Lock()
@@ -194,33 +212,16 @@ func (m *Manager) startServed(ctx context.Context, spec Spec, e *entry) (Status,
 // its status.json, or as lost.
 func (m *Manager) readServer(srv *shimServer) {
 	defer m.wg.Done()
-	sc := bufio.NewScanner(srv.conn)
-	sc.Buffer(make([]byte, 0, 4096), maxServerLine)
-	for sc.Scan() {
-		var msg serverMsg
-		if err := json.Unmarshal(sc.Bytes(), &msg); err != nil {
-			m.log.Error("bad message from the shim server; closing the connection", "pid", srv.pid, "err", err)
+	for {
+		m.mu.Lock()
+		c := srv.conn
+		m.mu.Unlock()
+		m.readMessages(srv, c)
+		c.Close()
+		if !m.reconnect(srv) {
 			break
 		}
-		switch msg.Op {
-		case opStarted:
-			m.mu.Lock()
-			ch := srv.pending[msg.ID]
-			delete(srv.pending, msg.ID)
-			m.mu.Unlock()
-			if ch != nil && msg.Start != nil {
-				ch <- *msg.Start
-			}
-		case opEnded:
-			m.mu.Lock()
-			e := m.procs[msg.ID]
-			m.mu.Unlock()
-			if e != nil && e.srv == srv {
-				m.finish(msg.ID, e)
-			}
-		}
 	}
-	srv.conn.Close()
 	m.mu.Lock()
 	srv.dead = true
 	closed := m.closed
@@ -256,4 +257,91 @@ func (m *Manager) readServer(srv *shimServer) {
 			m.finish(id, e)
 		}
 	}
+}
+
+// readMessages handles what srv sends on c until the connection ends.
+func (m *Manager) readMessages(srv *shimServer, c *net.UnixConn) {
+	sc := bufio.NewScanner(c)
+	sc.Buffer(make([]byte, 0, 4096), maxServerLine)
+	for sc.Scan() {
+		var msg serverMsg
+		if err := json.Unmarshal(sc.Bytes(), &msg); err != nil {
+			m.log.Error("bad message from the shim server; closing the connection", "pid", srv.pid, "err", err)
+			return
+		}
+		switch msg.Op {
+		case opStarted:
+			m.mu.Lock()
+			ch := srv.pending[msg.ID]
+			delete(srv.pending, msg.ID)
+			m.mu.Unlock()
+			if ch != nil && msg.Start != nil {
+				ch <- *msg.Start
+			}
+		case opEnded:
+			m.mu.Lock()
+			e := m.procs[msg.ID]
+			m.mu.Unlock()
+			if e != nil && e.srv == srv {
+				m.finish(msg.ID, e)
+			}
+		}
+	}
+}
+
+// reconnect connects to srv again after its connection ended, when the
+// Manager is open and the server still runs: a server drops an agent that
+// does not read its reports for 10 s (a stopped or frozen agent), and
+// that must not read as the loss of every process. The starts that waited
+// for an answer on the old connection fail; the processes whose end was
+// reported there are finished from their status.json. It reports whether
+// srv is connected again.
+func (m *Manager) reconnect(srv *shimServer) bool {
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return false
+	}
+	if t, err := startTime(srv.pid); err != nil || t != srv.start {
+		return false // gone
+	}
+	time.Sleep(50 * time.Millisecond) // a server that is exiting exits; one that drops us is not hammered
+	c, err := dialServer(srv.name, srv.pid)
+	if err != nil {
+		m.log.Warn("reconnect to the shim server", "pid", srv.pid, "err", err)
+		return false
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		c.Close()
+		return false
+	}
+	srv.wmu.Lock()
+	srv.conn = c
+	srv.wmu.Unlock()
+	pending := srv.pending
+	srv.pending = map[string]chan handshake{}
+	var recheck []string
+	for id, e := range m.procs {
+		if e.srv == srv && !e.isDone() {
+			recheck = append(recheck, id)
+		}
+	}
+	m.mu.Unlock()
+	for _, ch := range pending {
+		close(ch)
+	}
+	m.log.Warn("the shim server's connection ended; reconnected", "pid", srv.pid)
+	slices.Sort(recheck)
+	for _, id := range recheck {
+		m.mu.Lock()
+		e := m.procs[id]
+		m.mu.Unlock()
+		if e != nil && exists(filepath.Join(m.procsDir, id, statusFile)) {
+			m.finish(id, e)
+		}
+	}
+	return true
 }
