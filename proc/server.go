@@ -125,13 +125,7 @@ func RunShimServer(args []string) int {
 		log.Error("listen", "err", err)
 		return 1
 	}
-	srv := &server{
-		procsDir: args[0], log: log, self: me,
-		cgroups: map[string]*cgroup.Manager{},
-		byPID:   map[int]*shim{}, byID: map[string]*shim{}, early: map[int]*exit{},
-		clients: map[*serverClient]struct{}{},
-		idle:    make(chan struct{}),
-	}
+	srv := newServer(args[0], log, me)
 	srv.addClient(uc)
 	go srv.accept(ln) // ends when ln is closed
 	go srv.reap(chld) // ends when the server is idle
@@ -165,6 +159,16 @@ type server struct {
 	active  int           // launches and processes not yet reported ended
 	idle    chan struct{} // closed when there is no client and nothing active
 	exiting bool
+}
+
+func newServer(procsDir string, log *slog.Logger, me host) *server {
+	return &server{
+		procsDir: procsDir, log: log, self: me,
+		cgroups: map[string]*cgroup.Manager{},
+		byPID:   map[int]*shim{}, byID: map[string]*shim{}, early: map[int]*exit{},
+		clients: map[*serverClient]struct{}{},
+		idle:    make(chan struct{}),
+	}
 }
 
 // serverClient is one agent connected to the server.

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Many processes started at once through one shim server, most of them
@@ -196,4 +200,57 @@ func TestServerReconnect(t *testing.T) {
 	if end := e.x.wait(t, "4.2", 10*time.Second); end.State != Exited {
 		t.Fatalf("ended %+v", end)
 	}
+}
+
+// FuzzServerConn feeds arbitrary bytes to a shim server's connection: it
+// answers or closes the connection, never panics, and launches nothing
+// that has no spec.
+func FuzzServerConn(f *testing.F) {
+	f.Add([]byte(`{"op":"start","id":"1.1"}` + "\n"))
+	f.Add([]byte(`{"op":"signal","id":"1.1","signal":"SIGTERM"}` + "\n" + `{"op":"signal","id":"x","signal":"kill"}` + "\n"))
+	f.Add([]byte(`{"op":"start","id":"../etc"}` + "\n"))
+	f.Add([]byte("{\n}\n\x00\xff"))
+	f.Add([]byte(`{"op":"nope","id":"a"}` + "\n" + `{"op":"start","id":"a","start":{"pid":1}}`))
+	dir := f.TempDir()
+	srv := newServer(dir, slog.New(slog.DiscardHandler), host{pid: os.Getpid()})
+	// pair connects a new client to srv and returns the agent's end.
+	pair := func(t testing.TB) *os.File {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine, theirs := os.NewFile(uintptr(fds[0]), "agent"), os.NewFile(uintptr(fds[1]), "server")
+		sc, err := net.FileConn(theirs)
+		theirs.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.addClient(sc.(*net.UnixConn))
+		return mine
+	}
+	// An agent that stays connected, so that the server never goes idle.
+	keep := pair(f)
+	f.Cleanup(func() { keep.Close() })
+	go func() { _, _ = io.Copy(io.Discard, keep) }() // ends when keep is closed
+	f.Fuzz(func(t *testing.T, in []byte) {
+		mine := pair(t)
+		defer mine.Close()
+		_ = mine.SetDeadline(time.Now().Add(10 * time.Second))
+		go func() { // ends with the write: the server reads whatever comes
+			_, _ = mine.Write(in)
+			_ = unix.Shutdown(int(mine.Fd()), unix.SHUT_WR)
+		}()
+		if _, err := io.Copy(io.Discard, mine); err != nil {
+			t.Fatalf("the server neither answered nor closed the connection: %v", err)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Fatalf("the server made %v in its procs directory", ents)
+		}
+		srv.mu.Lock()
+		exiting := srv.exiting
+		srv.mu.Unlock()
+		if exiting {
+			t.Fatal("the server went idle with an agent connected")
+		}
+	})
 }
