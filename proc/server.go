@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -286,11 +287,7 @@ func (srv *server) launch(cl *serverClient, id string) {
 	srv.mu.Unlock()
 
 	s := &shim{dir: filepath.Join(srv.procsDir, id), log: srv.log, forkMu: &srv.forkMu}
-	srv.launchMu.Lock()
-	umask := syscall.Umask(0o022)
-	h, err := s.launch(srv.cgroupsFor, srv.self)
-	syscall.Umask(umask)
-	srv.launchMu.Unlock()
+	h, err := srv.launchOne(s)
 	if err != nil {
 		srv.log.Error("launch", "id", id, "err", err)
 	}
@@ -311,6 +308,23 @@ func (srv *server) launch(cl *serverClient, id string) {
 	srv.byPID[s.pid] = s
 	srv.byID[id] = s
 	srv.mu.Unlock()
+}
+
+// launchOne runs s.launch, one launch at a time. A panic in it (a bug)
+// fails that launch rather than taking every process of the server with
+// it.
+func (srv *server) launchOne(s *shim) (h handshake, err error) {
+	srv.launchMu.Lock()
+	defer srv.launchMu.Unlock()
+	umask := syscall.Umask(0o022)
+	defer syscall.Umask(umask)
+	defer func() {
+		if r := recover(); r != nil {
+			srv.log.Error("launch panicked", "dir", s.dir, "panic", r, "stack", string(debug.Stack()))
+			h, err = handshake{Error: fmt.Sprintf("internal error in the shim server: %v", r)}, fmt.Errorf("launch panicked: %v", r)
+		}
+	}()
+	return s.launch(srv.cgroupsFor, srv.self)
 }
 
 // signal signals process id's child if it has not been reaped.
@@ -372,10 +386,15 @@ func (srv *server) reapOne() bool {
 
 // finish records how a reaped child ended and reports it.
 func (srv *server) finish(s *shim, ps *exit) {
+	defer srv.reportEnded(s.st.ID) // without status.json the agent finds it lost
+	defer func() {
+		if r := recover(); r != nil { // a bug: this process's end is lost, not the server
+			srv.log.Error("recording an end panicked", "id", s.st.ID, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
 	if err := s.ended(ps); err != nil {
 		srv.log.Error("record the end", "id", s.st.ID, "err", err)
 	}
-	srv.reportEnded(s.st.ID)
 }
 
 // reportEnded tells every agent that id ended, and ends its activity.

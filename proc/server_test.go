@@ -236,11 +236,17 @@ func FuzzServerConn(f *testing.F) {
 		mine := pair(t)
 		defer mine.Close()
 		_ = mine.SetDeadline(time.Now().Add(10 * time.Second))
-		go func() { // ends with the write: the server reads whatever comes
+		wrote := make(chan struct{})
+		go func() { // ends with the write (the deadline bounds it)
+			defer close(wrote)
 			_, _ = mine.Write(in)
-			_ = unix.Shutdown(int(mine.Fd()), unix.SHUT_WR)
+			if rc, err := mine.SyscallConn(); err == nil {
+				_ = rc.Control(func(fd uintptr) { _ = unix.Shutdown(int(fd), unix.SHUT_WR) })
+			}
 		}()
-		if _, err := io.Copy(io.Discard, mine); err != nil {
+		_, err := io.Copy(io.Discard, mine)
+		<-wrote
+		if err != nil {
 			t.Fatalf("the server neither answered nor closed the connection: %v", err)
 		}
 		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
