@@ -273,7 +273,9 @@ func startAgent(t *testing.T, cfg *Config) *testAgent {
 }
 
 // stopAll kills what the agent left running (agents never stop their
-// processes on the way out).
+// processes on the way out) and removes its cgroups (an agent removes its
+// root only when no process is left, and tests end with processes whose
+// end the head never acknowledged).
 func (a *Agent) stopAll(t *testing.T) {
 	if a.procs == nil {
 		return
@@ -284,6 +286,15 @@ func (a *Agent) stopAll(t *testing.T) {
 				_ = p.Kill()
 			}
 		}
+		if a.cg != nil {
+			if g, err := a.cg.Load(st.ID); err == nil {
+				_ = g.Kill()
+				_ = g.Delete()
+			}
+		}
+	}
+	if a.cg != nil {
+		_ = a.cg.RemoveRoot()
 	}
 }
 
