@@ -2,12 +2,12 @@ package agent
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,6 +30,22 @@ const (
 	maxLine      = 4 << 20 // one protocol line
 	maxPrefetch  = 1024
 	longPollWait = time.Second
+
+	// Every exchange costs the head a Raft entry (an fsync) and both sides
+	// a call, whatever it carries, so the feeder gathers answers and asks
+	// for items in batches: it exchanges at once only when the worker is
+	// about to run short of items (the buffer is down to half its room),
+	// when the driver had nothing last time (answers then go at once, so
+	// the end of a job is not delayed), or when the process is let go;
+	// otherwise what waits is sent batchWait after it began to wait. The
+	// buffer is sized to hold twice batchWait of the worker's work (room),
+	// so fast items go in batches of about batchWait's worth while slow
+	// ones are exchanged one by one, as soon as a pipeline is free.
+	batchWait = 20 * time.Millisecond
+	// maxBatchBytes bounds the answers (their results and errors) one
+	// exchange carries, well under wire.MaxMessageSize; the rest go in the
+	// next exchange, at once.
+	maxBatchBytes = 4 << 20
 
 	// overlongError fails the items of a worker that printed a line longer
 	// than maxLine; its process is stopped.
@@ -55,6 +71,7 @@ type exchangeResult struct {
 	rep  wire.ExchangeReply
 	err  error
 	want int
+	same bool // the request said HeldSame
 }
 
 // feed runs until ctx ends (the process ended or the agent stops).
@@ -122,9 +139,20 @@ type feeder struct {
 	broken    bool // the worker printed an over-long line: fail what it holds, then stop it
 	initMS    int64
 
+	// batch fires when what waits for an exchange is to be sent; due: send
+	// it at the next chance.
+	batch <-chan time.Time
+	due   bool
+	// feed and seq number the exchanges (wire.ExchangeRequest.Feed, Seq);
+	// tracked: the driver's last reply said Tracking, so the next
+	// exchange need not list the held items.
+	feed, seq uint64
+	tracked   bool
+
 	buffer      []wire.WorkItem
 	outstanding map[int]time.Time  // items in the worker, since when
 	given       []int              // scratch: items write hands out
+	lines       []byte             // scratch: the lines write writes
 	outcomes    []wire.ItemOutcome // not yet sent
 	sending     []wire.ItemOutcome // in the exchange under way
 	replies     chan exchangeResult
@@ -136,6 +164,7 @@ func newFeeder(ctx context.Context, a *Agent, log *slog.Logger, spec wire.ProcSp
 	f := &feeder{
 		a: a, ctx: ctx, log: log, spec: spec, started: started, in: in, jr: jr,
 		pipelines: max(spec.Pipelines, 1), outstanding: map[int]time.Time{}, replies: make(chan exchangeResult, 1),
+		feed: rand.Uint64() | 1,
 	}
 	f.target = f.pipelines
 	// A re-adopted worker: it may still be working on items the previous
@@ -168,6 +197,8 @@ func (f *feeder) run(events <-chan feedEvent) {
 			return
 		case <-f.retry:
 			f.retry = nil
+		case <-f.batch:
+			f.batch, f.due = nil, true
 		case ev, ok := <-events:
 			if !ok {
 				if f.broken {
@@ -188,32 +219,72 @@ func (f *feeder) run(events <-chan feedEvent) {
 // nextExchange returns the exchange to make now, if any: none while one is
 // under way, before the worker is ready or while waiting to retry; else
 // one that says the worker is ready, delivers outcomes, or asks for items
-// (a long poll when the driver had none and the worker is idle).
+// (a long poll when the driver had none and the worker is idle). What is
+// not urgent waits for a batch (batchWait).
 func (f *feeder) nextExchange() (wire.ExchangeRequest, bool) {
 	if f.calling || !f.ready || f.retry != nil {
 		return wire.ExchangeRequest{}, false
 	}
 	held := len(f.buffer) + len(f.outstanding)
-	need := !f.release && !f.broken && held < f.target
+	room := f.room()
+	need := !f.release && !f.broken && held < room
 	if f.readySent && len(f.outcomes) == 0 && (!need || (f.starved && len(f.outstanding) > 0)) {
 		return wire.ExchangeRequest{}, false
 	}
-	req := wire.ExchangeRequest{JobID: f.spec.WorkID, ProcID: f.spec.ID, Node: f.a.cfg.Node, Ready: true, InitMS: f.initMS, Outcomes: f.outcomes}
+	urgent := !f.readySent || f.due || f.starved || f.release || f.broken ||
+		need && len(f.buffer) <= (room-f.pipelines)/2
+	if !urgent {
+		if f.batch == nil {
+			f.batch = time.After(batchWait)
+		}
+		return wire.ExchangeRequest{}, false
+	}
+	f.batch, f.due = nil, false
+	f.seq++
+	req := wire.ExchangeRequest{JobID: f.spec.WorkID, ProcID: f.spec.ID, Node: f.a.cfg.Node, Ready: true, InitMS: f.initMS, Outcomes: f.outcomes,
+		Feed: f.feed, Seq: f.seq, HeldSame: f.tracked, HeldCount: held}
 	if need {
-		req.Want = f.target - held
+		req.Want = room - held
 	}
-	for _, it := range f.buffer {
-		req.Held = append(req.Held, it.Index)
-	}
-	for i := range f.outstanding {
-		req.Held = append(req.Held, i)
+	if !f.tracked {
+		req.Held = make([]int, 0, held)
+		for _, it := range f.buffer {
+			req.Held = append(req.Held, it.Index)
+		}
+		for i := range f.outstanding {
+			req.Held = append(req.Held, i)
+		}
 	}
 	if f.starved && len(f.outcomes) == 0 && len(f.outstanding) == 0 {
 		req.WaitMS = longPollWait.Milliseconds()
 	}
-	f.sending, f.outcomes = f.outcomes, nil
+	n, size := 0, 0
+	for n < len(f.outcomes) && (n == 0 || size+len(f.outcomes[n].Result)+len(f.outcomes[n].Error) <= maxBatchBytes) {
+		size += len(f.outcomes[n].Result) + len(f.outcomes[n].Error)
+		n++
+	}
+	req.Outcomes = f.outcomes[:n:n]
+	f.sending, f.outcomes = req.Outcomes, f.outcomes[n:]
+	if len(f.outcomes) == 0 {
+		f.outcomes = nil
+	} else {
+		f.due = true // the rest go next, at once
+	}
 	f.readySent = true
 	return req, true
+}
+
+// room is how many items the feeder may hold now: target, or more while
+// items are fast, so that the buffer outside the worker holds twice
+// batchWait of its work (by Little's law, the worker answers pipelines
+// items per itemTime). It follows itemTime down as well as up, so a job
+// whose items turn slow is not left with a deep buffer in one process.
+func (f *feeder) room() int {
+	r := f.target
+	if f.itemTime > 0 {
+		r = max(r, min(maxPrefetch, f.pipelines+int(2*batchWait*time.Duration(f.pipelines)/f.itemTime)))
+	}
+	return r
 }
 
 // call makes one exchange with the job driver in the background; its
@@ -223,7 +294,7 @@ func (f *feeder) call(req wire.ExchangeRequest) {
 	go func() {
 		var rep wire.ExchangeReply
 		err := f.a.callHead(f.ctx, wire.MethodExchange, wire.Caller{Node: f.a.cfg.Node}, req, &rep)
-		f.replies <- exchangeResult{rep: rep, err: err, want: req.Want}
+		f.replies <- exchangeResult{rep: rep, err: err, want: req.Want, same: req.HeldSame}
 	}()
 }
 
@@ -275,6 +346,7 @@ func (f *feeder) take(ev feedEvent, events <-chan feedEvent) {
 // stop (its context ended).
 func (f *feeder) answered(r exchangeResult) bool {
 	f.calling = false
+	f.tracked = r.err == nil && r.rep.Tracking
 	if r.err != nil {
 		if f.ctx.Err() != nil {
 			return false
@@ -292,7 +364,14 @@ func (f *feeder) answered(r exchangeResult) bool {
 	f.jr.delivered(len(f.sending))
 	f.sending = nil
 	f.release = r.rep.Release
-	f.starved = len(r.rep.Items) == 0
+	if r.same && !f.tracked && !f.release {
+		// The driver did not know what this process holds (a new head, or
+		// an exchange it served that this feeder never heard back from)
+		// and handed out nothing: list them at once.
+		f.readySent = false
+	} else if r.want > 0 {
+		f.starved = len(r.rep.Items) == 0 // an exchange that asked for none learns nothing
+	}
 	if len(r.rep.Items) > 0 && !f.emptySince.IsZero() {
 		if idle := time.Since(f.emptySince); idle > f.itemTime/10 && f.target < maxPrefetch {
 			f.target = min(2*f.target, maxPrefetch)
@@ -312,29 +391,54 @@ func (f *feeder) write() bool {
 	if f.broken {
 		return false // the buffered items go back to the queue when the process is gone
 	}
-	var b bytes.Buffer
+	b := f.lines[:0]
 	f.given = f.given[:0]
+	now := time.Now()
 	for len(f.buffer) > 0 && len(f.outstanding) < f.pipelines {
 		it := f.buffer[0]
+		f.buffer[0] = wire.WorkItem{} // let the item's text go
 		f.buffer = f.buffer[1:]
-		line, _ := json.Marshal(struct {
-			ID   string `json:"id"`
-			Item string `json:"item"`
-		}{strconv.Itoa(it.Index), it.Item})
-		b.Write(line)
-		b.WriteByte('\n')
-		f.outstanding[it.Index] = time.Now()
+		b = appendItemLine(b, it)
+		f.outstanding[it.Index] = now
 		f.given = append(f.given, it.Index)
 	}
-	if b.Len() == 0 {
+	if cap(b) <= 64<<10 {
+		f.lines = b
+	}
+	if len(b) == 0 {
 		return false
 	}
 	f.jr.give(f.given)
 	f.commit() // the journal knows an item before the worker does
-	if _, err := f.in.Write(b.Bytes()); err != nil && f.ctx.Err() == nil {
+	if _, err := f.in.Write(b); err != nil && f.ctx.Err() == nil {
 		f.log.Warn("cannot write items to the worker", "err", err)
 	}
 	return true
+}
+
+// appendItemLine appends the line that hands it to a worker,
+// {"id":"<index>","item":<the item as a JSON string>}, as encoding/json
+// writes it.
+func appendItemLine(b []byte, it wire.WorkItem) []byte {
+	b = append(b, `{"id":"`...)
+	b = strconv.AppendInt(b, int64(it.Index), 10)
+	b = append(b, `","item":`...)
+	plain := true
+	for i := 0; i < len(it.Item) && plain; i++ {
+		c := it.Item[i]
+		// What encoding/json writes as it is: printable ASCII but for
+		// the quote, the backslash and its HTML escapes.
+		plain = c >= 0x20 && c <= 0x7e && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	if plain {
+		b = append(b, '"')
+		b = append(b, it.Item...)
+		b = append(b, '"')
+	} else {
+		q, _ := json.Marshal(it.Item)
+		b = append(b, q...)
+	}
+	return append(b, "}\n"...)
 }
 
 // commit writes the journal records of this batch. A journal that cannot
@@ -371,23 +475,7 @@ func readWorker(ctx context.Context, log *slog.Logger, out *os.File, openLog fun
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	for sc.Scan() {
 		line := sc.Bytes()
-		var wl workerLine
-		if len(line) > 0 && line[0] == '{' && json.Unmarshal(line, &wl) == nil && (wl.Ready != nil || wl.ID != nil) {
-			ev := feedEvent{}
-			if wl.Ready != nil {
-				ev.ready = *wl.Ready
-			} else if idx, err := strconv.Atoi(*wl.ID); err == nil {
-				o := wire.ItemOutcome{Index: idx, OK: wl.OK && wl.Error == nil}
-				if o.OK {
-					o.Result = string(wl.Result)
-					o.LimitResult()
-				} else if wl.Error != nil {
-					o.Error = *wl.Error
-				} else {
-					o.Error = "the worker answered without ok or error"
-				}
-				ev.outcome = &o
-			}
+		if ev, ok := decodeLine(line); ok {
 			select {
 			case events <- ev:
 			case <-ctx.Done():
