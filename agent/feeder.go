@@ -1,17 +1,19 @@
 package agent
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -94,10 +96,6 @@ func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time)
 	// Closing out unblocks the reader when ctx ends.
 	go func() { <-ctx.Done(); out.Close(); in.Close() }()
 
-	events := make(chan feedEvent, 4096)
-	openLog := func() (*os.File, error) { return a.procs.AppendLog(spec.ID) }
-	go readWorker(ctx, log, out, openLog, events)
-
 	jr, err := openJournal(filepath.Dir(inPath), log)
 	if err != nil {
 		log.Error("cannot open the feed journal; its items will not be fed", "err", err)
@@ -105,13 +103,27 @@ func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time)
 	}
 	defer jr.close()
 	f := newFeeder(ctx, a, log, spec, started, in, jr)
-	f.run(events)
+	// The reader hands each read's answers to the feeder itself (emit),
+	// so that an answer and the item it makes room for cost no hand-over
+	// between goroutines.
+	readerDone := make(chan struct{})
+	openLog := func() (*os.File, error) { return a.procs.AppendLog(spec.ID) }
+	go func() {
+		defer close(readerDone)
+		readWorker(log, out, openLog, f.emit)
+	}()
+	f.run(readerDone)
 }
 
 // feeder feeds one job process: it fetches items from the job driver
 // (exchange), writes them to the worker, collects the worker's outcomes
 // and hands them back, and journals what it holds so that a restarted
 // agent can resume.
+//
+// Its state changes in whichever goroutine has news, under mu: the reader
+// of the worker's stdout (emit), an exchange's call when it returns, and
+// the batch and retry timers; each then starts the exchange that is due
+// (kick). run only waits for the end.
 type feeder struct {
 	a       *Agent
 	ctx     context.Context
@@ -120,6 +132,13 @@ type feeder struct {
 	started time.Time
 	in      *os.File // the worker's stdin
 	jr      *journal
+
+	mu sync.Mutex // guards what follows
+	// stopped: run has returned; the others leave the state alone.
+	stopped bool
+	// finish is closed when a broken worker's failures are delivered.
+	finish   chan struct{}
+	finished bool
 
 	pipelines int
 	// target is how many items the feeder holds (in the worker and
@@ -139,10 +158,12 @@ type feeder struct {
 	broken    bool // the worker printed an over-long line: fail what it holds, then stop it
 	initMS    int64
 
-	// batch fires when what waits for an exchange is to be sent; due: send
-	// it at the next chance.
-	batch <-chan time.Time
-	due   bool
+	// batch fires when what waits for an exchange is to be sent (batchGen
+	// tells a timer stopped too late from the current one); due: send it
+	// at the next chance.
+	batch    *time.Timer
+	batchGen uint64
+	due      bool
 	// feed and seq number the exchanges (wire.ExchangeRequest.Feed, Seq);
 	// tracked: the driver's last reply said Tracking, so the next
 	// exchange need not list the held items.
@@ -153,17 +174,18 @@ type feeder struct {
 	outstanding map[int]time.Time  // items in the worker, since when
 	given       []int              // scratch: items write hands out
 	lines       []byte             // scratch: the lines write writes
+	pending     []byte             // lines the worker's stdin did not take yet (toWorker)
+	flushing    bool               // flush is writing them
 	outcomes    []wire.ItemOutcome // not yet sent
 	sending     []wire.ItemOutcome // in the exchange under way
-	replies     chan exchangeResult
 	backoff     time.Duration
-	retry       <-chan time.Time
+	retrying    bool // waiting for backoff before the next exchange
 }
 
 func newFeeder(ctx context.Context, a *Agent, log *slog.Logger, spec wire.ProcSpec, started time.Time, in *os.File, jr *journal) *feeder {
 	f := &feeder{
 		a: a, ctx: ctx, log: log, spec: spec, started: started, in: in, jr: jr,
-		pipelines: max(spec.Pipelines, 1), outstanding: map[int]time.Time{}, replies: make(chan exchangeResult, 1),
+		pipelines: max(spec.Pipelines, 1), outstanding: map[int]time.Time{}, finish: make(chan struct{}),
 		feed: rand.Uint64() | 1,
 	}
 	f.target = f.pipelines
@@ -180,39 +202,66 @@ func newFeeder(ctx context.Context, a *Agent, log *slog.Logger, spec wire.ProcSp
 	return f
 }
 
-// run feeds until the context ends or the worker's stdout closes. After an
-// over-long line it delivers the failures of the items the worker held and
-// then stops the process.
-func (f *feeder) run(events <-chan feedEvent) {
+// run feeds until the context ends or the worker's stdout (readerDone)
+// closes. After an over-long line it delivers the failures of the items
+// the worker held and then stops the process.
+func (f *feeder) run(readerDone <-chan struct{}) {
+	defer func() {
+		f.mu.Lock()
+		f.stopped = true
+		if f.batch != nil {
+			f.batch.Stop()
+		}
+		f.mu.Unlock()
+	}()
+	f.mu.Lock()
+	f.kick()
+	f.mu.Unlock()
 	for {
-		if f.broken && !f.calling && len(f.outcomes) == 0 {
-			f.a.stop(f.ctx, f.spec.ID, time.Duration(f.spec.GraceMS)*time.Millisecond, "the worker printed a line of more than 4 MiB")
-			return
-		}
-		if req, ok := f.nextExchange(); ok {
-			f.call(req)
-		}
 		select {
 		case <-f.ctx.Done():
 			return
-		case <-f.retry:
-			f.retry = nil
-		case <-f.batch:
-			f.batch, f.due = nil, true
-		case ev, ok := <-events:
-			if !ok {
-				if f.broken {
-					events = nil // deliver the failures first
-					continue
-				}
+		case <-f.finish:
+			f.a.stop(f.ctx, f.spec.ID, time.Duration(f.spec.GraceMS)*time.Millisecond, "the worker printed a line of more than 4 MiB")
+			return
+		case <-readerDone:
+			readerDone = nil
+			f.mu.Lock()
+			broken := f.broken
+			f.mu.Unlock()
+			if !broken {
 				return // the worker's stdout is gone: the process is ending
 			}
-			f.take(ev, events)
-		case r := <-f.replies:
-			if !f.answered(r) {
-				return
-			}
+			// Deliver the failures first (finish).
 		}
+	}
+}
+
+// emit takes the events of one read of the worker's stdout; false when
+// the feeder has stopped.
+func (f *feeder) emit(evs []feedEvent) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
+		return false
+	}
+	f.take(evs)
+	f.kick()
+	return true
+}
+
+// kick starts the exchange that is due, if any, and says when a broken
+// worker's failures are all delivered. f.mu is held.
+func (f *feeder) kick() {
+	if f.broken && !f.calling && len(f.outcomes) == 0 {
+		if !f.finished {
+			f.finished = true
+			close(f.finish)
+		}
+		return
+	}
+	if req, ok := f.nextExchange(); ok {
+		f.call(req)
 	}
 }
 
@@ -222,7 +271,7 @@ func (f *feeder) run(events <-chan feedEvent) {
 // (a long poll when the driver had none and the worker is idle). What is
 // not urgent waits for a batch (batchWait).
 func (f *feeder) nextExchange() (wire.ExchangeRequest, bool) {
-	if f.calling || !f.ready || f.retry != nil {
+	if f.calling || !f.ready || f.retrying {
 		return wire.ExchangeRequest{}, false
 	}
 	held := len(f.buffer) + len(f.outstanding)
@@ -235,11 +284,24 @@ func (f *feeder) nextExchange() (wire.ExchangeRequest, bool) {
 		need && len(f.buffer) <= (room-f.pipelines)/2
 	if !urgent {
 		if f.batch == nil {
-			f.batch = time.After(batchWait)
+			gen := f.batchGen
+			f.batch = time.AfterFunc(batchWait, func() {
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				if !f.stopped && gen == f.batchGen {
+					f.batch, f.due = nil, true
+					f.kick()
+				}
+			})
 		}
 		return wire.ExchangeRequest{}, false
 	}
-	f.batch, f.due = nil, false
+	if f.batch != nil {
+		f.batch.Stop()
+		f.batch = nil
+	}
+	f.batchGen++
+	f.due = false
 	f.seq++
 	req := wire.ExchangeRequest{JobID: f.spec.WorkID, ProcID: f.spec.ID, Node: f.a.cfg.Node, Ready: true, InitMS: f.initMS, Outcomes: f.outcomes,
 		Feed: f.feed, Seq: f.seq, HeldSame: f.tracked, HeldCount: held}
@@ -287,20 +349,25 @@ func (f *feeder) room() int {
 	return r
 }
 
-// call makes one exchange with the job driver in the background; its
-// result arrives on f.replies.
+// call makes one exchange with the job driver in the background, and
+// takes its result (answered) when it returns. f.mu is held. The call
+// lasts no longer than the feeder's context.
 func (f *feeder) call(req wire.ExchangeRequest) {
 	f.calling = true
 	go func() {
 		var rep wire.ExchangeReply
 		err := f.a.callHead(f.ctx, wire.MethodExchange, wire.Caller{Node: f.a.cfg.Node}, req, &rep)
-		f.replies <- exchangeResult{rep: rep, err: err, want: req.Want, same: req.HeldSame}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if !f.stopped && f.answered(exchangeResult{rep: rep, err: err, want: req.Want, same: req.HeldSame}) {
+			f.kick()
+		}
 	}()
 }
 
-// take folds in ev and every event already waiting, then journals once.
-func (f *feeder) take(ev feedEvent, events <-chan feedEvent) {
-	for more := true; more; {
+// take folds in the events of one read, then journals once. f.mu is held.
+func (f *feeder) take(evs []feedEvent) {
+	for _, ev := range evs {
 		switch {
 		case ev.ready && !f.ready:
 			f.ready = true
@@ -328,11 +395,6 @@ func (f *feeder) take(ev feedEvent, events <-chan feedEvent) {
 			}
 			clear(f.outstanding)
 		}
-		select {
-		case ev, more = <-events:
-		default:
-			more = false
-		}
 	}
 	if !f.write() { // write journals when it hands out items
 		f.commit()
@@ -357,7 +419,15 @@ func (f *feeder) answered(r exchangeResult) bool {
 		f.backoff = min(max(2*f.backoff, 50*time.Millisecond), 2*time.Second)
 		f.log.Debug("exchange with the job driver failed; retrying", "err", r.err, "in", f.backoff)
 		f.readySent = false
-		f.retry = time.After(f.backoff)
+		f.retrying = true
+		time.AfterFunc(f.backoff, func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if !f.stopped {
+				f.retrying = false
+				f.kick()
+			}
+		})
 		return true
 	}
 	f.backoff = 0
@@ -410,10 +480,81 @@ func (f *feeder) write() bool {
 	}
 	f.jr.give(f.given)
 	f.commit() // the journal knows an item before the worker does
-	if _, err := f.in.Write(b); err != nil && f.ctx.Err() == nil {
-		f.log.Warn("cannot write items to the worker", "err", err)
-	}
+	f.toWorker(b)
 	return true
+}
+
+// toWorker writes b to the worker's stdin, in order after what is still
+// pending, without blocking: what the pipe does not take now is written by
+// a goroutine (flush). The reader of the worker's stdout writes items too
+// (emit), and must not block on a worker that is itself blocked printing
+// output. f.mu is held.
+func (f *feeder) toWorker(b []byte) {
+	if !f.flushing {
+		n, err := f.tryWrite(b)
+		if err != nil {
+			if f.ctx.Err() == nil {
+				f.log.Warn("cannot write items to the worker", "err", err)
+			}
+			return
+		}
+		if b = b[n:]; len(b) == 0 {
+			return
+		}
+		f.flushing = true
+		go f.flush()
+	}
+	f.pending = append(f.pending, b...)
+}
+
+// tryWrite writes as much of b as the pipe takes now.
+func (f *feeder) tryWrite(b []byte) (int, error) {
+	rc, err := f.in.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var werr error
+	if err := rc.Write(func(fd uintptr) bool {
+		for {
+			n, werr = syscall.Write(int(fd), b)
+			if werr != syscall.EINTR {
+				return true // done or not, it does not wait
+			}
+		}
+	}); err != nil {
+		return 0, err
+	}
+	if werr == syscall.EAGAIN {
+		werr = nil
+	}
+	return max(n, 0), werr
+}
+
+// flush writes what is pending to the worker's stdin, waiting for the
+// worker to read, until nothing is pending, the feeder has stopped or the
+// pipe is closed (the feeder's context ended).
+func (f *feeder) flush() {
+	for {
+		f.mu.Lock()
+		b := f.pending
+		f.pending = nil
+		if len(b) == 0 || f.stopped {
+			f.flushing = false
+			f.mu.Unlock()
+			return
+		}
+		f.mu.Unlock()
+		if _, err := f.in.Write(b); err != nil {
+			f.mu.Lock()
+			if f.ctx.Err() == nil {
+				f.log.Warn("cannot write items to the worker", "err", err)
+			}
+			f.flushing = false
+			f.mu.Unlock()
+			return
+		}
+	}
 }
 
 // appendItemLine appends the line that hands it to a worker,
@@ -464,31 +605,60 @@ func (f *feeder) snapshot() feedState {
 	return st
 }
 
-// readWorker parses the worker's stdout; lines that are not protocol go to
-// the process's log (otherLines). A line longer than maxLine ends the
-// reading with an overlong event.
-func readWorker(ctx context.Context, log *slog.Logger, out *os.File, openLog func() (*os.File, error), events chan<- feedEvent) {
-	defer close(events)
+// readWorker parses the worker's stdout and hands emit the events of each
+// read at once (a read brings one answer or many); lines that are not
+// protocol go to the process's log (otherLines). Lines end with "\n" or
+// "\r\n", and the last one may end with the output instead. A line longer
+// than maxLine ends the reading with an overlong event. It returns when
+// the output ends or cannot be read, or when emit returns false.
+func readWorker(log *slog.Logger, out io.Reader, openLog func() (*os.File, error), emit func([]feedEvent) bool) {
 	other := &otherLines{open: openLog, log: log, who: "worker"}
 	defer other.close()
-	sc := bufio.NewScanner(out)
-	sc.Buffer(make([]byte, 64<<10), maxLine)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if ev, ok := decodeLine(line); ok {
-			select {
-			case events <- ev:
-			case <-ctx.Done():
+	var evs []feedEvent
+	line := func(l []byte) {
+		l = bytes.TrimSuffix(l, []byte{'\r'})
+		if ev, ok := decodeLine(l); ok {
+			evs = append(evs, ev)
+		} else {
+			other.write(l)
+		}
+	}
+	buf := make([]byte, 64<<10)
+	start, end := 0, 0 // buf[start:end] is read and not yet split
+	for {
+		n, err := out.Read(buf[end:])
+		end += n
+		for {
+			i := bytes.IndexByte(buf[start:end], '\n')
+			if i < 0 {
+				break
+			}
+			line(buf[start : start+i])
+			start += i + 1
+		}
+		if errors.Is(err, io.EOF) && start < end {
+			line(buf[start:end])
+		}
+		if len(evs) > 0 {
+			if !emit(evs) {
 				return
 			}
-			continue
+			evs = evs[:0]
 		}
-		other.write(line)
-	}
-	if errors.Is(sc.Err(), bufio.ErrTooLong) {
-		select {
-		case events <- feedEvent{overlong: true}:
-		case <-ctx.Done():
+		if err != nil {
+			return
+		}
+		// Keep the start of the next line; make room for a long one.
+		end = copy(buf, buf[start:end])
+		start = 0
+		if end == len(buf) {
+			if len(buf) >= maxLine {
+				emit([]feedEvent{{overlong: true}})
+				return
+			}
+			grown := make([]byte, min(2*len(buf), maxLine))
+			copy(grown, buf[:end])
+			buf = grown
 		}
 	}
 }
