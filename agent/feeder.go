@@ -547,7 +547,7 @@ func (f *feeder) flush() {
 		f.mu.Unlock()
 		if _, err := f.in.Write(b); err != nil {
 			f.mu.Lock()
-			if f.ctx.Err() == nil {
+			if f.ctx.Err() == nil && !f.stopped {
 				f.log.Warn("cannot write items to the worker", "err", err)
 			}
 			f.flushing = false
