@@ -1,17 +1,19 @@
 package agent
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -30,6 +32,22 @@ const (
 	maxLine      = 4 << 20 // one protocol line
 	maxPrefetch  = 1024
 	longPollWait = time.Second
+
+	// Every exchange costs the head a Raft entry (an fsync) and both sides
+	// a call, whatever it carries, so the feeder gathers answers and asks
+	// for items in batches: it exchanges at once only when the worker is
+	// about to run short of items (the buffer is down to half its room),
+	// when the driver had nothing last time (answers then go at once, so
+	// the end of a job is not delayed), or when the process is let go;
+	// otherwise what waits is sent batchWait after it began to wait. The
+	// buffer is sized to hold twice batchWait of the worker's work (room),
+	// so fast items go in batches of about batchWait's worth while slow
+	// ones are exchanged one by one, as soon as a pipeline is free.
+	batchWait = 20 * time.Millisecond
+	// maxBatchBytes bounds the answers (their results and errors) one
+	// exchange carries, well under wire.MaxMessageSize; the rest go in the
+	// next exchange, at once.
+	maxBatchBytes = 4 << 20
 
 	// overlongError fails the items of a worker that printed a line longer
 	// than maxLine; its process is stopped.
@@ -55,6 +73,7 @@ type exchangeResult struct {
 	rep  wire.ExchangeReply
 	err  error
 	want int
+	same bool // the request said HeldSame
 }
 
 // feed runs until ctx ends (the process ended or the agent stops).
@@ -77,10 +96,6 @@ func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time)
 	// Closing out unblocks the reader when ctx ends.
 	go func() { <-ctx.Done(); out.Close(); in.Close() }()
 
-	events := make(chan feedEvent, 4096)
-	openLog := func() (*os.File, error) { return a.procs.AppendLog(spec.ID) }
-	go readWorker(ctx, log, out, openLog, events)
-
 	jr, err := openJournal(filepath.Dir(inPath), log)
 	if err != nil {
 		log.Error("cannot open the feed journal; its items will not be fed", "err", err)
@@ -88,13 +103,27 @@ func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time)
 	}
 	defer jr.close()
 	f := newFeeder(ctx, a, log, spec, started, in, jr)
-	f.run(events)
+	// The reader hands each read's answers to the feeder itself (emit),
+	// so that an answer and the item it makes room for cost no hand-over
+	// between goroutines.
+	readerDone := make(chan struct{})
+	openLog := func() (*os.File, error) { return a.procs.AppendLog(spec.ID) }
+	go func() {
+		defer close(readerDone)
+		readWorker(log, out, openLog, f.emit)
+	}()
+	f.run(readerDone)
 }
 
 // feeder feeds one job process: it fetches items from the job driver
 // (exchange), writes them to the worker, collects the worker's outcomes
 // and hands them back, and journals what it holds so that a restarted
 // agent can resume.
+//
+// Its state changes in whichever goroutine has news, under mu: the reader
+// of the worker's stdout (emit), an exchange's call when it returns, and
+// the batch and retry timers; each then starts the exchange that is due
+// (kick). run only waits for the end.
 type feeder struct {
 	a       *Agent
 	ctx     context.Context
@@ -103,6 +132,13 @@ type feeder struct {
 	started time.Time
 	in      *os.File // the worker's stdin
 	jr      *journal
+
+	mu sync.Mutex // guards what follows
+	// stopped: run has returned; the others leave the state alone.
+	stopped bool
+	// finish is closed when a broken worker's failures are delivered.
+	finish   chan struct{}
+	finished bool
 
 	pipelines int
 	// target is how many items the feeder holds (in the worker and
@@ -122,20 +158,35 @@ type feeder struct {
 	broken    bool // the worker printed an over-long line: fail what it holds, then stop it
 	initMS    int64
 
+	// batch fires when what waits for an exchange is to be sent (batchGen
+	// tells a timer stopped too late from the current one); due: send it
+	// at the next chance.
+	batch    *time.Timer
+	batchGen uint64
+	due      bool
+	// feed and seq number the exchanges (wire.ExchangeRequest.Feed, Seq);
+	// tracked: the driver's last reply said Tracking, so the next
+	// exchange need not list the held items.
+	feed, seq uint64
+	tracked   bool
+
 	buffer      []wire.WorkItem
 	outstanding map[int]time.Time  // items in the worker, since when
 	given       []int              // scratch: items write hands out
+	lines       []byte             // scratch: the lines write writes
+	pending     []byte             // lines the worker's stdin did not take yet (toWorker)
+	flushing    bool               // flush is writing them
 	outcomes    []wire.ItemOutcome // not yet sent
 	sending     []wire.ItemOutcome // in the exchange under way
-	replies     chan exchangeResult
 	backoff     time.Duration
-	retry       <-chan time.Time
+	retrying    bool // waiting for backoff before the next exchange
 }
 
 func newFeeder(ctx context.Context, a *Agent, log *slog.Logger, spec wire.ProcSpec, started time.Time, in *os.File, jr *journal) *feeder {
 	f := &feeder{
 		a: a, ctx: ctx, log: log, spec: spec, started: started, in: in, jr: jr,
-		pipelines: max(spec.Pipelines, 1), outstanding: map[int]time.Time{}, replies: make(chan exchangeResult, 1),
+		pipelines: max(spec.Pipelines, 1), outstanding: map[int]time.Time{}, finish: make(chan struct{}),
+		feed: rand.Uint64() | 1,
 	}
 	f.target = f.pipelines
 	// A re-adopted worker: it may still be working on items the previous
@@ -151,85 +202,172 @@ func newFeeder(ctx context.Context, a *Agent, log *slog.Logger, spec wire.ProcSp
 	return f
 }
 
-// run feeds until the context ends or the worker's stdout closes. After an
-// over-long line it delivers the failures of the items the worker held and
-// then stops the process.
-func (f *feeder) run(events <-chan feedEvent) {
+// run feeds until the context ends or the worker's stdout (readerDone)
+// closes. After an over-long line it delivers the failures of the items
+// the worker held and then stops the process.
+func (f *feeder) run(readerDone <-chan struct{}) {
+	defer func() {
+		f.mu.Lock()
+		f.stopped = true
+		if f.batch != nil {
+			f.batch.Stop()
+		}
+		f.mu.Unlock()
+	}()
+	f.mu.Lock()
+	f.kick()
+	f.mu.Unlock()
 	for {
-		if f.broken && !f.calling && len(f.outcomes) == 0 {
-			f.a.stop(f.ctx, f.spec.ID, time.Duration(f.spec.GraceMS)*time.Millisecond, "the worker printed a line of more than 4 MiB")
-			return
-		}
-		if req, ok := f.nextExchange(); ok {
-			f.call(req)
-		}
 		select {
 		case <-f.ctx.Done():
 			return
-		case <-f.retry:
-			f.retry = nil
-		case ev, ok := <-events:
-			if !ok {
-				if f.broken {
-					events = nil // deliver the failures first
-					continue
-				}
+		case <-f.finish:
+			f.a.stop(f.ctx, f.spec.ID, time.Duration(f.spec.GraceMS)*time.Millisecond, "the worker printed a line of more than 4 MiB")
+			return
+		case <-readerDone:
+			readerDone = nil
+			f.mu.Lock()
+			broken := f.broken
+			f.mu.Unlock()
+			if !broken {
 				return // the worker's stdout is gone: the process is ending
 			}
-			f.take(ev, events)
-		case r := <-f.replies:
-			if !f.answered(r) {
-				return
-			}
+			// Deliver the failures first (finish).
 		}
+	}
+}
+
+// emit takes the events of one read of the worker's stdout; false when
+// the feeder has stopped.
+func (f *feeder) emit(evs []feedEvent) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
+		return false
+	}
+	f.take(evs)
+	f.kick()
+	return true
+}
+
+// kick starts the exchange that is due, if any, and says when a broken
+// worker's failures are all delivered. f.mu is held.
+func (f *feeder) kick() {
+	if f.broken && !f.calling && len(f.outcomes) == 0 {
+		if !f.finished {
+			f.finished = true
+			close(f.finish)
+		}
+		return
+	}
+	if req, ok := f.nextExchange(); ok {
+		f.call(req)
 	}
 }
 
 // nextExchange returns the exchange to make now, if any: none while one is
 // under way, before the worker is ready or while waiting to retry; else
 // one that says the worker is ready, delivers outcomes, or asks for items
-// (a long poll when the driver had none and the worker is idle).
+// (a long poll when the driver had none and the worker is idle). What is
+// not urgent waits for a batch (batchWait).
 func (f *feeder) nextExchange() (wire.ExchangeRequest, bool) {
-	if f.calling || !f.ready || f.retry != nil {
+	if f.calling || !f.ready || f.retrying {
 		return wire.ExchangeRequest{}, false
 	}
 	held := len(f.buffer) + len(f.outstanding)
-	need := !f.release && !f.broken && held < f.target
+	room := f.room()
+	need := !f.release && !f.broken && held < room
 	if f.readySent && len(f.outcomes) == 0 && (!need || (f.starved && len(f.outstanding) > 0)) {
 		return wire.ExchangeRequest{}, false
 	}
-	req := wire.ExchangeRequest{JobID: f.spec.WorkID, ProcID: f.spec.ID, Node: f.a.cfg.Node, Ready: true, InitMS: f.initMS, Outcomes: f.outcomes}
+	urgent := !f.readySent || f.due || f.starved || f.release || f.broken ||
+		need && len(f.buffer) <= (room-f.pipelines)/2
+	if !urgent {
+		if f.batch == nil {
+			gen := f.batchGen
+			f.batch = time.AfterFunc(batchWait, func() {
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				if !f.stopped && gen == f.batchGen {
+					f.batch, f.due = nil, true
+					f.kick()
+				}
+			})
+		}
+		return wire.ExchangeRequest{}, false
+	}
+	if f.batch != nil {
+		f.batch.Stop()
+		f.batch = nil
+	}
+	f.batchGen++
+	f.due = false
+	f.seq++
+	req := wire.ExchangeRequest{JobID: f.spec.WorkID, ProcID: f.spec.ID, Node: f.a.cfg.Node, Ready: true, InitMS: f.initMS, Outcomes: f.outcomes,
+		Feed: f.feed, Seq: f.seq, HeldSame: f.tracked, HeldCount: held}
 	if need {
-		req.Want = f.target - held
+		req.Want = room - held
 	}
-	for _, it := range f.buffer {
-		req.Held = append(req.Held, it.Index)
-	}
-	for i := range f.outstanding {
-		req.Held = append(req.Held, i)
+	if !f.tracked {
+		req.Held = make([]int, 0, held)
+		for _, it := range f.buffer {
+			req.Held = append(req.Held, it.Index)
+		}
+		for i := range f.outstanding {
+			req.Held = append(req.Held, i)
+		}
 	}
 	if f.starved && len(f.outcomes) == 0 && len(f.outstanding) == 0 {
 		req.WaitMS = longPollWait.Milliseconds()
 	}
-	f.sending, f.outcomes = f.outcomes, nil
+	n, size := 0, 0
+	for n < len(f.outcomes) && (n == 0 || size+len(f.outcomes[n].Result)+len(f.outcomes[n].Error) <= maxBatchBytes) {
+		size += len(f.outcomes[n].Result) + len(f.outcomes[n].Error)
+		n++
+	}
+	req.Outcomes = f.outcomes[:n:n]
+	f.sending, f.outcomes = req.Outcomes, f.outcomes[n:]
+	if len(f.outcomes) == 0 {
+		f.outcomes = nil
+	} else {
+		f.due = true // the rest go next, at once
+	}
 	f.readySent = true
 	return req, true
 }
 
-// call makes one exchange with the job driver in the background; its
-// result arrives on f.replies.
+// room is how many items the feeder may hold now: target, or more while
+// items are fast, so that the buffer outside the worker holds twice
+// batchWait of its work (by Little's law, the worker answers pipelines
+// items per itemTime). It follows itemTime down as well as up, so a job
+// whose items turn slow is not left with a deep buffer in one process.
+func (f *feeder) room() int {
+	r := f.target
+	if f.itemTime > 0 {
+		r = max(r, min(maxPrefetch, f.pipelines+int(2*batchWait*time.Duration(f.pipelines)/f.itemTime)))
+	}
+	return r
+}
+
+// call makes one exchange with the job driver in the background, and
+// takes its result (answered) when it returns. f.mu is held. The call
+// lasts no longer than the feeder's context.
 func (f *feeder) call(req wire.ExchangeRequest) {
 	f.calling = true
 	go func() {
 		var rep wire.ExchangeReply
 		err := f.a.callHead(f.ctx, wire.MethodExchange, wire.Caller{Node: f.a.cfg.Node}, req, &rep)
-		f.replies <- exchangeResult{rep: rep, err: err, want: req.Want}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if !f.stopped && f.answered(exchangeResult{rep: rep, err: err, want: req.Want, same: req.HeldSame}) {
+			f.kick()
+		}
 	}()
 }
 
-// take folds in ev and every event already waiting, then journals once.
-func (f *feeder) take(ev feedEvent, events <-chan feedEvent) {
-	for more := true; more; {
+// take folds in the events of one read, then journals once. f.mu is held.
+func (f *feeder) take(evs []feedEvent) {
+	for _, ev := range evs {
 		switch {
 		case ev.ready && !f.ready:
 			f.ready = true
@@ -257,11 +395,6 @@ func (f *feeder) take(ev feedEvent, events <-chan feedEvent) {
 			}
 			clear(f.outstanding)
 		}
-		select {
-		case ev, more = <-events:
-		default:
-			more = false
-		}
 	}
 	if !f.write() { // write journals when it hands out items
 		f.commit()
@@ -275,6 +408,7 @@ func (f *feeder) take(ev feedEvent, events <-chan feedEvent) {
 // stop (its context ended).
 func (f *feeder) answered(r exchangeResult) bool {
 	f.calling = false
+	f.tracked = r.err == nil && r.rep.Tracking
 	if r.err != nil {
 		if f.ctx.Err() != nil {
 			return false
@@ -285,14 +419,29 @@ func (f *feeder) answered(r exchangeResult) bool {
 		f.backoff = min(max(2*f.backoff, 50*time.Millisecond), 2*time.Second)
 		f.log.Debug("exchange with the job driver failed; retrying", "err", r.err, "in", f.backoff)
 		f.readySent = false
-		f.retry = time.After(f.backoff)
+		f.retrying = true
+		time.AfterFunc(f.backoff, func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if !f.stopped {
+				f.retrying = false
+				f.kick()
+			}
+		})
 		return true
 	}
 	f.backoff = 0
 	f.jr.delivered(len(f.sending))
 	f.sending = nil
 	f.release = r.rep.Release
-	f.starved = len(r.rep.Items) == 0
+	if r.same && !f.tracked && !f.release {
+		// The driver did not know what this process holds (a new head, or
+		// an exchange it served that this feeder never heard back from)
+		// and handed out nothing: list them at once.
+		f.readySent = false
+	} else if r.want > 0 {
+		f.starved = len(r.rep.Items) == 0 // an exchange that asked for none learns nothing
+	}
 	if len(r.rep.Items) > 0 && !f.emptySince.IsZero() {
 		if idle := time.Since(f.emptySince); idle > f.itemTime/10 && f.target < maxPrefetch {
 			f.target = min(2*f.target, maxPrefetch)
@@ -312,29 +461,125 @@ func (f *feeder) write() bool {
 	if f.broken {
 		return false // the buffered items go back to the queue when the process is gone
 	}
-	var b bytes.Buffer
+	b := f.lines[:0]
 	f.given = f.given[:0]
+	now := time.Now()
 	for len(f.buffer) > 0 && len(f.outstanding) < f.pipelines {
 		it := f.buffer[0]
+		f.buffer[0] = wire.WorkItem{} // let the item's text go
 		f.buffer = f.buffer[1:]
-		line, _ := json.Marshal(struct {
-			ID   string `json:"id"`
-			Item string `json:"item"`
-		}{strconv.Itoa(it.Index), it.Item})
-		b.Write(line)
-		b.WriteByte('\n')
-		f.outstanding[it.Index] = time.Now()
+		b = appendItemLine(b, it)
+		f.outstanding[it.Index] = now
 		f.given = append(f.given, it.Index)
 	}
-	if b.Len() == 0 {
+	if cap(b) <= 64<<10 {
+		f.lines = b
+	}
+	if len(b) == 0 {
 		return false
 	}
 	f.jr.give(f.given)
 	f.commit() // the journal knows an item before the worker does
-	if _, err := f.in.Write(b.Bytes()); err != nil && f.ctx.Err() == nil {
-		f.log.Warn("cannot write items to the worker", "err", err)
-	}
+	f.toWorker(b)
 	return true
+}
+
+// toWorker writes b to the worker's stdin, in order after what is still
+// pending, without blocking: what the pipe does not take now is written by
+// a goroutine (flush). The reader of the worker's stdout writes items too
+// (emit), and must not block on a worker that is itself blocked printing
+// output. f.mu is held.
+func (f *feeder) toWorker(b []byte) {
+	if !f.flushing {
+		n, err := f.tryWrite(b)
+		if err != nil {
+			if f.ctx.Err() == nil {
+				f.log.Warn("cannot write items to the worker", "err", err)
+			}
+			return
+		}
+		if b = b[n:]; len(b) == 0 {
+			return
+		}
+		f.flushing = true
+		go f.flush()
+	}
+	f.pending = append(f.pending, b...)
+}
+
+// tryWrite writes as much of b as the pipe takes now.
+func (f *feeder) tryWrite(b []byte) (int, error) {
+	rc, err := f.in.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var werr error
+	if err := rc.Write(func(fd uintptr) bool {
+		for {
+			n, werr = syscall.Write(int(fd), b)
+			if werr != syscall.EINTR {
+				return true // done or not, it does not wait
+			}
+		}
+	}); err != nil {
+		return 0, err
+	}
+	if werr == syscall.EAGAIN {
+		werr = nil
+	}
+	return max(n, 0), werr
+}
+
+// flush writes what is pending to the worker's stdin, waiting for the
+// worker to read, until nothing is pending, the feeder has stopped or the
+// pipe is closed (the feeder's context ended).
+func (f *feeder) flush() {
+	for {
+		f.mu.Lock()
+		b := f.pending
+		f.pending = nil
+		if len(b) == 0 || f.stopped {
+			f.flushing = false
+			f.mu.Unlock()
+			return
+		}
+		f.mu.Unlock()
+		if _, err := f.in.Write(b); err != nil {
+			f.mu.Lock()
+			if f.ctx.Err() == nil && !f.stopped {
+				f.log.Warn("cannot write items to the worker", "err", err)
+			}
+			f.flushing = false
+			f.mu.Unlock()
+			return
+		}
+	}
+}
+
+// appendItemLine appends the line that hands it to a worker,
+// {"id":"<index>","item":<the item as a JSON string>}, as encoding/json
+// writes it.
+func appendItemLine(b []byte, it wire.WorkItem) []byte {
+	b = append(b, `{"id":"`...)
+	b = strconv.AppendInt(b, int64(it.Index), 10)
+	b = append(b, `","item":`...)
+	plain := true
+	for i := 0; i < len(it.Item) && plain; i++ {
+		c := it.Item[i]
+		// What encoding/json writes as it is: printable ASCII but for
+		// the quote, the backslash and its HTML escapes.
+		plain = c >= 0x20 && c <= 0x7e && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	if plain {
+		b = append(b, '"')
+		b = append(b, it.Item...)
+		b = append(b, '"')
+	} else {
+		q, _ := json.Marshal(it.Item)
+		b = append(b, q...)
+	}
+	return append(b, "}\n"...)
 }
 
 // commit writes the journal records of this batch. A journal that cannot
@@ -360,47 +605,60 @@ func (f *feeder) snapshot() feedState {
 	return st
 }
 
-// readWorker parses the worker's stdout; lines that are not protocol go to
-// the process's log (otherLines). A line longer than maxLine ends the
-// reading with an overlong event.
-func readWorker(ctx context.Context, log *slog.Logger, out *os.File, openLog func() (*os.File, error), events chan<- feedEvent) {
-	defer close(events)
+// readWorker parses the worker's stdout and hands emit the events of each
+// read at once (a read brings one answer or many); lines that are not
+// protocol go to the process's log (otherLines). Lines end with "\n" or
+// "\r\n", and the last one may end with the output instead. A line longer
+// than maxLine ends the reading with an overlong event. It returns when
+// the output ends or cannot be read, or when emit returns false.
+func readWorker(log *slog.Logger, out io.Reader, openLog func() (*os.File, error), emit func([]feedEvent) bool) {
 	other := &otherLines{open: openLog, log: log, who: "worker"}
 	defer other.close()
-	sc := bufio.NewScanner(out)
-	sc.Buffer(make([]byte, 64<<10), maxLine)
-	for sc.Scan() {
-		line := sc.Bytes()
-		var wl workerLine
-		if len(line) > 0 && line[0] == '{' && json.Unmarshal(line, &wl) == nil && (wl.Ready != nil || wl.ID != nil) {
-			ev := feedEvent{}
-			if wl.Ready != nil {
-				ev.ready = *wl.Ready
-			} else if idx, err := strconv.Atoi(*wl.ID); err == nil {
-				o := wire.ItemOutcome{Index: idx, OK: wl.OK && wl.Error == nil}
-				if o.OK {
-					o.Result = string(wl.Result)
-					o.LimitResult()
-				} else if wl.Error != nil {
-					o.Error = *wl.Error
-				} else {
-					o.Error = "the worker answered without ok or error"
-				}
-				ev.outcome = &o
+	var evs []feedEvent
+	line := func(l []byte) {
+		l = bytes.TrimSuffix(l, []byte{'\r'})
+		if ev, ok := decodeLine(l); ok {
+			evs = append(evs, ev)
+		} else {
+			other.write(l)
+		}
+	}
+	buf := make([]byte, 64<<10)
+	start, end := 0, 0 // buf[start:end] is read and not yet split
+	for {
+		n, err := out.Read(buf[end:])
+		end += n
+		for {
+			i := bytes.IndexByte(buf[start:end], '\n')
+			if i < 0 {
+				break
 			}
-			select {
-			case events <- ev:
-			case <-ctx.Done():
+			line(buf[start : start+i])
+			start += i + 1
+		}
+		if errors.Is(err, io.EOF) && start < end {
+			line(buf[start:end])
+		}
+		if len(evs) > 0 {
+			if !emit(evs) {
 				return
 			}
-			continue
+			evs = evs[:0]
 		}
-		other.write(line)
-	}
-	if errors.Is(sc.Err(), bufio.ErrTooLong) {
-		select {
-		case events <- feedEvent{overlong: true}:
-		case <-ctx.Done():
+		if err != nil {
+			return
+		}
+		// Keep the start of the next line; make room for a long one.
+		end = copy(buf, buf[start:end])
+		start = 0
+		if end == len(buf) {
+			if len(buf) >= maxLine {
+				emit([]feedEvent{{overlong: true}})
+				return
+			}
+			grown := make([]byte, min(2*len(buf), maxLine))
+			copy(grown, buf[:end])
+			buf = grown
 		}
 	}
 }

@@ -320,6 +320,9 @@ func TestFeederJournalMatchesState(t *testing.T) {
 	a := &Agent{cfg: &Config{Node: "n1"}, log: log}
 	spec := wire.ProcSpec{ID: "3.1", WorkID: 3, Pipelines: 2}
 	f := newFeeder(context.Background(), a, log, spec, time.Now(), w, jr)
+	// The test drives the feeder by hand: its retry timer must not start
+	// an exchange.
+	f.stopped = true
 
 	sorted := func(st feedState) feedState {
 		st.Held = slices.Sorted(slices.Values(st.Held))
@@ -348,17 +351,14 @@ func TestFeederJournalMatchesState(t *testing.T) {
 		}
 		return out
 	}
-	events := make(chan feedEvent, 16)
-
-	f.take(feedEvent{ready: true}, events)
+	f.take([]feedEvent{{ready: true}})
 	check("ready")
 	if _, ok := f.nextExchange(); !ok {
 		t.Fatal("no exchange after ready")
 	}
 	f.answered(exchangeResult{rep: wire.ExchangeReply{Items: items(0, 5)}})
 	check("items handed out")
-	events <- outcome(1)
-	f.take(outcome(0), events)
+	f.take([]feedEvent{outcome(0), outcome(1)})
 	check("two answers, two more items handed out")
 	if _, ok := f.nextExchange(); !ok {
 		t.Fatal("no exchange with answers to deliver")
@@ -366,15 +366,15 @@ func TestFeederJournalMatchesState(t *testing.T) {
 	check("answers on their way")
 	f.answered(exchangeResult{})
 	check("answers delivered")
-	f.take(outcome(2), events)
+	f.take([]feedEvent{outcome(2)})
 	if _, ok := f.nextExchange(); !ok {
 		t.Fatal("no exchange with an answer to deliver")
 	}
 	f.answered(exchangeResult{err: errors.New("head unreachable")})
 	check("a failed exchange")
 	f.jr.limit = 0 // the next commit compacts
-	f.retry = nil
-	f.take(outcome(3), events)
+	f.retrying = false
+	f.take([]feedEvent{outcome(3)})
 	check("a compaction")
 	if len(f.outcomes) != 2 || len(f.outstanding) != 1 {
 		t.Fatalf("feeder holds %d answers and %d items, want 2 and 1", len(f.outcomes), len(f.outstanding))

@@ -190,6 +190,17 @@ func (o *ItemOutcome) LimitResult() bool {
 
 // ExchangeRequest is an agent's call to a job driver for one job process:
 // it returns outcomes, says which items it still holds, and asks for more.
+//
+// Held lists every item the process holds, unless HeldSame says that the
+// driver knows them already: they are what the process held at the
+// exchange numbered Seq-1 of the same Feed, plus the items that exchange's
+// reply handed out, less the Outcomes of this one. An agent says HeldSame
+// only after a reply that said Tracking, and only for the next exchange of
+// that feed; the driver trusts it only when the previous exchange it
+// served for the process was that one (else it answers without Tracking,
+// hands out nothing, and the agent sends the whole list next). So the list
+// crosses the wire once per feeder, failover or failed call, not with
+// every batch of outcomes.
 type ExchangeRequest struct {
 	JobID    uint64        `cbor:"1,keyasint"`
 	ProcID   string        `cbor:"2,keyasint"`
@@ -202,6 +213,17 @@ type ExchangeRequest struct {
 	// WaitMS lets the driver hold the call this long when it has nothing
 	// to hand out yet (long poll).
 	WaitMS int64 `cbor:"9,keyasint,omitempty"`
+	// Feed names the agent's feeder of this process (a random number drawn
+	// when it starts, so a restarted agent's feeder is another feed); Seq
+	// numbers its exchanges from 1. Zero: an agent that never says
+	// HeldSame.
+	Feed uint64 `cbor:"10,keyasint,omitempty"`
+	Seq  uint64 `cbor:"11,keyasint,omitempty"`
+	// HeldSame: Held is left out; see the type's comment.
+	HeldSame bool `cbor:"12,keyasint,omitempty"`
+	// HeldCount is how many items the process holds (len(Held) without
+	// HeldSame).
+	HeldCount int `cbor:"13,keyasint,omitempty"`
 }
 
 // ExchangeReply hands items to a job process. Release means the process
@@ -211,4 +233,17 @@ type ExchangeReply struct {
 	Release bool       `cbor:"2,keyasint,omitempty"`
 	// Kill lists items that timed out: the process must be killed.
 	Kill string `cbor:"3,keyasint,omitempty"`
+	// Tracking: the driver took this exchange's held items (listed, or
+	// HeldSame and trusted) as what the process holds, and keeps them up
+	// to date with what it hands out and what is answered; the next
+	// exchange of the same feed may say HeldSame.
+	Tracking bool `cbor:"4,keyasint,omitempty"`
+}
+
+// HeldItems is how many items an exchange says its process holds.
+func (r *ExchangeRequest) HeldItems() int {
+	if r.HeldSame {
+		return r.HeldCount
+	}
+	return len(r.Held)
 }

@@ -7,7 +7,12 @@
 // which items each live process holds from the agents' next exchanges
 // (ExchangeRequest.Held), and hands out nothing until every ready process
 // of the job has reported, so that an item is never handed to a second
-// process while the first may still be working on it.
+// process while the first may still be working on it. Between those lists
+// the driver keeps what each process holds up to date itself (what it
+// hands out, less what is answered), and an agent whose exchanges follow
+// one another says so instead of listing the items again
+// (ExchangeRequest.HeldSame, ExchangeReply.Tracking): a batch of outcomes
+// costs what it carries, not what the process holds.
 //
 // A process whose end is recorded holds nothing: ProcGone re-queues its
 // items when the orchestrator records the end (its agent reported the exit,

@@ -55,6 +55,10 @@ type flight struct {
 type jproc struct {
 	reported  bool
 	releasing bool
+	// feed and seq name the last exchange served for the process whose
+	// held items the driver knows (ExchangeRequest.Feed, Seq); zero when
+	// it does not know them (the next exchange must list them).
+	feed, seq uint64
 }
 
 // New returns a driver for one leadership term.
@@ -103,9 +107,10 @@ func (j *job) wake() {
 func (d *Driver) Exchange(ctx context.Context, req wire.ExchangeRequest) (wire.ExchangeReply, error) {
 	j := d.job(req.JobID)
 	deadline := d.now().Add(min(time.Duration(req.WaitMS)*time.Millisecond, maxWait))
-	first := true
+	first, tracking := true, false
 	for {
-		rep, wait, err := d.exchangeOnce(ctx, j, &req, first)
+		rep, wait, err := d.exchangeOnce(ctx, j, &req, first, &tracking)
+		rep.Tracking = tracking && err == nil && !rep.Release
 		if err != nil || wait == nil || !d.now().Before(deadline) {
 			return rep, err
 		}
@@ -121,8 +126,10 @@ func (d *Driver) Exchange(ctx context.Context, req wire.ExchangeRequest) (wire.E
 }
 
 // exchangeOnce does the work of one exchange; it returns a channel to wait
-// on when it had nothing to hand out yet.
-func (d *Driver) exchangeOnce(ctx context.Context, j *job, req *wire.ExchangeRequest, first bool) (wire.ExchangeReply, <-chan struct{}, error) {
+// on when it had nothing to hand out yet. The first call for an exchange
+// records its outcomes and what the process holds, and sets *tracking when
+// the driver knows the process's held items (wire.ExchangeReply.Tracking).
+func (d *Driver) exchangeOnce(ctx context.Context, j *job, req *wire.ExchangeRequest, first bool, tracking *bool) (wire.ExchangeReply, <-chan struct{}, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	now := d.now()
@@ -177,20 +184,36 @@ func (d *Driver) exchangeOnce(ctx context.Context, j *job, req *wire.ExchangeReq
 			cmds = append(cmds, state.Command{Type: state.CmdOutcomes, Time: now.UnixMilli(), WorkID: w.ID, ProcID: p.ID, Outcomes: req.Outcomes})
 		}
 		if len(cmds) > 0 {
-			if _, err := d.apply.Apply(ctx, cmds...); err != nil {
+			// The apply waits for Raft without the job's lock, so that the
+			// exchanges of the job's other processes go on meanwhile and
+			// their outcomes share log entries (and fsyncs) with these.
+			// What the process holds stays in flight with it until the
+			// outcomes are applied (afterOutcomes), so none of it is
+			// handed out again meanwhile.
+			j.mu.Unlock()
+			_, err := d.apply.Apply(ctx, cmds...)
+			j.mu.Lock()
+			if err != nil {
 				return wire.ExchangeReply{}, nil, err
+			}
+			if j.procs[req.ProcID] != jp {
+				// Its end was recorded meanwhile (ProcGone): what it held
+				// went back to the queue then.
+				return wire.ExchangeReply{Release: true}, nil, nil
 			}
 		}
 		if d.OnItems != nil && len(req.Outcomes) > 0 {
 			d.OnItems(len(req.Outcomes))
 		}
 		d.afterOutcomes(j, p.ID, req.Outcomes)
-		d.claim(j, jp, req)
+		*tracking = d.claim(j, jp, req)
 	}
 	if p.Stop || w.Ended() || w.Canceling {
 		return wire.ExchangeReply{Release: true}, nil, nil
 	}
-	if p.ReadyAt == 0 || req.Want <= 0 {
+	if p.ReadyAt == 0 || req.Want <= 0 || !*tracking && req.HeldSame {
+		// Not knowing what the process holds, the driver hands out nothing
+		// and asks for the list (no Tracking in the reply).
 		return wire.ExchangeReply{}, nil, nil
 	}
 	if !d.gateOpen(j, &w, now) {
@@ -209,7 +232,7 @@ func (d *Driver) exchangeOnce(ctx context.Context, j *job, req *wire.ExchangeReq
 	if len(items) > 0 {
 		return wire.ExchangeReply{Items: items}, nil, nil
 	}
-	if len(req.Held) == 0 && queued == 0 && w.Job.Committed {
+	if req.HeldItems() == 0 && queued == 0 && w.Job.Committed {
 		// Nothing left to hand out and this process holds nothing: release it.
 		if !jp.releasing {
 			jp.releasing = true
@@ -279,8 +302,21 @@ func (d *Driver) afterOutcomes(j *job, proc string, outs []wire.ItemOutcome) {
 
 // claim records what the process says it holds; items the driver thought
 // it held but it does not (and did not answer) were lost by its agent and
-// go back to the queue.
-func (d *Driver) claim(j *job, jp *jproc, req *wire.ExchangeRequest) {
+// go back to the queue. It reports whether the driver now knows what the
+// process holds: always after a list, and after HeldSame only when the
+// exchange before it of the same feed was the last one served for the
+// process (then the driver's flight records, kept up to date by take and
+// afterOutcomes, are what the process holds; wire.ExchangeRequest).
+func (d *Driver) claim(j *job, jp *jproc, req *wire.ExchangeRequest) bool {
+	if req.HeldSame {
+		known := jp.reported && req.Feed != 0 && jp.feed == req.Feed && jp.seq+1 == req.Seq
+		if known {
+			jp.seq = req.Seq
+		} else {
+			jp.feed, jp.seq = 0, 0
+		}
+		return known
+	}
 	held := make(map[int]bool, len(req.Held))
 	for _, i := range req.Held {
 		held[i] = true
@@ -305,6 +341,8 @@ func (d *Driver) claim(j *job, jp *jproc, req *wire.ExchangeRequest) {
 		}
 	}
 	jp.reported = true
+	jp.feed, jp.seq = req.Feed, req.Seq
+	return req.Feed != 0
 }
 
 // gateOpen tells whether unclaimed items may be handed out: every ready

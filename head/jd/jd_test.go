@@ -1,8 +1,10 @@
 package jd
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -272,4 +274,95 @@ func TestTickRequeuesItemsOfEndedProcess(t *testing.T) {
 			t.Errorf("job %s %s, done %d", w.State, w.Completion, w.Job.Done)
 		}
 	})
+}
+
+// TestHeldSame: an exchange that says HeldSame is trusted only right after
+// the exchange of the same feed the driver served last; otherwise the
+// driver hands out nothing and drops Tracking, so that the agent lists
+// what the process holds, and items it never received go back to the
+// queue.
+func TestHeldSame(t *testing.T) {
+	const feed = 77
+	full := func(seq uint64, want int, held []int, outs ...wire.ItemOutcome) wire.ExchangeRequest {
+		return wire.ExchangeRequest{JobID: 1, ProcID: "1.1", Ready: true, Feed: feed, Seq: seq, Want: want, Held: held, HeldCount: len(held), Outcomes: outs}
+	}
+	same := func(seq uint64, want, count int, outs ...wire.ItemOutcome) wire.ExchangeRequest {
+		return wire.ExchangeRequest{JobID: 1, ProcID: "1.1", Ready: true, Feed: feed, Seq: seq, Want: want, HeldSame: true, HeldCount: count, Outcomes: outs}
+	}
+	ok := func(i int) wire.ItemOutcome { return wire.ItemOutcome{Index: i, OK: true} }
+	type step struct {
+		req       wire.ExchangeRequest
+		newDriver bool // a failover before this exchange
+		items     []int
+		tracking  bool
+		release   bool
+		inFlight  int // after the exchange
+	}
+	tests := []struct {
+		name  string
+		items int
+		steps []step
+	}{
+		{name: "in step", items: 4, steps: []step{
+			{req: full(1, 2, nil), items: []int{0, 1}, tracking: true, inFlight: 2},
+			{req: same(2, 2, 1, ok(0)), items: []int{2, 3}, tracking: true, inFlight: 3},
+			{req: same(3, 0, 0, ok(1), ok(2), ok(3)), tracking: true, inFlight: 0},
+			// Nothing held, nothing queued: released (HeldCount, not a list).
+			{req: same(4, 2, 0), release: true},
+		}},
+		{name: "a reply the agent never got", steps: []step{
+			{req: full(1, 2, nil), items: []int{0, 1}, tracking: true, inFlight: 2},
+			{req: same(2, 2, 2), items: []int{2, 3}, tracking: true, inFlight: 4}, // lost on the way back
+			// The agent lists what it holds; 2 and 3 go back to the queue.
+			{req: full(3, 2, []int{0, 1}), items: []int{2, 3}, tracking: true, inFlight: 4},
+			{req: same(4, 0, 4, ok(0), ok(1), ok(2), ok(3)), tracking: true, inFlight: 0},
+		}},
+		{name: "a gap in the numbers", steps: []step{
+			{req: full(1, 2, nil), items: []int{0, 1}, tracking: true, inFlight: 2},
+			{req: same(3, 2, 1, ok(0)), inFlight: 1}, // outcomes kept, nothing handed out
+			{req: same(4, 2, 1), inFlight: 1},        // still not trusted
+			{req: full(5, 2, []int{1}), items: []int{2, 3}, tracking: true, inFlight: 3},
+		}},
+		{name: "an older exchange served late", steps: []step{
+			{req: full(1, 2, nil), items: []int{0, 1}, tracking: true, inFlight: 2},
+			{req: full(3, 2, []int{0, 1}), items: []int{2, 3}, tracking: true, inFlight: 4},
+			// 2 came after 3: its list takes 2 and 3 back, and 2 goes out again.
+			{req: full(2, 1, []int{0, 1}), items: []int{2}, tracking: true, inFlight: 3},
+			{req: same(4, 0, 4), inFlight: 3}, // 3 was not the last one served
+			{req: full(5, 0, []int{0, 1, 2, 3}), tracking: true, inFlight: 4},
+		}},
+		{name: "a new head", steps: []step{
+			{req: full(1, 2, nil), items: []int{0, 1}, tracking: true, inFlight: 2},
+			{req: same(2, 2, 2), newDriver: true},
+			{req: full(3, 2, []int{0, 1}), items: []int{2, 3}, tracking: true, inFlight: 4},
+		}},
+		{name: "an agent that numbers nothing", steps: []step{
+			{req: wire.ExchangeRequest{JobID: 1, ProcID: "1.1", Ready: true, Want: 2}, items: []int{0, 1}, inFlight: 2},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, app, c := setup(t, cmp.Or(tt.items, 6), wire.JobSpec{})
+			d := New(f, app, c.now, slog.Default())
+			// 1.2 is ready and holds nothing, so a new driver's gate opens
+			// once 1.1 has listed its items.
+			ex(t, d, "1.2", 0, nil)
+			for i, s := range tt.steps {
+				if s.newDriver {
+					d = New(f, app, c.now, slog.Default())
+					ex(t, d, "1.2", 0, nil)
+				}
+				rep, err := d.Exchange(context.Background(), s.req)
+				if err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+				if got := indices(rep.Items); !slices.Equal(got, s.items) || rep.Tracking != s.tracking || rep.Release != s.release {
+					t.Fatalf("step %d: items %v tracking %v release %v, want %v %v %v", i, got, rep.Tracking, rep.Release, s.items, s.tracking, s.release)
+				}
+				if n := d.InFlight(1); n != s.inFlight {
+					t.Fatalf("step %d: %d items in flight, want %d", i, n, s.inFlight)
+				}
+			}
+		})
+	}
 }
