@@ -231,12 +231,7 @@ func (m *Manager) readServer(srv *shimServer) {
 		m.current = nil
 	}
 	delete(m.servers, srv.name)
-	var left []string
-	for id, e := range m.procs {
-		if e.srv == srv && !e.isDone() {
-			left = append(left, id)
-		}
-	}
+	left := m.unfinished(srv)
 	m.mu.Unlock()
 	for _, ch := range pending {
 		close(ch)
@@ -248,7 +243,6 @@ func (m *Manager) readServer(srv *shimServer) {
 	if srv.proc != nil {
 		_, _ = srv.proc.Wait()
 	}
-	slices.Sort(left)
 	for _, id := range left {
 		m.mu.Lock()
 		e := m.procs[id]
@@ -323,18 +317,12 @@ func (m *Manager) reconnect(srv *shimServer) bool {
 	srv.wmu.Unlock()
 	pending := srv.pending
 	srv.pending = map[string]chan handshake{}
-	var recheck []string
-	for id, e := range m.procs {
-		if e.srv == srv && !e.isDone() {
-			recheck = append(recheck, id)
-		}
-	}
+	recheck := m.unfinished(srv)
 	m.mu.Unlock()
 	for _, ch := range pending {
 		close(ch)
 	}
 	m.log.Warn("the shim server's connection ended; reconnected", "pid", srv.pid)
-	slices.Sort(recheck)
 	for _, id := range recheck {
 		m.mu.Lock()
 		e := m.procs[id]
@@ -344,4 +332,17 @@ func (m *Manager) reconnect(srv *shimServer) bool {
 		}
 	}
 	return true
+}
+
+// unfinished returns the ids, sorted, of srv's processes whose end has not
+// been recorded; m.mu is held.
+func (m *Manager) unfinished(srv *shimServer) []string {
+	var ids []string
+	for id, e := range m.procs {
+		if e.srv == srv && !e.isDone() {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
