@@ -11,6 +11,10 @@ cpu() { awk '{print $14+$15+$16+$17}' /proc/$1/stat; }
 # The agent's CPU with its shim servers' (the parents of its processes, its
 # children until they exit, so not yet in its cutime).
 dcpu() { t=$(cpu $1); for p in $(pgrep -P $1 -f shim-server); do t=$((t + $(cpu $p))); done; echo $t; }
+# Busy ticks of the whole machine (all CPUs: user, nice, system, irq, softirq):
+# the fair total, CLI, daemons, Slurm's slurmstepd and the jobs included, with
+# whatever else runs beside (the rounds interleave).
+busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
 med() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 now() { date +%s.%N; }
 for r in $(seq $rounds); do
@@ -22,20 +26,20 @@ for r in $(seq $rounds); do
   export DUCC_SOCKET=$d/data/ducc.sock
   AP=$(pgrep -f "agent --dev --data-dir $d" | head -1)
   $bin/ducc run -- true >/dev/null
-  c0=$(dcpu $AP); t0=$(now)
+  c0=$(dcpu $AP); m0=$(busy); t0=$(now)
   for i in $(seq $N); do $bin/ducc run --detach -- true >/dev/null; done
   t1=$(now)
   while [ "$($bin/ducc jobs --noheader 2>/dev/null | wc -l)" != 0 ]; do sleep 0.05; done
-  t2=$(now); c1=$(dcpu $AP)
-  echo "ducc:  submit $(awk "BEGIN{printf \"%.1f\", $N/($t1-$t0)}")/s, e2e $(awk "BEGIN{printf \"%.1f\", $N/($t2-$t0)}") jobs/s, daemon CPU $(awk "BEGIN{printf \"%.1f\", ($c1-$c0)*10/$N}") ms/job (load $(cut -d' ' -f1 /proc/loadavg))"
+  t2=$(now); c1=$(dcpu $AP); m1=$(busy)
+  echo "ducc:  submit $(awk "BEGIN{printf \"%.1f\", $N/($t1-$t0)}")/s, e2e $(awk "BEGIN{printf \"%.1f\", $N/($t2-$t0)}") jobs/s, daemon CPU $(awk "BEGIN{printf \"%.1f\", ($c1-$c0)*10/$N}") ms/job, machine CPU $(awk "BEGIN{printf \"%.1f\", ($m1-$m0)*10/$N}") ms/job (load $(cut -d' ' -f1 /proc/loadavg))"
   # slurm
   SC=$(cat $RUN/slurmctld.pid); SD=$(cat $RUN/slurmd.pid)
-  s0=$(( $(cpu $SC) + $(cpu $SD) )); t0=$(now)
+  s0=$(( $(cpu $SC) + $(cpu $SD) )); m0=$(busy); t0=$(now)
   for i in $(seq $N); do sbatch --wrap=true -o /dev/null >/dev/null 2>&1; done
   t1=$(now)
   while [ -n "$(squeue -h -o %i 2>/dev/null)" ]; do sleep 0.05; done
-  t2=$(now); s1=$(( $(cpu $SC) + $(cpu $SD) ))
-  echo "slurm: submit $(awk "BEGIN{printf \"%.1f\", $N/($t1-$t0)}")/s, e2e $(awk "BEGIN{printf \"%.1f\", $N/($t2-$t0)}") jobs/s, daemon CPU $(awk "BEGIN{printf \"%.1f\", ($s1-$s0)*10/$N}") ms/job (load $(cut -d' ' -f1 /proc/loadavg))"
+  t2=$(now); s1=$(( $(cpu $SC) + $(cpu $SD) )); m1=$(busy)
+  echo "slurm: submit $(awk "BEGIN{printf \"%.1f\", $N/($t1-$t0)}")/s, e2e $(awk "BEGIN{printf \"%.1f\", $N/($t2-$t0)}") jobs/s, daemon CPU $(awk "BEGIN{printf \"%.1f\", ($s1-$s0)*10/$N}") ms/job (slurmstepd not counted), machine CPU $(awk "BEGIN{printf \"%.1f\", ($m1-$m0)*10/$N}") ms/job (load $(cut -d' ' -f1 /proc/loadavg))"
   # latency, interleaved call by call (ns timestamps inside bash: EPOCHREALTIME)
   rd=(); rs=(); dd=(); ds=()
   for i in $(seq 20); do
