@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ducc-project/ducc/proc"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -51,7 +52,7 @@ func (a *Agent) serveAPI(ctx context.Context) (*http.Server, error) {
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			if uc, ok := c.(*net.UnixConn); ok {
-				if cred, err := peerCred(uc); err == nil {
+				if cred, err := proc.PeerCred(uc); err == nil {
 					return context.WithValue(ctx, credKey{}, cred)
 				}
 			}
@@ -64,21 +65,6 @@ func (a *Agent) serveAPI(ctx context.Context) (*http.Server, error) {
 		}
 	}()
 	return srv, nil
-}
-
-func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return nil, err
-	}
-	return cred, cerr
 }
 
 // caller resolves who is calling: the kernel's uid, or --as for root.

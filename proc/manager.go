@@ -855,16 +855,10 @@ func (m *Manager) Close() {
 		}
 	}
 	var own []*shimServer // started by this Manager, with no process left
-	busy := map[*shimServer]bool{}
-	for _, e := range m.procs {
-		if e.srv != nil && !e.isDone() {
-			busy[e.srv] = true
-		}
-	}
 	for _, srv := range m.servers {
 		srv.conn.Close() // it exits once its processes have ended
 		if srv.proc != nil {
-			if busy[srv] {
+			if len(m.unfinished(srv)) > 0 {
 				_ = srv.proc.Release()
 			} else {
 				own = append(own, srv)

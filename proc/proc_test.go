@@ -148,6 +148,29 @@ func (e *env) config(x *exits) Config {
 	return c
 }
 
+// adopt starts a new Manager on e's data directory, reporting to its own
+// exits, and adopts what it finds there (as a restarted agent does).
+func (e *env) adopt(t testing.TB) (*Manager, *exits, []Status) {
+	t.Helper()
+	x := &exits{}
+	m, err := NewManager(e.config(x))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	sts, err := m.Adopt(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, x, sts
+}
+
+// flagSpec is a process that runs until the file flag exists, then exits
+// with code.
+func flagSpec(id, flag string, code int) Spec {
+	return shSpec(id, fmt.Sprintf("while [ ! -e %s ]; do sleep 0.02; done; exit %d", flag, code))
+}
+
 func shSpec(id, script string) Spec {
 	return Spec{ID: id, WorkID: 17, Kind: "POP", Node: "n1", Path: "/bin/sh", Args: []string{"-c", script}}
 }
@@ -582,8 +605,7 @@ func testAdoptRunning(t *testing.T, perProcess bool) {
 	e.perProcess = perProcess
 	m1 := e.manager(t)
 	flag := filepath.Join(e.dataDir, "go")
-	sp := shSpec("6.1", fmt.Sprintf("while [ ! -e %s ]; do sleep 0.02; done; exit 3", flag))
-	st, err := m1.Start(context.Background(), sp)
+	st, err := m1.Start(context.Background(), flagSpec("6.1", flag, 3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -592,16 +614,7 @@ func testAdoptRunning(t *testing.T, perProcess bool) {
 	if err := syscall.Kill(st.PID, 0); err != nil {
 		t.Fatalf("process died with Close: %v", err)
 	}
-	x2 := &exits{}
-	m2, err := NewManager(e.config(x2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m2.Close()
-	sts, err := m2.Adopt(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	m2, x2, sts := e.adopt(t)
 	if len(sts) != 1 || sts[0].ID != "6.1" || sts[0].State != Running || sts[0].PID != st.PID {
 		t.Fatalf("Adopt = %+v", sts)
 	}
@@ -626,15 +639,7 @@ func testAdoptRunning(t *testing.T, perProcess bool) {
 	default:
 	}
 	// A third manager re-reports the ended process until it is forgotten.
-	x3 := &exits{}
-	m3, err := NewManager(e.config(x3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m3.Close()
-	if _, err := m3.Adopt(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	m3, x3, _ := e.adopt(t)
 	if again := x3.wait(t, "6.1", 5*time.Second); again.ExitCode != 3 {
 		t.Fatalf("re-report %+v", again)
 	}
@@ -671,16 +676,8 @@ func testShimKilledIsLost(t *testing.T, perProcess bool) {
 		t.Fatalf("survivors not killed: %v", pids)
 	}
 	// The loss is recorded: a new manager reports it as ended, not lost again.
-	x2 := &exits{}
-	m2, err := NewManager(e.config(x2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m2.Close()
 	m.Close()
-	if _, err := m2.Adopt(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	_, x2, _ := e.adopt(t)
 	if again := x2.wait(t, "7.1", 5*time.Second); again.Reason != "lost: shim died" {
 		t.Fatalf("%+v", again)
 	}

@@ -69,8 +69,10 @@ func writeMsg(c *net.UnixConn, m serverMsg) error {
 	return err
 }
 
-// peerCred returns the credentials of the process at the other end of c.
-func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
+// PeerCred returns the credentials the kernel gives for the process at the
+// other end of the unix socket c (SO_PEERCRED): the shim server and the
+// agent's local API decide by them who is calling.
+func PeerCred(c *net.UnixConn) (*unix.Ucred, error) {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return nil, err
@@ -119,7 +121,7 @@ func RunShimServer(args []string) int {
 		log.Error("fd 3 is not a unix socket")
 		return 1
 	}
-	me := self("")
+	me := self()
 	me.server = serverName(me.pid, me.start)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: "@" + me.server, Net: "unix"})
 	if err != nil {
@@ -193,7 +195,7 @@ func (srv *server) accept(ln *net.UnixListener) {
 			}
 			return
 		}
-		cred, err := peerCred(c)
+		cred, err := PeerCred(c)
 		if err != nil || int(cred.Uid) != os.Geteuid() {
 			srv.log.Warn("refused a connection from another user", "err", err)
 			c.Close()

@@ -64,7 +64,7 @@ func TestServerEndWhileAway(t *testing.T) {
 	e := newEnv(t)
 	m1 := e.manager(t)
 	flag := filepath.Join(e.dataDir, "go")
-	st, err := m1.Start(context.Background(), shSpec("2.1", fmt.Sprintf("while [ ! -e %s ]; do sleep 0.02; done; exit 5", flag)))
+	st, err := m1.Start(context.Background(), flagSpec("2.1", flag, 5))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,16 +79,7 @@ func TestServerEndWhileAway(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	x2 := &exits{}
-	m2, err := NewManager(e.config(x2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m2.Close()
-	sts, err := m2.Adopt(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, x2, sts := e.adopt(t)
 	if len(sts) != 1 || sts[0].State != Exited || sts[0].ExitCode != 5 {
 		t.Fatalf("Adopt = %+v", sts)
 	}
@@ -103,7 +94,7 @@ func TestServerGarbage(t *testing.T) {
 	e := newEnv(t)
 	m := e.manager(t)
 	flag := filepath.Join(e.dataDir, "go")
-	st, err := m.Start(context.Background(), shSpec("1.1", fmt.Sprintf("while [ ! -e %s ]; do sleep 0.02; done; exit 4", flag)))
+	st, err := m.Start(context.Background(), flagSpec("1.1", flag, 4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +152,7 @@ func TestServerReconnect(t *testing.T) {
 	e := newEnv(t)
 	m := e.manager(t)
 	flag := filepath.Join(e.dataDir, "go")
-	st, err := m.Start(context.Background(), shSpec("4.1", fmt.Sprintf("while [ ! -e %s ]; do sleep 0.02; done; exit 6", flag)))
+	st, err := m.Start(context.Background(), flagSpec("4.1", flag, 6))
 	if err != nil {
 		t.Fatal(err)
 	}

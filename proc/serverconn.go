@@ -52,7 +52,7 @@ func dialServer(name string, pid int) (*net.UnixConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the shim server is gone: %w", err)
 	}
-	if cred, err := peerCred(c); err != nil || int(cred.Pid) != pid || int(cred.Uid) != os.Geteuid() {
+	if cred, err := PeerCred(c); err != nil || int(cred.Pid) != pid || int(cred.Uid) != os.Geteuid() {
 		c.Close()
 		return nil, fmt.Errorf("socket %s is not the shim server %d's", name, pid)
 	}
@@ -70,7 +70,7 @@ func (m *Manager) server() (*shimServer, error) {
 	if closed {
 		return nil, ErrClosed
 	}
-	if srv != nil && !srv.isDead(m) {
+	if srv != nil { // a dead server is no longer current (readServer)
 		return srv, nil
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
@@ -135,19 +135,13 @@ func (m *Manager) addServer(srv *shimServer, current bool) error {
 	return nil
 }
 
-func (srv *shimServer) isDead(m *Manager) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return srv.dead
-}
-
 // connect connects to the shim server ci names, a previous agent's, for
 // adopting its processes.
 func (m *Manager) connect(ci childInfo) (*shimServer, error) {
 	m.mu.Lock()
 	srv := m.servers[ci.Server]
 	m.mu.Unlock()
-	if srv != nil && !srv.isDead(m) {
+	if srv != nil { // a dead server is no longer listed (readServer)
 		return srv, nil
 	}
 	if t, err := startTime(ci.ShimPID); err != nil || t != ci.ShimStart {

@@ -76,8 +76,9 @@ type host struct {
 	server string // the server's socket name; "" for a per-process shim
 }
 
-func self(server string) host {
-	h := host{pid: os.Getpid(), server: server}
+// self is this process as a host (a server adds its socket's name).
+func self() host {
+	h := host{pid: os.Getpid()}
 	h.start, _ = startTime(h.pid)
 	return h
 }
@@ -86,7 +87,7 @@ func self(server string) host {
 type cgroupsFunc func(*shimSpec) (*cgroup.Manager, error)
 
 // newCgroups makes the cgroup manager a spec names (a per-process shim
-// makes one; a server keeps one per configuration, cgroupCache).
+// makes one; a server keeps one per configuration, server.cgroupsFor).
 func newCgroups(sp *shimSpec, log *slog.Logger) (*cgroup.Manager, error) {
 	if !sp.CgroupEnabled {
 		return cgroup.NewDisabled(slog.New(slog.DiscardHandler)), nil
@@ -129,7 +130,7 @@ func (s *shim) run() error {
 		s.log.Warn("signals the child may inherit ignored", "err", err)
 	}
 
-	h, err := s.launch(func(sp *shimSpec) (*cgroup.Manager, error) { return newCgroups(sp, s.log) }, self(""))
+	h, err := s.launch(func(sp *shimSpec) (*cgroup.Manager, error) { return newCgroups(sp, s.log) }, self())
 	s.handshake(h)
 	if err != nil || h.Error != "" {
 		return err
