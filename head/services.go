@@ -220,9 +220,17 @@ func (h *Head) serviceInfo(w *state.Work) wire.ServiceInfo {
 	if st, ok := h.sm.Status(w.ID); ok {
 		info.State, info.Reason, info.References = st.State, st.Reason, st.Refs
 	} else {
-		info.State = wire.SvcStateStarting
-		if s.Disabled {
+		// The Service Manager has not decided on it yet (just registered or
+		// just restored): say what its policy will make of it.
+		switch {
+		case s.Disabled:
 			info.State, info.Reason = wire.SvcStateDisabled, s.Why
+		case s.PingOnly():
+			info.State, info.Reason = wire.SvcStateInitializing, "waiting for the pinger's first answer"
+		case s.Autostart || s.Started:
+			info.State = wire.SvcStateStarting
+		default:
+			info.State = wire.SvcStateStopped
 		}
 	}
 	if info.State == wire.SvcStateStarting {
