@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -428,19 +429,23 @@ func (o *Orchestrator) Report(ctx context.Context, node string, procs []wire.Pro
 			}
 		}
 	})
+	if later, ok := o.cfg.Apply.(state.LaterApplier); ok && len(needed) > 0 && !slices.ContainsFunc(needed, endsProc) {
+		// Only starts: written with the next entry (often the process's
+		// own end), at the latest startLinger from now. Until then a
+		// heartbeat may repeat them; applying a start twice changes nothing.
+		acks := slices.ContainsFunc(cmds, endsProc) // ended before, reported again
+		later.ApplyLater(needed, startLinger, func(_ []state.Result, err error) {
+			if o.noted(node, cmds, err) && acks {
+				o.pushNode(node, false)
+			}
+		})
+		return
+	}
 	var err error
 	if len(needed) > 0 {
 		_, err = o.cfg.Apply.Apply(ctx, needed...)
 	}
-	o.mu.Lock()
-	for _, c := range cmds {
-		if err == nil {
-			o.noteReported(*c.Proc)
-		}
-	}
-	o.mu.Unlock()
-	if err != nil {
-		o.log.Warn("cannot record process reports", "node", node, "err", err)
+	if !o.noted(node, cmds, err) {
 		return
 	}
 	for _, c := range needed {
@@ -452,6 +457,28 @@ func (o *Orchestrator) Report(ctx context.Context, node string, procs []wire.Pro
 	}
 	// Acks for ended processes go out with the next desired state.
 	o.pushNode(node, false)
+}
+
+// startLinger is how long a process's start, alone in a report, may wait
+// for an entry to share (state.LaterApplier): a 5 ms process's start and
+// end then cost one fsync, not two.
+const startLinger = 20 * time.Millisecond
+
+func endsProc(c state.Command) bool { return c.Proc.Ended() }
+
+// noted files reported states once applied (err == nil) and says so; it
+// logs why not.
+func (o *Orchestrator) noted(node string, cmds []state.Command, err error) bool {
+	if err != nil {
+		o.log.Warn("cannot record process reports", "node", node, "err", err)
+		return false
+	}
+	o.mu.Lock()
+	for _, c := range cmds {
+		o.noteReported(*c.Proc)
+	}
+	o.mu.Unlock()
+	return true
 }
 
 // seedNodes starts the term's failover grace and records the nodes that

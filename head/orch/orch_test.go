@@ -190,6 +190,72 @@ func TestReportIsIdempotent(t *testing.T) {
 	}
 }
 
+// holdingApplier keeps ApplyLater's commands until the next Apply, which
+// writes them first in its own entry, as the head's group commit does
+// within the linger.
+type holdingApplier struct {
+	*statetest.Applier
+	held  []state.Command
+	thens []func([]state.Result, error)
+}
+
+func (a *holdingApplier) ApplyLater(cmds []state.Command, _ time.Duration, then func([]state.Result, error)) {
+	a.held = append(a.held, cmds...)
+	a.thens = append(a.thens, then)
+}
+
+func (a *holdingApplier) Apply(ctx context.Context, cmds ...state.Command) ([]state.Result, error) {
+	all := append(a.held, cmds...)
+	res, err := a.Applier.Apply(ctx, all...)
+	for _, then := range a.thens {
+		then(nil, err) // these callers look at the error only
+	}
+	a.held, a.thens = nil, nil
+	if err != nil {
+		return nil, err
+	}
+	return res[len(res)-len(cmds):], nil
+}
+
+// A report of starts alone waits for the next entry; the process's end
+// takes it along, in order, in one entry.
+func TestStartRidesWithTheEnd(t *testing.T) {
+	var app *holdingApplier
+	f := newFixture(t, func(c *Config) {
+		app = &holdingApplier{Applier: c.Apply.(*statetest.Applier)}
+		c.Apply = app
+	})
+	id := f.submit(t)
+	f.o.Heartbeat(f.ctx, wire.Heartbeat{Node: "n1", Seq: 1, MemSchedulable: 4 << 30}, "p")
+	if err := f.o.cycle(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := f.app.Applied()
+	procState := func() (st string) {
+		f.fsm.View(func(v *state.View) { st = v.Work(id).Procs[0].State })
+		return st
+	}
+
+	f.o.Report(f.ctx, "n1", []wire.ProcStatus{{ID: "1.1", WorkID: id, State: wire.ProcRunning, PID: 7, StartedAt: 5}})
+	if st := procState(); st != wire.ProcStarting || len(app.held) != 1 {
+		t.Fatalf("after the start report: durable state %s, %d held; want Starting, 1", st, len(app.held))
+	}
+	f.o.Report(f.ctx, "n1", []wire.ProcStatus{{ID: "1.1", WorkID: id, State: wire.ProcExited, StartedAt: 5}})
+	if n := f.app.Applied() - before; n != 1 || len(app.held) != 0 {
+		t.Fatalf("start and end took %d entries (%d still held), want 1", n, len(app.held))
+	}
+	f.fsm.View(func(v *state.View) {
+		if p := v.Work(id).Procs[0]; p.State != wire.ProcExited || p.PID != 7 || p.StartedAt != 5 {
+			t.Errorf("process after its end: %+v", p)
+		}
+	})
+	// Both are filed as reported: repeating them applies nothing.
+	f.o.Report(f.ctx, "n1", []wire.ProcStatus{{ID: "1.1", WorkID: id, State: wire.ProcExited, StartedAt: 5}})
+	if n := f.app.Applied() - before; n != 1 || len(app.held) != 0 {
+		t.Errorf("a repeated end applied again: %d entries, %d held", n, len(app.held))
+	}
+}
+
 func TestNodeDeathWritesOffProcesses(t *testing.T) {
 	f := newFixture(t)
 	ctx := f.ctx
@@ -307,6 +373,10 @@ func TestRunCyclesOnStateChanges(t *testing.T) {
 	nextCycle("a new scheduler configuration")
 }
 
+// onlyApply hides ApplyLater (state.LaterApplier): every report is
+// applied before Report returns.
+type onlyApply struct{ state.Applier }
+
 // A node's pusher lives as long as the term, not as long as the call that
 // created it. After a head change the first push to a node that already
 // runs work comes from its first heartbeat, whose context ends with the
@@ -321,8 +391,10 @@ func TestPusherOutlivesTheCallThatStartedIt(t *testing.T) {
 	ds := f.waitPush(t, "n1", func(ds wire.DesiredState) bool { return len(ds.Procs) == 1 })
 	running := wire.ProcStatus{ID: ds.Procs[0].ID, WorkID: first, State: wire.ProcRunning, PID: 7}
 
-	// A new term over the same state: n1 is Unknown until it reports.
+	// A new term over the same state: n1 is Unknown until it reports. Its
+	// applier writes a start at once, so that the report pushes.
 	cfg := f.o.cfg
+	cfg.Apply = onlyApply{cfg.Apply}
 	f.o = New(cfg)
 	f.o.runCtx = f.ctx
 	f.o.seedNodes()

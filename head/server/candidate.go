@@ -325,6 +325,12 @@ func (c *candidate) Apply(ctx context.Context, cmds ...state.Command) ([]state.R
 	return res, err
 }
 
+// ApplyLater commits commands that need not be durable at once with the
+// next entry (state.LaterApplier).
+func (c *candidate) ApplyLater(cmds []state.Command, within time.Duration, then func([]state.Result, error)) {
+	c.commit.ApplyLater(cmds, within, then)
+}
+
 // Close takes a last snapshot when much log was applied since the one
 // before (finalSnapshot), then shuts Raft down and closes the log.
 func (c *candidate) Close() error {

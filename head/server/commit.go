@@ -38,6 +38,11 @@ type applyFunc func(data []byte, timeout time.Duration) raft.ApplyFuture
 // one log entry and one fsync. There is no timer: a lone caller's entry
 // starts at once.
 //
+// Commands that need not be durable at once (ApplyLater: a process that
+// started) wait in the queue for the next entry that a caller of Apply
+// starts, and start one of their own only when none came within their
+// time. A short process's start then shares the entry of its end.
+//
 // Each caller gets the results of its own commands, in order, and only
 // once the entry holding them is committed and applied: an acknowledged
 // command is as durable as before. Commands keep their per-command errors;
@@ -55,12 +60,25 @@ type committer struct {
 	closed bool
 }
 
-// applyReq is one caller's Apply.
+// applyReq is one caller's Apply, or one ApplyLater.
 type applyReq struct {
 	ctx  context.Context
 	cmds []state.Command
 	data []byte // cmds encoded alone
 	done chan applyResult
+	// ApplyLater: due is when the commands go in an entry of their own if
+	// none started before; then is told the outcome instead of done.
+	due  time.Time
+	then func([]state.Result, error)
+}
+
+// answer gives the request its outcome.
+func (r *applyReq) answer(a applyResult) {
+	if r.then != nil {
+		r.then(a.res, a.err)
+		return
+	}
+	r.done <- a
 }
 
 type applyResult struct {
@@ -125,6 +143,36 @@ func (c *committer) Apply(ctx context.Context, cmds ...state.Command) ([]state.R
 	return r.res, r.err
 }
 
+// ApplyLater queues cmds for the next entry that Apply starts, or for an
+// entry of their own once within has passed, and returns at once; then,
+// if not nil, is told their results once that entry is applied (on the
+// committer's goroutine: it must not block). It is for commands whose
+// loss would be repaired (a process's start, which the agent repeats in
+// its heartbeats), not for any that a caller acknowledges.
+func (c *committer) ApplyLater(cmds []state.Command, within time.Duration, then func([]state.Result, error)) {
+	if then == nil {
+		then = func([]state.Result, error) {}
+	}
+	data, err := state.Encode(cmds...)
+	if err != nil {
+		then(nil, fmt.Errorf("encode commands: %w", err))
+		return
+	}
+	req := &applyReq{ctx: context.Background(), cmds: cmds, data: data, due: time.Now().Add(within), then: then}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		then(nil, errNoHead())
+		return
+	}
+	c.queue = append(c.queue, req)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
 // run starts entries until ctx ends, then waits for those in flight and
 // refuses what is still queued and every later Apply.
 func (c *committer) run(ctx context.Context) {
@@ -145,16 +193,24 @@ func (c *committer) run(ctx context.Context) {
 		c.queue, c.closed = nil, true
 		c.mu.Unlock()
 		for _, r := range q {
-			r.done <- applyResult{err: errNoHead()}
+			r.answer(applyResult{err: errNoHead()})
 		}
 	}()
+	later := time.NewTimer(time.Hour)
+	later.Stop()
+	defer later.Stop()
 	for ctx.Err() == nil {
-		e := c.take()
+		e, due := c.take(time.Now())
 		if e == nil {
+			if !due.IsZero() {
+				later.Reset(time.Until(due))
+			}
 			select {
 			case <-ctx.Done():
 			case <-c.wake:
+			case <-later.C:
 			}
+			later.Stop()
 			continue
 		}
 		c.start(e)
@@ -165,16 +221,31 @@ func (c *committer) run(ctx context.Context) {
 }
 
 // take removes the next entry's requests from the queue: as many as fit,
-// in order. A request whose context ended is answered and dropped.
-func (c *committer) take() *entry {
+// in order. A request whose context ended is answered and dropped. When
+// the queue holds only ApplyLater requests not yet due it takes none and
+// returns when the first is due.
+func (c *committer) take(now time.Time) (*entry, time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var first time.Time // the earliest due of waiting ApplyLater requests
+	for _, r := range c.queue {
+		if r.then == nil || !r.due.After(now) {
+			first = time.Time{}
+			break
+		}
+		if first.IsZero() || r.due.Before(first) {
+			first = r.due
+		}
+	}
+	if !first.IsZero() {
+		return nil, first
+	}
 	e := &entry{}
 	i := 0
 	for ; i < len(c.queue); i++ {
 		r := c.queue[i]
 		if err := r.ctx.Err(); err != nil {
-			r.done <- applyResult{err: fmt.Errorf("raft apply: %w", err)}
+			r.answer(applyResult{err: fmt.Errorf("raft apply: %w", err)})
 			c.queue[i] = nil
 			continue
 		}
@@ -196,9 +267,9 @@ func (c *committer) take() *entry {
 		c.queue = nil
 	}
 	if len(e.reqs) == 0 {
-		return nil
+		return nil, time.Time{}
 	}
-	return e
+	return e, time.Time{}
 }
 
 // start encodes the entry and hands it to Raft; it may block while Raft
@@ -263,11 +334,11 @@ func (c *committer) finish(e *entry) {
 	off := 0
 	for _, r := range e.reqs {
 		if err != nil {
-			r.done <- applyResult{err: err}
+			r.answer(applyResult{err: err})
 			continue
 		}
 		n := len(r.cmds)
-		r.done <- applyResult{res: res[off : off+n : off+n]}
+		r.answer(applyResult{res: res[off : off+n : off+n]})
 		off += n
 	}
 }

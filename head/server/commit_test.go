@@ -393,3 +393,85 @@ func TestCommitterObservesEntries(t *testing.T) {
 		t.Errorf("observed entries of %v commands, want [1 2]", seen)
 	}
 }
+
+// TestCommitterApplyLater: commands applied later wait for the next entry
+// an Apply starts and go first in it; alone, they get an entry of their
+// own once due; when the committer stops they are told so.
+func TestCommitterApplyLater(t *testing.T) {
+	type told struct {
+		res []state.Result
+		err error
+	}
+	tell := func(ch chan told) func([]state.Result, error) {
+		return func(res []state.Result, err error) { ch <- told{res, err} }
+	}
+	wait := func(t *testing.T, ch chan told) told {
+		t.Helper()
+		select {
+		case got := <-ch:
+			return got
+		case <-time.After(10 * time.Second):
+			t.Fatal("ApplyLater's caller was never told")
+			return told{}
+		}
+	}
+
+	t.Run("rides with the next Apply", func(t *testing.T) {
+		f := &fakeRaft{fsm: state.New()}
+		c := startCommitter(t, f)
+		later := make(chan told, 1)
+		c.ApplyLater([]state.Command{submitCmd("later")}, time.Hour, tell(later))
+		wiretest.Eventually(t, "the later command to queue", func() bool { return c.queued() == 1 })
+		if got := f.entrySizes(); len(got) != 0 {
+			t.Fatalf("a command applied later started entries %v before it was due", got)
+		}
+		res, err := c.Apply(context.Background(), submitCmd("now"))
+		if err != nil || len(res) != 1 {
+			t.Fatalf("Apply: %v %+v", err, res)
+		}
+		got := wait(t, later)
+		if got.err != nil || len(got.res) != 1 || got.res[0].ID == 0 || got.res[0].ID >= res[0].ID {
+			t.Fatalf("later: %+v; now: %+v (want the later command first)", got, res)
+		}
+		if sizes := f.entrySizes(); len(sizes) != 1 || sizes[0] != 2 {
+			t.Fatalf("entries of %v commands, want one of 2", sizes)
+		}
+	})
+
+	t.Run("alone once due", func(t *testing.T) {
+		f := &fakeRaft{fsm: state.New()}
+		c := startCommitter(t, f)
+		later := make(chan told, 1)
+		c.ApplyLater([]state.Command{submitCmd("later")}, time.Millisecond, tell(later))
+		if got := wait(t, later); got.err != nil || len(got.res) != 1 || got.res[0].Err != nil {
+			t.Fatalf("later: %+v", got)
+		}
+		if sizes := f.entrySizes(); len(sizes) != 1 || sizes[0] != 1 {
+			t.Fatalf("entries of %v commands, want one of 1", sizes)
+		}
+	})
+
+	t.Run("told when the committer stops", func(t *testing.T) {
+		f := &fakeRaft{fsm: state.New()}
+		c := newCommitter(f.apply, wiretest.Logger(t))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); c.run(ctx) }()
+		queued := make(chan told, 1)
+		c.ApplyLater([]state.Command{submitCmd("queued")}, time.Hour, tell(queued))
+		wiretest.Eventually(t, "the later command to queue", func() bool { return c.queued() == 1 })
+		cancel()
+		<-done
+		if got := wait(t, queued); got.err == nil || !strings.Contains(got.err.Error(), "no longer the head") {
+			t.Fatalf("queued at the stop: %+v", got)
+		}
+		after := make(chan told, 1)
+		c.ApplyLater([]state.Command{submitCmd("after")}, time.Hour, tell(after))
+		if got := wait(t, after); got.err == nil || !strings.Contains(got.err.Error(), "no longer the head") {
+			t.Fatalf("after the stop: %+v", got)
+		}
+		if sizes := f.entrySizes(); len(sizes) != 0 {
+			t.Fatalf("entries %v after a stop", sizes)
+		}
+	})
+}

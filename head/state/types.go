@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"time"
 
 	"github.com/ducc-project/ducc/wire"
 )
@@ -199,6 +200,18 @@ func (p *Proc) Ended() bool {
 // head server's Raft member implements it, statetest.Applier fakes it.
 type Applier interface {
 	Apply(ctx context.Context, cmds ...Command) ([]Result, error)
+}
+
+// LaterApplier is an Applier that can also commit commands that need not
+// be durable at once: ApplyLater returns at once, the commands go with
+// the next entry that an Apply starts or, at the latest after within, in
+// one of their own, and then (if not nil) is told their results; it must
+// not block nor call Apply. For commands whose loss is repaired by
+// someone repeating them (a process's start, which the agent's
+// heartbeats repeat), never for ones a caller acknowledges.
+type LaterApplier interface {
+	Applier
+	ApplyLater(cmds []Command, within time.Duration, then func([]Result, error))
 }
 
 // Command types.
