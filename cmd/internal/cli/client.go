@@ -44,14 +44,72 @@ func newClient(g *globals) *client {
 	return &client{
 		socket: sock,
 		as:     g.as,
-		http: &http.Client{Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				var d net.Dialer
-				return d.DialContext(ctx, "unix", sock)
-			},
-			DisableCompression: true,
-		}},
+		http:   &http.Client{Transport: unixTransport(sock)},
 	}
+}
+
+// unixTransport sends each request on a connection of its own to the
+// agent's socket and reads the response on the caller's goroutine. A CLI
+// call makes one or a few requests: http.Transport's pool, and the two
+// goroutines it runs per connection, cost more to set up than they save
+// (about a tenth of a short `ducc run --detach`'s CPU, docs/performance.md).
+type unixTransport string
+
+// RoundTrip implements http.RoundTripper. The response body's Close
+// closes the connection; so does the end of the request's context.
+func (t unixTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(req.Context(), "unix", string(t))
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(req.Context(), func() { conn.Close() })
+	fail := func(err error) (*http.Response, error) {
+		stop()
+		conn.Close()
+		if cerr := req.Context().Err(); cerr != nil {
+			return nil, cerr
+		}
+		return nil, err
+	}
+	out := *req
+	out.Close = true // the agent closes after the response: no pool to return to
+	if err := out.Write(conn); err != nil {
+		return fail(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		return fail(err)
+	}
+	resp.Body = &connBody{ReadCloser: resp.Body, ctx: req.Context(), conn: conn, stop: stop}
+	return resp, nil
+}
+
+// connBody is a response body that closes its connection with it. A read
+// cut short by the end of the request's context returns the context's
+// error, as http.Transport's bodies do.
+type connBody struct {
+	io.ReadCloser
+	ctx  context.Context
+	conn net.Conn
+	stop func() bool
+}
+
+func (b *connBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		if cerr := b.ctx.Err(); cerr != nil {
+			err = cerr
+		}
+	}
+	return n, err
+}
+
+func (b *connBody) Close() error {
+	b.stop()
+	err := b.ReadCloser.Close()
+	b.conn.Close()
+	return err
 }
 
 func (c *client) unreachable(err error) error {
