@@ -1,10 +1,11 @@
 #!/bin/bash
 # Interleaved ducc vs Slurm: 500 short jobs end to end + daemon CPU, run/srun and detach/sbatch latency.
-# usage: scripts/compare-slurm.sh BIN_DIR [ROUNDS]   (N=500 jobs per round by default)
+# usage: scripts/compare-slurm.sh BIN_DIR [ROUNDS]   (N=500 jobs per round by default;
+# P=4 submits them from 4 concurrent loops, as several users would, default 1)
 # Needs the single-node Slurm peer running (its setup.sh; SLURM_CONF below) and a
 # built tree (make build). Each round starts a fresh dev agent in /tmp/cmp-ducc.
 # docs/performance.md, "Side by side with Slurm (this tree)", says what it measures.
-bin=$1; rounds=${2:-2}; N=${N:-500}
+bin=$1; rounds=${2:-2}; N=${N:-500}; P=${P:-1}
 export SLURM_CONF=${SLURM_CONF:-/tmp/slurm-peer/etc/slurm.conf}
 RUN=$(dirname "$SLURM_CONF")/../run
 cpu() { awk '{print $14+$15+$16+$17}' /proc/$1/stat; }
@@ -17,8 +18,10 @@ dcpu() { t=$(cpu $1); for p in $(pgrep -P $1 -f shim-server); do t=$((t + $(cpu 
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
 med() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 now() { date +%s.%N; }
+# par CMD...: N runs of CMD from P concurrent loops.
+par() { for p in $(seq $P); do (for i in $(seq $((N / P))); do "$@" >/dev/null 2>&1; done) & done; wait; }
 for r in $(seq $rounds); do
-  echo "== round $r, load $(cut -d' ' -f1 /proc/loadavg)"
+  echo "== round $r ($P submitting loops), load $(cut -d' ' -f1 /proc/loadavg)"
   # ducc: fresh agent
   d=/tmp/cmp-ducc; pkill -f "data-dir $d"; sleep 0.5; rm -rf $d; mkdir -p $d
   ($bin/ducc agent --dev --data-dir $d/data > $d/agent.log 2>&1 &)
@@ -27,7 +30,7 @@ for r in $(seq $rounds); do
   AP=$(pgrep -f "agent --dev --data-dir $d" | head -1)
   $bin/ducc run -- true >/dev/null
   c0=$(dcpu $AP); m0=$(busy); t0=$(now)
-  for i in $(seq $N); do $bin/ducc run --detach -- true >/dev/null; done
+  par $bin/ducc run --detach -- true
   t1=$(now)
   while [ "$($bin/ducc jobs --noheader 2>/dev/null | wc -l)" != 0 ]; do sleep 0.05; done
   t2=$(now); c1=$(dcpu $AP); m1=$(busy)
@@ -35,7 +38,7 @@ for r in $(seq $rounds); do
   # slurm
   SC=$(cat $RUN/slurmctld.pid); SD=$(cat $RUN/slurmd.pid)
   s0=$(( $(cpu $SC) + $(cpu $SD) )); m0=$(busy); t0=$(now)
-  for i in $(seq $N); do sbatch --wrap=true -o /dev/null >/dev/null 2>&1; done
+  par sbatch --wrap=true -o /dev/null
   t1=$(now)
   while [ -n "$(squeue -h -o %i 2>/dev/null)" ]; do sleep 0.05; done
   t2=$(now); s1=$(( $(cpu $SC) + $(cpu $SD) )); m1=$(busy)
