@@ -61,6 +61,9 @@ func (t unixTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(req.Context(), "unix", string(t))
 	if err != nil {
+		if req.Body != nil {
+			req.Body.Close() // a RoundTripper closes the body, even on errors
+		}
 		return nil, err
 	}
 	stop := context.AfterFunc(req.Context(), func() { conn.Close() })
