@@ -44,7 +44,7 @@ func BenchmarkFlatWithHistory(b *testing.B) {
 
 	measure := func() (jobsPerSec, runMS float64) {
 		const n = 500
-		_, e2e := shortJobs(b, c, n)
+		_, e2e := shortJobs(b, c, n, 1)
 		jobsPerSec = n / e2e.Seconds()
 		durs := make([]time.Duration, 0, 20)
 		for range 20 {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,16 +85,22 @@ func rssKiB(tb testing.TB, pid int) int64 {
 	return 0
 }
 
-// BenchmarkShortJobs500: 500 × `ducc run --detach -- true`, one after the
-// other, then until the last has ended (the peer: 500 × `sbatch
-// --wrap=true`). It reports jobs/s end to end (from the first submit to
-// the last end the head recorded), the submit rate, and the agent's CPU per
-// job with its shim server's (and so the jobs' own, which the server
-// reaps).
+// BenchmarkShortJobs500: 500 × `ducc run --detach -- true`, from one
+// submitting loop and from four at once (as several users or scripts
+// would submit; scripts/compare-slurm.sh's P=), then until the last has
+// ended (the peer: 500 × `sbatch --wrap=true`). It reports jobs/s end to
+// end (from the first submit to the last end the head recorded), the
+// submit rate, and the agent's CPU per job with its shim server's (and so
+// the jobs' own, which the server reaps).
 //
 //	go test -run XXX -bench ShortJobs500 -benchtime 3x ./e2e/
 func BenchmarkShortJobs500(b *testing.B) {
-	const n = 500
+	for _, loops := range []int{1, 4} {
+		b.Run(fmt.Sprintf("loops=%d", loops), func(b *testing.B) { benchShortJobs(b, 500, loops) })
+	}
+}
+
+func benchShortJobs(b *testing.B, n, loops int) {
 	c := startCluster(b)
 	c.ducc("run", "--", "true") // warm up
 	pid := c.cmd.Process.Pid
@@ -103,7 +110,7 @@ func BenchmarkShortJobs500(b *testing.B) {
 	for range b.N {
 		s0, c0 := cpuTicks(b, pid)
 		h0 := shimServerTicks(b, pid)
-		sub, end := shortJobs(b, c, n)
+		sub, end := shortJobs(b, c, n, loops)
 		submit += sub
 		e2e += end
 		s1, c1 := cpuTicks(b, pid)
@@ -132,22 +139,49 @@ func detachTrue(c *cluster) (uint64, error) {
 	return id, nil
 }
 
-// shortJobs submits n short jobs (detachTrue) one after the other and
-// waits until every one has ended. It returns how long the submissions
-// took and the time from the first submit to the last end.
-func shortJobs(b *testing.B, c *cluster, n int) (submit, e2e time.Duration) {
+// shortJobs submits n short jobs (detachTrue) from loops concurrent
+// loops, each one after the other, and waits until every one has ended.
+// It returns how long the submissions took and the time from the first
+// submit to the last end.
+func shortJobs(b *testing.B, c *cluster, n, loops int) (submit, e2e time.Duration) {
 	b.Helper()
 	ids := make(map[uint64]bool, n)
+	var mu sync.Mutex
+	var failed error
+	var wg sync.WaitGroup
 	t0 := time.Now()
-	for range n {
-		id, err := detachTrue(c)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ids[id] = true
+	for l := range loops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range n/loops + btoi(l < n%loops) {
+				id, err := detachTrue(c)
+				mu.Lock()
+				if err == nil {
+					ids[id] = true
+				} else if failed == nil {
+					failed = err
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
 	}
+	wg.Wait()
 	submit = time.Since(t0)
+	if failed != nil {
+		b.Fatal(failed)
+	}
 	return submit, waitHistory(b, c, ids, t0).Sub(t0)
+}
+
+func btoi(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // waitHistory waits until every work of ids has an accounting record and
