@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -44,6 +45,9 @@ type v1Backend struct {
 	dirCtrl []string          // for each of dirs, a controller mounted there
 	memsw   bool              // host accounts swap (memory.memsw.*)
 	oomLine bool              // memory.oom_control has an oom_kill line
+
+	backMu sync.Mutex
+	back   []string // threadTasksFiles, read once; nil again after a failed move back
 }
 
 func newV1(mount, root string, logger *slog.Logger) (*v1Backend, error) {
@@ -126,7 +130,7 @@ func (b *v1Backend) startIn(g Group, start func(cgroupFD int) error) error {
 	var err, startErr error
 	onOwnThread(func() bool {
 		var back []string
-		if back, err = b.threadTasksFiles(); err != nil {
+		if back, err = b.ownTasksFiles(); err != nil {
 			err = fmt.Errorf("cgroup: start in %s: %w", vg.Path(), err)
 			return true
 		}
@@ -135,6 +139,7 @@ func (b *v1Backend) startIn(g Group, start func(cgroupFD int) error) error {
 			if err = moveThread(filepath.Join(d, b.root, vg.name, "tasks")); err != nil {
 				err = fmt.Errorf("cgroup: start in %s: %w", vg.Path(), err)
 				if berr := moveThreadBack(back[:i]); berr != nil {
+					b.forgetOwnTasksFiles()
 					b.log.Warn("a thread could not leave the group it entered; it ends", "cgroup", vg.Path(), "err", berr)
 					return false
 				}
@@ -143,6 +148,7 @@ func (b *v1Backend) startIn(g Group, start func(cgroupFD int) error) error {
 		}
 		startErr = start(-1)
 		if berr := moveThreadBack(back); berr != nil {
+			b.forgetOwnTasksFiles()
 			b.log.Warn("a thread could not leave the group it started a process in; it ends", "cgroup", vg.Path(), "err", berr)
 			return false
 		}
@@ -152,6 +158,30 @@ func (b *v1Backend) startIn(g Group, start func(cgroupFD int) error) error {
 		return err
 	}
 	return startErr
+}
+
+// ownTasksFiles returns threadTasksFiles, read once for the backend's
+// life: a shim server starts every process of its agent with them, and
+// its own groups do not change under it. After a failed move back they
+// are read again (forgetOwnTasksFiles): someone may have moved the
+// process, or removed its old group.
+func (b *v1Backend) ownTasksFiles() ([]string, error) {
+	b.backMu.Lock()
+	defer b.backMu.Unlock()
+	if b.back == nil {
+		back, err := b.threadTasksFiles()
+		if err != nil {
+			return nil, err
+		}
+		b.back = back
+	}
+	return b.back, nil
+}
+
+func (b *v1Backend) forgetOwnTasksFiles() {
+	b.backMu.Lock()
+	b.back = nil
+	b.backMu.Unlock()
 }
 
 // threadTasksFiles returns the tasks files of the process's own cgroups in

@@ -128,3 +128,37 @@ func TestRememberForgottenBounded(t *testing.T) {
 		}
 	}
 }
+
+func TestRemoveProcDir(t *testing.T) {
+	tests := []struct {
+		name  string
+		files []string
+	}{
+		{"ended process", []string{specFile, childFile, statusFile}},
+		{"never started", []string{specFile}},
+		{"empty", nil},
+		{"more than the known files", []string{specFile, childFile, shimLog, "." + statusFile + ".tmp"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "1.1")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range tc.files {
+				if err := os.WriteFile(filepath.Join(dir, f), []byte("{}\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := removeProcDir(dir); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the directory is still there: %v", err)
+			}
+			if err := removeProcDir(dir); err != nil {
+				t.Fatalf("removing it again: %v", err)
+			}
+		})
+	}
+}
