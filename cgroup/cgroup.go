@@ -291,8 +291,10 @@ func (m *Manager) Load(name string) (Group, error) {
 //     milliseconds). A child inherits the cgroups of the thread that forks
 //     it. The thread is never the process's main thread (the v1 memory
 //     controller charges the process's memory to the main thread's group),
-//     and after start it moves back to the cgroups it came from; if it
-//     cannot, it is not reused: the Go runtime ends it.
+//     and after start it moves back to the cgroups it came from (through
+//     tasks files the Manager opened at its first StartIn and keeps); if it
+//     cannot, it is not reused: the Go runtime ends it. A Manager's v1
+//     StartIn calls run one at a time.
 //   - disabled: start gets -1 and runs as is.
 //
 // StartIn returns start's error as is, or an error of its own (wrapping the

@@ -46,8 +46,8 @@ type v1Backend struct {
 	memsw   bool              // host accounts swap (memory.memsw.*)
 	oomLine bool              // memory.oom_control has an oom_kill line
 
-	backMu sync.Mutex
-	back   []string // threadTasksFiles, read once; nil again after a failed move back
+	backMu sync.Mutex // held by startIn
+	back   []ownTask  // open tasks files of the process's own groups (ownTasks)
 }
 
 func newV1(mount, root string, logger *slog.Logger) (*v1Backend, error) {
@@ -129,8 +129,12 @@ func (b *v1Backend) startIn(g Group, start func(cgroupFD int) error) error {
 	}
 	var err, startErr error
 	onOwnThread(func() bool {
-		var back []string
-		if back, err = b.ownTasksFiles(); err != nil {
+		// One start at a time per backend: the open tasks files of the
+		// process's own groups are shared (ownTasks).
+		b.backMu.Lock()
+		defer b.backMu.Unlock()
+		var back []ownTask
+		if back, err = b.ownTasks(); err != nil {
 			err = fmt.Errorf("cgroup: start in %s: %w", vg.Path(), err)
 			return true
 		}
@@ -139,7 +143,7 @@ func (b *v1Backend) startIn(g Group, start func(cgroupFD int) error) error {
 			if err = moveThread(filepath.Join(d, b.root, vg.name, "tasks")); err != nil {
 				err = fmt.Errorf("cgroup: start in %s: %w", vg.Path(), err)
 				if berr := moveThreadBack(back[:i]); berr != nil {
-					b.forgetOwnTasksFiles()
+					b.forgetOwnTasks()
 					b.log.Warn("a thread could not leave the group it entered; it ends", "cgroup", vg.Path(), "err", berr)
 					return false
 				}
@@ -148,7 +152,7 @@ func (b *v1Backend) startIn(g Group, start func(cgroupFD int) error) error {
 		}
 		startErr = start(-1)
 		if berr := moveThreadBack(back); berr != nil {
-			b.forgetOwnTasksFiles()
+			b.forgetOwnTasks()
 			b.log.Warn("a thread could not leave the group it started a process in; it ends", "cgroup", vg.Path(), "err", berr)
 			return false
 		}
@@ -160,28 +164,53 @@ func (b *v1Backend) startIn(g Group, start func(cgroupFD int) error) error {
 	return startErr
 }
 
-// ownTasksFiles returns threadTasksFiles, read once for the backend's
-// life: a shim server starts every process of its agent with them, and
-// its own groups do not change under it. After a failed move back they
-// are read again (forgetOwnTasksFiles): someone may have moved the
-// process, or removed its old group.
-func (b *v1Backend) ownTasksFiles() ([]string, error) {
-	b.backMu.Lock()
-	defer b.backMu.Unlock()
-	if b.back == nil {
-		back, err := b.threadTasksFiles()
-		if err != nil {
-			return nil, err
-		}
-		b.back = back
-	}
-	return b.back, nil
+// ownTask is the tasks file of the process's own group in one hierarchy,
+// held open.
+type ownTask struct {
+	path string
+	fd   int
 }
 
-func (b *v1Backend) forgetOwnTasksFiles() {
-	b.backMu.Lock()
+// ownTasks returns the tasks files of threadTasksFiles, opened once for
+// the backend's life (backMu held): a shim server starts every process of
+// its agent, and its own groups do not change under it. After a failed
+// move back they are closed and looked up again (forgetOwnTasks): someone
+// may have moved the process, or removed its old group.
+func (b *v1Backend) ownTasks() ([]ownTask, error) {
+	if b.back != nil {
+		return b.back, nil
+	}
+	paths, err := b.threadTasksFiles()
+	if err != nil {
+		return nil, err
+	}
+	back := make([]ownTask, 0, len(paths))
+	for _, p := range paths {
+		var fd int
+		err := ignoringEINTR(func() (err error) {
+			fd, err = unix.Open(p, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+			return err
+		})
+		if err != nil {
+			closeTasks(back)
+			return nil, &os.PathError{Op: "open", Path: p, Err: err}
+		}
+		back = append(back, ownTask{path: p, fd: fd})
+	}
+	b.back = back
+	return back, nil
+}
+
+// forgetOwnTasks closes the files of ownTasks; backMu held.
+func (b *v1Backend) forgetOwnTasks() {
+	closeTasks(b.back)
 	b.back = nil
-	b.backMu.Unlock()
+}
+
+func closeTasks(ts []ownTask) {
+	for _, t := range ts {
+		unix.Close(t.fd)
+	}
 }
 
 // threadTasksFiles returns the tasks files of the process's own cgroups in
@@ -230,11 +259,11 @@ func moveThread(f string) error { return writeFile(f, []byte("0")) }
 
 // moveThreadBack moves the calling thread into the group of every tasks
 // file in back, trying them all.
-func moveThreadBack(back []string) error {
+func moveThreadBack(back []ownTask) error {
 	var errs []error
-	for _, f := range back {
-		if err := moveThread(f); err != nil {
-			errs = append(errs, err)
+	for _, t := range back {
+		if err := ignoringEINTR(func() error { _, err := unix.Write(t.fd, []byte("0")); return err }); err != nil {
+			errs = append(errs, &os.PathError{Op: "write", Path: t.path, Err: err})
 		}
 	}
 	return errors.Join(errs...)
