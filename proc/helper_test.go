@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -160,5 +161,52 @@ func TestRemoveProcDir(t *testing.T) {
 				t.Fatalf("removing it again: %v", err)
 			}
 		})
+	}
+}
+
+// TestForgetKillsWhatEnteredTheGroup: a process that entered an ended
+// process's group after the shim cleaned it (the first Delete fails)
+// is killed, and the group and the directory still go.
+func TestForgetKillsWhatEnteredTheGroup(t *testing.T) {
+	e := newEnv(t)
+	if !e.cg.Enabled() {
+		t.Skip("needs cgroups")
+	}
+	m := e.manager(t)
+	const id = "22.1"
+	if _, err := m.Start(context.Background(), shSpec(id, "true")); err != nil {
+		t.Fatal(err)
+	}
+	e.x.wait(t, id, 10*time.Second)
+	g, err := e.cg.Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleeper := exec.Command("sleep", "100")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- sleeper.Wait() }()
+	t.Cleanup(func() { _ = sleeper.Process.Kill() })
+	if err := g.AddProc(sleeper.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Forget(id); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("the sleeper ended by itself")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the process in the group was not killed")
+	}
+	if _, err := e.cg.Load(id); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("cgroup not removed: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.dataDir, "procs", id)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("dir not removed: %v", err)
 	}
 }

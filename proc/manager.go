@@ -806,11 +806,17 @@ func (m *Manager) Forget(id string) error {
 		}
 	}
 	if g, err := m.group(id, e); err == nil {
-		if err := g.Kill(); err != nil {
-			m.log.Warn("forget: kill leftovers", "id", id, "err", err)
-		}
+		// The shim killed what the process left when it ended, so the
+		// group is empty and goes at once; if not (something entered it
+		// since, or the shim died first), kill what is inside and delete
+		// it then.
 		if err := g.Delete(); err != nil {
-			return fmt.Errorf("proc: forget %s: %w", id, err)
+			if err := g.Kill(); err != nil {
+				m.log.Warn("forget: kill leftovers", "id", id, "err", err)
+			}
+			if err := g.Delete(); err != nil {
+				return fmt.Errorf("proc: forget %s: %w", id, err)
+			}
 		}
 	}
 	if err := removeProcDir(filepath.Join(m.procsDir, id)); err != nil {
