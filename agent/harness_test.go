@@ -294,7 +294,14 @@ func (a *Agent) stopAll(t *testing.T) {
 		}
 	}
 	if a.cg != nil {
-		_ = a.cg.RemoveRoot()
+		// The kernel may refuse the root for a moment after its last
+		// group went (v1 takes a group offline in the background).
+		for range 20 {
+			if a.cg.RemoveRoot() == nil {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 }
 

@@ -10,12 +10,15 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ducc-project/ducc/agent"
 	"github.com/ducc-project/ducc/cgroup"
+	"github.com/ducc-project/ducc/proc"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -275,12 +278,20 @@ func removeCgroups(dataDir string) {
 			_ = g.Delete()
 		}
 	}
-	_ = cg.RemoveRoot()
+	// The kernel may refuse the root for a moment after its last group
+	// went (v1 takes a group offline in the background).
+	for range 20 {
+		if cg.RemoveRoot() == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // killLeftovers kills what the tests left running (work outlives agents by
 // design), shims included, and removes the data dir once they are gone.
 func killLeftovers(dataDir string) {
+	killShimServers(filepath.Join(dataDir, "procs"))
 	ents, _ := os.ReadDir(filepath.Join(dataDir, "procs"))
 	for _, e := range ents {
 		b, err := os.ReadFile(filepath.Join(dataDir, "procs", e.Name(), "child.json"))
@@ -306,6 +317,37 @@ func killLeftovers(dataDir string) {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// killShimServers kills the shim servers of a procs directory and waits
+// for them to go: one still starting a process would create the agent's
+// cgroup root again after removeCgroups removed it.
+func killShimServers(procsDir string) {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) == 3 && args[1] == proc.ShimServerSubcommand && args[2] == procsDir {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			pids = append(pids, pid)
+		}
+	}
+	for _, pid := range pids {
+		for range 100 {
+			if syscall.Kill(pid, 0) != nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }
 
