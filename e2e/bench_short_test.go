@@ -47,24 +47,14 @@ func shimServerTicks(tb testing.TB, pid int) int64 {
 
 // shimServers lists the shim servers the agent pid started.
 func shimServers(pid int) []int {
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
+	return shimServerPIDs(func(p int, _ []string) bool {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat")
 		if err != nil {
-			continue
-		}
-		stat, err1 := os.ReadFile("/proc/" + e.Name() + "/stat")
-		cmd, err2 := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err1 != nil || err2 != nil || !strings.Contains(string(cmd), "shim-server") {
-			continue
+			return false
 		}
 		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) { // field 4, ppid
-			out = append(out, p)
-		}
-	}
-	return out
+		return len(f) > 1 && f[1] == strconv.Itoa(pid) // field 4, ppid
+	})
 }
 
 // clockTick is USER_HZ, 100 on every Linux ducc runs on.

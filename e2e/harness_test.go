@@ -324,8 +324,25 @@ func killLeftovers(dataDir string) {
 // for them to go: one still starting a process would create the agent's
 // cgroup root again after removeCgroups removed it.
 func killShimServers(procsDir string) {
+	pids := shimServerPIDs(func(_ int, args []string) bool { return len(args) == 3 && args[2] == procsDir })
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for _, pid := range pids {
+		for range 100 {
+			if syscall.Kill(pid, 0) != nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// shimServerPIDs lists the running shim servers for which keep holds,
+// given the server's pid and command line.
+func shimServerPIDs(keep func(pid int, args []string) bool) []int {
 	ents, _ := os.ReadDir("/proc")
-	var pids []int
+	var out []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -336,19 +353,11 @@ func killShimServers(procsDir string) {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if len(args) == 3 && args[1] == proc.ShimServerSubcommand && args[2] == procsDir {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			pids = append(pids, pid)
+		if len(args) >= 2 && args[1] == proc.ShimServerSubcommand && keep(pid, args) {
+			out = append(out, pid)
 		}
 	}
-	for _, pid := range pids {
-		for range 100 {
-			if syscall.Kill(pid, 0) != nil {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	return out
 }
 
 // cluster is a one-node dev cluster: `ducc agent --dev` in a temp dir.
