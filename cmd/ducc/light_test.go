@@ -31,6 +31,8 @@ func TestLinksNoDaemonCode(t *testing.T) {
 		"github.com/ducc-project/ducc/web",
 		"github.com/ducc-project/ducc/wire/p2p",
 		"github.com/ducc-project/ducc/head", // but head/rm, pure, for class files
+		"net/http",                          // the socket client is cmd/internal/sockhttp
+		"crypto/tls",                        // what net/http would bring
 	}
 	deps := strings.Fields(string(out))
 	if len(deps) < 10 {

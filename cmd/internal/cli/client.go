@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 
+	"github.com/ducc-project/ducc/cmd/internal/sockhttp"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -20,7 +20,6 @@ import (
 type client struct {
 	socket string
 	as     string
-	http   *http.Client
 }
 
 // findSocket picks the agent socket: --socket, $DUCC_SOCKET,
@@ -44,75 +43,7 @@ func newClient(g *globals) *client {
 	return &client{
 		socket: sock,
 		as:     g.as,
-		http:   &http.Client{Transport: unixTransport(sock)},
 	}
-}
-
-// unixTransport sends each request on a connection of its own to the
-// agent's socket and reads the response on the caller's goroutine. A CLI
-// call makes one or a few requests: http.Transport's pool, and the two
-// goroutines it runs per connection, cost more to set up than they save
-// (about a tenth of a short `ducc run --detach`'s CPU, docs/performance.md).
-type unixTransport string
-
-// RoundTrip implements http.RoundTripper. The response body's Close
-// closes the connection; so does the end of the request's context.
-func (t unixTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(req.Context(), "unix", string(t))
-	if err != nil {
-		if req.Body != nil {
-			req.Body.Close() // a RoundTripper closes the body, even on errors
-		}
-		return nil, err
-	}
-	stop := context.AfterFunc(req.Context(), func() { conn.Close() })
-	fail := func(err error) (*http.Response, error) {
-		stop()
-		conn.Close()
-		if cerr := req.Context().Err(); cerr != nil {
-			return nil, cerr
-		}
-		return nil, err
-	}
-	out := *req
-	out.Close = true // the agent closes after the response: no pool to return to
-	if err := out.Write(conn); err != nil {
-		return fail(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
-	if err != nil {
-		return fail(err)
-	}
-	resp.Body = &connBody{ReadCloser: resp.Body, ctx: req.Context(), conn: conn, stop: stop}
-	return resp, nil
-}
-
-// connBody is a response body that closes its connection with it. A read
-// cut short by the end of the request's context returns the context's
-// error, as http.Transport's bodies do.
-type connBody struct {
-	io.ReadCloser
-	ctx  context.Context
-	conn net.Conn
-	stop func() bool
-}
-
-func (b *connBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil && err != io.EOF {
-		if cerr := b.ctx.Err(); cerr != nil {
-			err = cerr
-		}
-	}
-	return n, err
-}
-
-func (b *connBody) Close() error {
-	b.stop()
-	err := b.ReadCloser.Close()
-	b.conn.Close()
-	return err
 }
 
 func (c *client) unreachable(err error) error {
@@ -129,37 +60,40 @@ func rootCause(err error) error {
 	}
 }
 
-func (c *client) do(ctx context.Context, method, path string, body any) (*http.Response, error) {
-	var rd io.Reader
+// do sends one request to the agent (sockhttp: the small ducc does not
+// link net/http) and returns its answer if it is 200 OK; any other status
+// is the agent's error.
+func (c *client) do(ctx context.Context, method, path string, body any) (*sockhttp.Response, error) {
+	var b []byte
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
 			return nil, err
 		}
-		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://ducc"+path, rd)
-	if err != nil {
-		return nil, err
-	}
+	var h sockhttp.Header
 	if c.as != "" {
-		req.Header.Set(wire.AsHeader, c.as)
+		h = sockhttp.Header{{wire.AsHeader, c.as}}
 	}
-	resp, err := c.http.Do(req)
+	resp, err := sockhttp.Do(ctx, c.socket, method, path, h, b)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, c.unreachable(err)
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return nil, c.unreachable(err)
+		}
+		return nil, &exitError{code: exitUnreachable, msg: fmt.Sprintf("the agent at %s did not answer: %v", c.socket, err)}
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != 200 {
 		defer resp.Body.Close()
 		return nil, apiError(resp)
 	}
 	return resp, nil
 }
 
-func apiError(resp *http.Response) error {
+func apiError(resp *sockhttp.Response) error {
 	var e wire.APIError
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if json.Unmarshal(b, &e) != nil || e.Error == "" {
@@ -173,7 +107,7 @@ func apiError(resp *http.Response) error {
 
 // call does one JSON call: POST /v1/<method>.
 func (c *client) call(ctx context.Context, method string, req, resp any) error {
-	r, err := c.do(ctx, http.MethodPost, wire.PathCall+method, req)
+	r, err := c.do(ctx, "POST", wire.PathCall+method, req)
 	if err != nil {
 		return err
 	}

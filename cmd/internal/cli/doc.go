@@ -1,7 +1,8 @@
 // Package cli is the ducc command line: one cobra tree of user and admin
 // commands, the same in both executables that run it, the small ducc
 // (cmd/ducc) and the daemon duccd (cmd/duccd). Commands talk to the local
-// agent's Unix socket (client.go, with the vocabulary of wire/socket.go).
+// agent's Unix socket (client.go over cmd/internal/sockhttp, with the
+// vocabulary of wire/socket.go).
 // The few that need the daemon's code (agent, sim, an offline `id`,
 // `admin reconfigure` with an agent config file) call a Daemon (daemon.go):
 // duccd passes the real one, ducc passes none and those commands run duccd

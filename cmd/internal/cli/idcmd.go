@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"text/tabwriter"
 
@@ -26,7 +25,7 @@ and the addresses from the config.`,
 			var info wire.IDInfo
 			if config == "" && dataDir == "" {
 				c := newClient(g)
-				r, err := c.do(cmd.Context(), http.MethodGet, wire.PathID, nil)
+				r, err := c.do(cmd.Context(), "GET", wire.PathID, nil)
 				if err != nil {
 					return err
 				}
