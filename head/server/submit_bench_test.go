@@ -116,11 +116,12 @@ func benchSubmit(b *testing.B, nodes, inFlight int, overStreams bool) {
 // BenchmarkApply measures the Raft apply path alone (a one-node Raft with
 // its log in bbolt on disk, no head): 16 goroutines apply one submission
 // each at a time, either each as its own log entry (raft.Apply per call,
-// as before the group commit) or through the committer.
+// as before the group commit) or through the committer; "serial" is one
+// caller through the committer, the latency a lone submission waits for.
 //
 //	go test -run XXX -bench Apply -benchtime 5000x ./head/server/
 func BenchmarkApply(b *testing.B) {
-	for _, mode := range []string{"entry-per-call", "group-commit"} {
+	for _, mode := range []string{"entry-per-call", "group-commit", "serial"} {
 		b.Run(mode, func(b *testing.B) {
 			node := wiretest.NewNode(b, wiretest.Key(b))
 			c, err := newCandidate(candidateConfig{DataDir: b.TempDir(), Host: node.Host, BootstrapExpect: 1,
@@ -155,8 +156,12 @@ func BenchmarkApply(b *testing.B) {
 			first := c.raft.LastIndex()
 			var next atomic.Int64
 			var wg sync.WaitGroup
+			callers := 16
+			if mode == "serial" {
+				callers = 1
+			}
 			b.ResetTimer()
-			for range 16 {
+			for range callers {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
