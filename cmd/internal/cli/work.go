@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -243,7 +244,7 @@ func newLogsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			path := fmt.Sprintf("%s?id=%d&process=%s", wire.PathLogs, id, process)
+			path := fmt.Sprintf("%s?id=%d&process=%s", wire.PathLogs, id, url.QueryEscape(process))
 			if follow {
 				path += "&follow=1"
 			}

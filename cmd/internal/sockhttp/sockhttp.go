@@ -34,6 +34,9 @@ const maxHeaderBytes = 1 << 20
 // ctx closes the connection; a read or write it cuts short returns ctx's
 // error. A dial error is a *net.OpError.
 func Do(ctx context.Context, socket, method, path string, h Header, body []byte) (*Response, error) {
+	if err := check(method, path, h); err != nil {
+		return nil, err
+	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", socket)
 	if err != nil {
@@ -60,8 +63,25 @@ func Do(ctx context.Context, socket, method, path string, h Header, body []byte)
 	return resp, nil
 }
 
-// request renders a request. Header values are written as given: the
-// caller's are constants and user names, which may not hold CR or LF.
+// check refuses what would not make one well-formed request line and
+// header: a method or path with a space or a control character, a header
+// field with a colon in its name or a line break anywhere.
+func check(method, path string, h Header) error {
+	bad := func(s string, also string) bool {
+		return s == "" || strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f || strings.ContainsRune(also, r) })
+	}
+	if bad(method, " ") || bad(path, " ") || path[0] != '/' {
+		return fmt.Errorf("malformed request %q %q", trim(method), trim(path))
+	}
+	for _, kv := range h {
+		if bad(kv[0], " :") || strings.ContainsAny(kv[1], "\r\n\x00") {
+			return fmt.Errorf("malformed header field %q", trim(kv[0]))
+		}
+	}
+	return nil
+}
+
+// request renders a request that check accepted.
 func request(method, path string, h Header, body []byte) []byte {
 	var b bytes.Buffer
 	b.Grow(256 + len(body))

@@ -196,6 +196,26 @@ func TestRequest(t *testing.T) {
 	if r := request("GET", "/v1/id", nil, nil); strings.Contains(string(r), "Content-Length") {
 		t.Fatalf("a request without a body says %q", r)
 	}
+	// What would break the request line or smuggle a header field is
+	// refused before anything is sent.
+	for _, c := range []struct {
+		method, path string
+		h            Header
+	}{
+		{"GET", "/v1/logs?process=a b", nil},
+		{"GET", "/v1/logs?process=a\r\nX-Ducc-As: root", nil},
+		{"GET", "v1/id", nil},
+		{"GET", "", nil},
+		{"G T", "/", nil},
+		{"GET", "/", Header{{"X-Ducc-As", "bob\r\nX-Other: 1"}}},
+		{"GET", "/", Header{{"X:Y", "v"}}},
+		{"GET", "/", Header{{"", "v"}}},
+	} {
+		_, err := Do(context.Background(), "/nonexistent/socket", c.method, c.path, c.h, nil)
+		if err == nil || !strings.Contains(err.Error(), "malformed") {
+			t.Errorf("Do(%q, %q, %q): %v, want it refused as malformed", c.method, c.path, c.h, err)
+		}
+	}
 }
 
 // FuzzChunked: whatever a chunked writer makes of data, the reader gives
