@@ -62,12 +62,19 @@ const clockTick = 10 * time.Millisecond
 
 func rssKiB(tb testing.TB, pid int) int64 {
 	tb.Helper()
+	return statusKiB(tb, pid, "VmRSS:")
+}
+
+// statusKiB reads one of the sizes in /proc/PID/status (VmRSS:, RssAnon:,
+// RssFile: ...), in KiB.
+func statusKiB(tb testing.TB, pid int, field string) int64 {
+	tb.Helper()
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(l, field); ok {
 			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			return n
 		}

@@ -126,7 +126,7 @@ func (c *client) stream(ctx context.Context, method, path string, body any, fn f
 	}
 	defer r.Body.Close()
 	sc := bufio.NewScanner(r.Body)
-	sc.Buffer(make([]byte, 0, 256<<10), 4<<20)
+	sc.Buffer(nil, 4<<20) // grows from 4 KiB as long lines need: most streams are short
 	for sc.Scan() {
 		var ev wire.AttachEvent
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {

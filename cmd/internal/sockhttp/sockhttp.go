@@ -54,8 +54,7 @@ func Do(ctx context.Context, socket, method, path string, h Header, body []byte)
 	if _, err := conn.Write(request(method, path, h, body)); err != nil {
 		return fail(fmt.Errorf("send %s %s: %w", method, path, err))
 	}
-	br := bufio.NewReader(conn)
-	resp, err := ReadResponse(br, method)
+	resp, err := ReadResponse(conn, method)
 	if err != nil {
 		return fail(err)
 	}
