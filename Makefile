@@ -13,8 +13,8 @@ SHIM_BIN  := bin/ducc-shim
 # Packages with goroutines and locks run under the race detector (and
 # only there: running them twice cost a minute of make test); the others,
 # e2e included, run once without it.
-RACE_PKGS  := ./wire/... ./head/... ./agent/... ./proc/... ./cgroup/...
-OTHER_PKGS  = $(shell $(GO) list ./... | grep -v -E '/ducc/(wire|head|agent|proc|cgroup)(/|$$)')
+RACE_PKGS  := ./wire/... ./head/... ./agent/... ./proc/... ./cgroup/... ./cmd/internal/sockhttp/
+OTHER_PKGS  = $(shell $(GO) list ./... | grep -v -E '/ducc/(wire|head|agent|proc|cgroup|cmd/internal/sockhttp)(/|$$)')
 
 include Makefile.ops
 
