@@ -34,6 +34,7 @@ for r in $(seq $rounds); do
   t1=$(now)
   while [ "$($bin/ducc jobs --noheader 2>/dev/null | wc -l)" != 0 ]; do sleep 0.05; done
   t2=$(now); c1=$(dcpu $AP); m1=$(busy)
+  ducc_rate=$(awk "BEGIN{print $N/($t2-$t0)}")
   echo "ducc:  submit $(awk "BEGIN{printf \"%.1f\", $N/($t1-$t0)}")/s, e2e $(awk "BEGIN{printf \"%.1f\", $N/($t2-$t0)}") jobs/s, daemon CPU $(awk "BEGIN{printf \"%.1f\", ($c1-$c0)*10/$N}") ms/job, machine CPU $(awk "BEGIN{printf \"%.1f\", ($m1-$m0)*10/$N}") ms/job (load $(cut -d' ' -f1 /proc/loadavg))"
   # slurm
   SC=$(cat $RUN/slurmctld.pid); SD=$(cat $RUN/slurmd.pid)
@@ -42,7 +43,9 @@ for r in $(seq $rounds); do
   t1=$(now)
   while [ -n "$(squeue -h -o %i 2>/dev/null)" ]; do sleep 0.05; done
   t2=$(now); s1=$(( $(cpu $SC) + $(cpu $SD) )); m1=$(busy)
+  slurm_rate=$(awk "BEGIN{print $N/($t2-$t0)}")
   echo "slurm: submit $(awk "BEGIN{printf \"%.1f\", $N/($t1-$t0)}")/s, e2e $(awk "BEGIN{printf \"%.1f\", $N/($t2-$t0)}") jobs/s, daemon CPU $(awk "BEGIN{printf \"%.1f\", ($s1-$s0)*10/$N}") ms/job (slurmstepd not counted), machine CPU $(awk "BEGIN{printf \"%.1f\", ($m1-$m0)*10/$N}") ms/job (load $(cut -d' ' -f1 /proc/loadavg))"
+  echo "ratio: ducc / Slurm end to end = $(awk "BEGIN{printf \"%.2f\", $ducc_rate/$slurm_rate}")"
   # latency, interleaved call by call (ns timestamps inside bash: EPOCHREALTIME)
   rd=(); rs=(); dd=(); ds=()
   for i in $(seq 20); do
