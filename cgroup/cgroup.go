@@ -304,6 +304,8 @@ func (m *Manager) StartIn(g Group, start func(cgroupFD int) error) error {
 }
 
 // RemoveRoot deletes the root group; it fails while groups remain under it.
+// A root whose last group has just gone may stay busy for a moment (v1 takes
+// a group offline in the background); that is retried, as for a group.
 // Agents normally keep their root; tests remove theirs.
 func (m *Manager) RemoveRoot() error {
 	if err := m.backend.removeRoot(); err != nil {
@@ -414,7 +416,15 @@ func subGroups(dir string) ([]string, error) {
 // A missing directory is not an error. The kernel refuses while processes
 // are inside: that is an error at once. A group whose last process has just
 // ended can stay busy for a moment; that is retried a few times.
-func removeGroupDir(dir string) error {
+func removeGroupDir(dir string) error { return removeDir(dir, true) }
+
+// removeRootDir removes a root group's directory as removeGroupDir does,
+// except that a sub-group (a process's group, kept for the next agent) is
+// an error at once instead of being removed. A root whose last group has
+// just gone can stay busy for a moment, as a group can.
+func removeRootDir(dir string) error { return removeDir(dir, false) }
+
+func removeDir(dir string, subGroupsToo bool) error {
 	delay := 2 * time.Millisecond
 	for try := 0; ; try++ {
 		err := rmdir(dir)
@@ -440,6 +450,9 @@ func removeGroupDir(dir string) error {
 				return nil
 			}
 			return serr
+		}
+		if len(subs) > 0 && !subGroupsToo {
+			return &os.PathError{Op: "rmdir", Path: dir, Err: err}
 		}
 		for _, sub := range subs {
 			if err := removeGroupDir(sub); err != nil {

@@ -762,3 +762,24 @@ func TestWritesSurviveSignals(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoveRootKeepsGroups: the root goes only once no group is left in
+// it; an empty group under it (a process's, kept for the next agent) makes
+// RemoveRoot fail and stays, unlike a group's own sub-groups, which Delete
+// removes.
+func TestRemoveRootKeepsGroups(t *testing.T) {
+	m := newManager(t)
+	g := create(t, m, "kept", Resources{MemoryLimit: 64 * mib})
+	if err := m.RemoveRoot(); err == nil {
+		t.Fatal("RemoveRoot with a group under the root should fail")
+	}
+	if _, err := m.Load("kept"); err != nil {
+		t.Fatalf("the group under the root went with the failed RemoveRoot: %v", err)
+	}
+	if err := g.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RemoveRoot(); err != nil {
+		t.Fatalf("RemoveRoot of an emptied root: %v", err)
+	}
+}

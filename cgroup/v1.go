@@ -272,9 +272,8 @@ func moveThreadBack(back []ownTask) error {
 func (b *v1Backend) removeRoot() error {
 	var errs []error
 	for _, d := range b.dirs {
-		p := filepath.Join(d, b.root)
-		if err := rmdir(p); err != nil && !errors.Is(err, unix.ENOENT) {
-			errs = append(errs, &os.PathError{Op: "rmdir", Path: p, Err: err})
+		if err := removeRootDir(filepath.Join(d, b.root)); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

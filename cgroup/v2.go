@@ -133,11 +133,7 @@ func (b *v2Backend) startIn(g Group, start func(cgroupFD int) error) error {
 }
 
 func (b *v2Backend) removeRoot() error {
-	err := os.Remove(filepath.Join(b.mount, b.root))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
+	return removeRootDir(filepath.Join(b.mount, b.root))
 }
 
 type v2Group struct {
