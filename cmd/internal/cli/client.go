@@ -84,6 +84,9 @@ func (c *client) do(ctx context.Context, method, path string, body any) (*sockht
 		if errors.As(err, &op) && op.Op == "dial" {
 			return nil, c.unreachable(err)
 		}
+		if errors.Is(err, sockhttp.ErrMalformedRequest) {
+			return nil, usageErr("cannot send this to the agent: %v (a line break in --as?)", err)
+		}
 		return nil, &exitError{code: exitUnreachable, msg: fmt.Sprintf("the agent at %s did not answer: %v", c.socket, err)}
 	}
 	if resp.StatusCode != 200 {

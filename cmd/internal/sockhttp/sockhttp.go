@@ -26,6 +26,11 @@ type Response struct {
 	Body       io.ReadCloser
 }
 
+// ErrMalformedRequest is what Do returns, wrapped, for a method, path or
+// header field it will not send: the caller's input was wrong, the server
+// never saw it.
+var ErrMalformedRequest = errors.New("malformed request")
+
 // maxHeaderBytes bounds the status line and header of an answer.
 const maxHeaderBytes = 1 << 20
 
@@ -70,11 +75,11 @@ func check(method, path string, h Header) error {
 		return s == "" || strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f || strings.ContainsRune(also, r) })
 	}
 	if bad(method, " ") || bad(path, " ") || path[0] != '/' {
-		return fmt.Errorf("malformed request %q %q", trim(method), trim(path))
+		return fmt.Errorf("%w %q %q", ErrMalformedRequest, trim(method), trim(path))
 	}
 	for _, kv := range h {
 		if bad(kv[0], " :") || strings.ContainsAny(kv[1], "\r\n\x00") {
-			return fmt.Errorf("malformed header field %q", trim(kv[0]))
+			return fmt.Errorf("%w: header field %q", ErrMalformedRequest, trim(kv[0]))
 		}
 	}
 	return nil

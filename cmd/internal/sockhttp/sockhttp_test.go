@@ -212,7 +212,7 @@ func TestRequest(t *testing.T) {
 		{"GET", "/", Header{{"", "v"}}},
 	} {
 		_, err := Do(context.Background(), "/nonexistent/socket", c.method, c.path, c.h, nil)
-		if err == nil || !strings.Contains(err.Error(), "malformed") {
+		if !errors.Is(err, ErrMalformedRequest) || !strings.Contains(err.Error(), "malformed") {
 			t.Errorf("Do(%q, %q, %q): %v, want it refused as malformed", c.method, c.path, c.h, err)
 		}
 	}
