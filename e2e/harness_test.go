@@ -414,13 +414,43 @@ func (c *cluster) start() {
 
 func isRoot() bool { return os.Geteuid() == 0 }
 
-// ensureUser creates a test user once.
+// ensureUser makes sure a test user exists with a home it owns, whatever
+// earlier runs left on the machine (a user created without a home, a home
+// removed since): runs without --log-dir log to ~/ducc/logs.
 func ensureUser(t *testing.T, name string) *user.User {
+	t.Helper()
+	u := lookupOrAddUser(t, name, "-m")
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.MkdirAll(u.HomeDir, 0o755); err != nil {
+		t.Fatalf("home of %s: %v", name, err)
+	}
+	if err := os.Chown(u.HomeDir, uid, gid); err != nil {
+		t.Fatalf("home of %s: %v", name, err)
+	}
+	return u
+}
+
+// ensureHomelessUser makes sure a test user exists whose home does not
+// exist and cannot be created by the user (it is under /nonexistent).
+func ensureHomelessUser(t *testing.T, name string) *user.User {
+	t.Helper()
+	u := lookupOrAddUser(t, name, "-M", "-d", "/nonexistent/"+name)
+	if _, err := os.Stat(u.HomeDir); err == nil {
+		t.Fatalf("%s has a home %s: the test's premise is wrong", name, u.HomeDir)
+	}
+	return u
+}
+
+// lookupOrAddUser returns the user name, creating it with useradd and the
+// extra options if it does not exist.
+func lookupOrAddUser(t *testing.T, name string, opts ...string) *user.User {
 	t.Helper()
 	if u, err := user.Lookup(name); err == nil {
 		return u
 	}
-	if out, err := exec.Command("useradd", "-M", "-s", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
+	args := append(append([]string{}, opts...), "-s", "/usr/sbin/nologin", name)
+	if out, err := exec.Command("useradd", args...).CombinedOutput(); err != nil {
 		t.Fatalf("useradd %s: %v %s", name, err, out)
 	}
 	u, err := user.Lookup(name)

@@ -90,8 +90,9 @@ func TestJobWorkerSwapsLogForSymlink(t *testing.T) {
 }
 
 // TestRunLogDirNotTheUsers: a log directory the user may not create (in a
-// directory of root's, or through a symlink to one) fails the launch with
-// the reason, and nothing is created there.
+// directory of root's, or through a symlink to one, or the default one of a
+// user without a home) fails the launch with the reason and what to do, and
+// nothing is created there.
 func TestRunLogDirNotTheUsers(t *testing.T) {
 	if !isRoot() {
 		t.Skip("needs root to create users and switch to them")
@@ -131,5 +132,18 @@ func TestRunLogDirNotTheUsers(t *testing.T) {
 		if ents, _ := os.ReadDir(d); len(ents) != 0 {
 			t.Errorf("created in %s: %v", d, ents)
 		}
+	}
+
+	// A user without a home gets no default log directory: the launch
+	// fails saying so and what to do; a log directory of its own works.
+	const homeless = "ducc-e2e-nohome"
+	ensureHomelessUser(t, homeless)
+	_, errs, code := c.ducc("run", "--as", homeless, "--", "sh", "-c", "echo ran")
+	if want := "cannot create log directory /nonexistent as " + homeless + ": permission denied; give the work a log directory " + homeless + " may create (the default, ~/ducc/logs, needs a home " + homeless + " may write)"; code == 0 || !strings.Contains(errs, want) {
+		t.Errorf("homeless run: exit %d, stderr %q; want a failure saying %q", code, errs, want)
+	}
+	out, errs, code := c.ducc("run", "--as", homeless, "--log-dir", filepath.Join(userLogs, "homeless"), "--", "sh", "-c", "echo ran")
+	if code != 0 || !strings.Contains(out, "ran") {
+		t.Errorf("homeless run with --log-dir: exit %d, out %q, stderr %q", code, out, errs)
 	}
 }

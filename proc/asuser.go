@@ -111,7 +111,8 @@ func userName(name string, cred *syscall.Credential) string {
 // then the user's, with the mode the umask leaves of 0755: never writable
 // by others, whatever the umask). A directory the
 // user may not create fails with "cannot create log directory X as alice:
-// permission denied"; nothing is created where the user could not create it.
+// permission denied" and what the user can do about it; nothing is created
+// where the user could not create it.
 func mkdirAsUser(dir string, cred *syscall.Credential, who string) error {
 	return asUser(cred, func() error {
 		var missing []string
@@ -127,7 +128,7 @@ func mkdirAsUser(dir string, cred *syscall.Credential, who string) error {
 		for i := len(missing) - 1; i >= 0; i-- {
 			d := missing[i]
 			if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-				return fmt.Errorf("cannot create log directory %s as %s: %w", d, who, unwrapPath(err))
+				return fmt.Errorf("cannot create log directory %s as %s: %w; give the work a log directory %[2]s may create (the default, ~/ducc/logs, needs a home %[2]s may write)", d, who, unwrapPath(err))
 			}
 		}
 		return nil
