@@ -283,6 +283,15 @@ func checkTable(g *graph, rows []row) []string {
 	return problems
 }
 
+// allowed returns the project packages row r says its package p imports.
+func (r row) allowed(p string) []string {
+	allowed := slices.Clone(r.rule.projects)
+	if r.rule.parent {
+		allowed = append(allowed, path.Dir(p))
+	}
+	return append(allowed, r.rule.extra[p]...)
+}
+
 // checkPackage compares what package p of rows[i] imports with the row.
 func checkPackage(g *graph, rows []row, rowOf map[string]int, i int, p string) []string {
 	r := rows[i]
@@ -291,17 +300,16 @@ func checkPackage(g *graph, rows []row, rowOf map[string]int, i int, p string) [
 		problems = append(problems, fmt.Sprintf("ARCHITECTURE.md:%d, row %s: ", r.line, r.name())+fmt.Sprintf(format, a...))
 	}
 	project, thirdParty := g.ownImports(p)
-	allowed := slices.Clone(r.rule.projects)
-	if r.rule.parent {
-		allowed = append(allowed, path.Dir(p))
-	}
-	allowed = append(allowed, r.rule.extra[p]...)
+	allowed := r.allowed(p)
 	cellFor := func(q string) string { // where the row names q, for the message
 		if slices.Contains(r.rule.extra[p], q) {
 			return fmt.Sprintf("the clause \"`%s`: … too\" of its may-import cell", p)
 		}
 		if len(r.pkgs) > 1 && !(r.rule.parent && q == path.Dir(p)) {
-			return fmt.Sprintf("its may-import cell (for `%s` alone, write \"(`%s`: `%s` too)\")", p, p, q)
+			if len(r.rule.extra) > 0 {
+				return fmt.Sprintf("its may-import cell, for `%s` alone: \"; `%s`: `%s` too\" inside its parenthesis", p, p, q)
+			}
+			return fmt.Sprintf("its may-import cell, for `%s` alone: \" (`%s`: `%s` too)\"", p, p, q)
 		}
 		return "its may-import cell"
 	}
@@ -372,17 +380,22 @@ func checkPackage(g *graph, rows []row, rowOf map[string]int, i int, p string) [
 // where: below the rows of the packages importing it, above those of the
 // packages it imports.
 func missingRow(g *graph, rows []row, rowOf map[string]int, p string) string {
-	project, _ := g.ownImports(p)
-	cell := "—"
+	project, thirdParty := g.ownImports(p)
+	cell := "standard library"
 	if len(project) > 0 {
 		cell = "`" + strings.Join(project, "`, `") + "`"
+	} else if len(thirdParty) > 0 {
+		cell = "<the libraries it imports>"
 	}
-	var importers []string
-	below := -1 // the last row of a package importing p
+	var importers []string // those whose rows do not list p yet
+	below := -1            // the last row of a package importing p
 	for _, q := range g.own {
 		if qi, _ := g.ownImports(q); slices.Contains(qi, p) {
-			importers = append(importers, q)
-			if j, ok := rowOf[q]; ok && !rows[j].rule.parent && !rows[j].rule.everything {
+			j, ok := rowOf[q]
+			if !ok || !slices.Contains(rows[j].allowed(q), p) {
+				importers = append(importers, q)
+			}
+			if ok && !rows[j].rule.parent && !rows[j].rule.everything {
 				below = max(below, j)
 			}
 		}
