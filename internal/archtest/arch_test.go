@@ -346,32 +346,10 @@ func checkPackage(g *graph, rows []row, rowOf map[string]int, i int, p string) [
 		}
 	}
 	if r.rule.libsListed {
-		for _, imp := range thirdParty {
-			if lib := libraryOf(imp); lib == "" || !slices.Contains(r.rule.libs, lib) {
-				name := lib
-				if name == "" {
-					name = "a name for it (and add the name to libraries in internal/archtest/parse_test.go)"
-				}
-				report("the may-import cell %q names the libraries `%s` imports, but not %s%s: add %s to the cell (or remove the import)", r.cell, p, imp, g.importedIn(p, imp), name)
-			}
-		}
-		for _, lib := range r.rule.libs {
-			if !slices.ContainsFunc(thirdParty, func(imp string) bool { return libraryOf(imp) == lib }) {
-				report("the may-import cell %q names %s, which `%s` does not import directly (non-test files): remove %s from the cell", r.cell, lib, p, lib)
-			}
-		}
+		checkLibraries(g, r, p, thirdParty, report)
 	}
 	if len(r.rule.never) > 0 {
-		deps := g.deps(p)
-		for _, item := range r.rule.never {
-			for _, d := range deps {
-				if g.forbids(item, d) {
-					report("the may-import cell %q says never %s, but `%s` links %s (go list -deps: %s): take that import out of `%s`",
-						r.cell, item, p, d, g.chain(g.module+"/"+p, d), p)
-					break // one chain per item is enough to act on
-				}
-			}
-		}
+		checkNever(g, r, p, report)
 	}
 	return problems
 }
@@ -427,4 +405,38 @@ func missingRow(g *graph, rows []row, rowOf map[string]int, p string) string {
 		msg += fmt.Sprintf(", and add `%s` to the may-import cells of: %s", p, strings.Join(importers, ", "))
 	}
 	return msg
+}
+
+// checkLibraries compares the direct third-party imports of package p with
+// its row r, whose cell enumerates them.
+func checkLibraries(g *graph, r row, p string, thirdParty []string, report func(string, ...any)) {
+	for _, imp := range thirdParty {
+		if lib := libraryOf(imp); lib == "" || !slices.Contains(r.rule.libs, lib) {
+			name := lib
+			if name == "" {
+				name = "a name for it (and add the name to libraries in internal/archtest/parse_test.go)"
+			}
+			report("the may-import cell %q names the libraries `%s` imports, but not %s%s: add %s to the cell (or remove the import)", r.cell, p, imp, g.importedIn(p, imp), name)
+		}
+	}
+	for _, lib := range r.rule.libs {
+		if !slices.ContainsFunc(thirdParty, func(imp string) bool { return libraryOf(imp) == lib }) {
+			report("the may-import cell %q names %s, which `%s` does not import directly (non-test files): remove %s from the cell", r.cell, lib, p, lib)
+		}
+	}
+}
+
+// checkNever looks for what package p links, even indirectly, that its row
+// r says it never does.
+func checkNever(g *graph, r row, p string, report func(string, ...any)) {
+	deps := g.deps(p)
+	for _, item := range r.rule.never {
+		for _, d := range deps {
+			if g.forbids(item, d) {
+				report("the may-import cell %q says never %s, but `%s` links %s (go list -deps: %s): take that import out of `%s`",
+					r.cell, item, p, d, g.chain(g.module+"/"+p, d), p)
+				break // one chain per item is enough to act on
+			}
+		}
+	}
 }
