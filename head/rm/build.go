@@ -182,52 +182,75 @@ func (s *sched) tracef(format string, a ...any) {
 	}
 }
 
+// build lays the cycle's input out for scheduling: the nodepool tree, the
+// classes, the nodes, the issued stops, the works in submit order with
+// their processes, each node's live processes and the issued stops carried
+// on.
 func (s *sched) build() {
-	cfg := s.cfg
 	s.poolBy = map[string]*pool{}
-	var mk func(ps []Nodepool, parent *pool, q int64) []*pool
-	mk = func(ps []Nodepool, parent *pool, q int64) []*pool {
-		idx := make([]int, len(ps))
-		for i := range idx {
-			idx[i] = i
-		}
-		if parent != nil {
-			sort.SliceStable(idx, func(a, b int) bool {
-				pa, pb := ps[idx[a]], ps[idx[b]]
-				if pa.SearchOrder != pb.SearchOrder {
-					return pa.SearchOrder < pb.SearchOrder
-				}
-				return pa.Name < pb.Name
-			})
-		}
-		var out []*pool
-		for _, i := range idx {
-			np := &ps[i]
-			pq := q
-			if parent == nil {
-				pq = int64(cfg.ShareQuantum)
-				if np.ShareQuantum > 0 {
-					pq = int64(np.ShareQuantum)
-				}
-			}
-			p := &pool{name: np.Name, parent: parent, quantum: pq}
-			s.poolBy[p.name] = p
-			s.pools = append(s.pools, p)
-			p.children = mk(np.Pools, p, pq)
-			out = append(out, p)
-		}
-		return out
-	}
-	mk(cfg.Nodepools, nil, int64(cfg.ShareQuantum))
-
+	s.addPools(s.cfg.Nodepools, nil, int64(s.cfg.ShareQuantum))
 	s.classes = map[string]*Class{}
-	for i := range cfg.Classes {
-		s.classes[cfg.Classes[i].Name] = &cfg.Classes[i]
+	for i := range s.cfg.Classes {
+		s.classes[s.cfg.Classes[i].Name] = &s.cfg.Classes[i]
 	}
+	s.buildNodes()
+	s.issued = map[string]IssuedStop{}
+	for _, is := range s.in.Carry.Issued {
+		s.issued[is.ProcID] = is
+	}
+	keys := s.orderWorks()
+	made := s.layoutWorks(keys)
+	s.listNodeProcs(made)
+	// Issued stops are kept while their process exists.
+	for _, id := range sortedKeys(s.issued) {
+		if s.procExists(id) {
+			s.plan.Carry.Issued = append(s.plan.Carry.Issued, s.issued[id])
+		}
+	}
+}
 
-	// Nodes.
-	in := s.in
-	m := s.mem
+// addPools adds the nodepools ps under parent (nil: the top level) to the
+// tree, in pre-order, and returns them. Child pools are taken in search
+// order, then by name; a top-level pool has its own share quantum if it
+// sets one (else the configured one), and a child pool its parent's, q.
+func (s *sched) addPools(ps []Nodepool, parent *pool, q int64) []*pool {
+	idx := make([]int, len(ps))
+	for i := range idx {
+		idx[i] = i
+	}
+	if parent != nil {
+		sort.SliceStable(idx, func(a, b int) bool {
+			pa, pb := ps[idx[a]], ps[idx[b]]
+			if pa.SearchOrder != pb.SearchOrder {
+				return pa.SearchOrder < pb.SearchOrder
+			}
+			return pa.Name < pb.Name
+		})
+	}
+	var out []*pool
+	for _, i := range idx {
+		np := &ps[i]
+		pq := q
+		if parent == nil {
+			pq = int64(s.cfg.ShareQuantum)
+			if np.ShareQuantum > 0 {
+				pq = int64(np.ShareQuantum)
+			}
+		}
+		p := &pool{name: np.Name, parent: parent, quantum: pq}
+		s.poolBy[p.name] = p
+		s.pools = append(s.pools, p)
+		p.children = s.addPools(np.Pools, p, pq)
+		out = append(out, p)
+	}
+	return out
+}
+
+// buildNodes lays out the nodes by name, the first of a name listed twice
+// winning, each in its pool with its shares; a pool counts the shares of
+// its nodes that are up and its largest such node.
+func (s *sched) buildNodes() {
+	in, m := s.in, s.mem
 	m.nodeBy = reuseMap(m.nodeBy, len(in.Nodes))
 	s.nodeBy = m.nodeBy
 	m.nodes = grow(m.nodes, len(in.Nodes))[:0]
@@ -257,27 +280,19 @@ func (s *sched) build() {
 			nd.pool.maxNode = max(nd.pool.maxNode, nd.shares)
 		}
 	}
+}
 
-	s.issued = map[string]IssuedStop{}
-	for _, is := range in.Carry.Issued {
-		s.issued[is.ProcID] = is
-	}
-
-	// Work and processes.
-	// One allocation for all works and one for all processes.
-	nprocs := 0
-	for i := range in.Work {
-		nprocs += len(in.Work[i].Procs)
-	}
+// orderWorks returns the keys of the works in submit order (submit time,
+// then id), the first of works listed twice winning, and indexes the works
+// by id. The same works as in the last cycle keep the last cycle's order
+// without a sort.
+func (s *sched) orderWorks() []workKey {
+	in, m := s.in, s.mem
 	m.workBy = reuseMap(m.workBy, len(in.Work))
 	s.workBy = m.workBy
 	m.byInput = grow(m.byInput, len(in.Work))
 	s.byInput = m.byInput
 	clear(s.byInput)
-	m.procSlab = grow(m.procSlab, nprocs)
-	procSlab := m.procSlab
-	// The first of works listed twice wins; the rest are laid out in
-	// submit order (submit time, then id), so passes over s.works walk memory in order.
 	keys := grow(m.keys, len(in.Work))[:0]
 	for i := range in.Work {
 		w := &in.Work[i]
@@ -290,22 +305,33 @@ func (s *sched) build() {
 	}
 	m.keys = keys
 	if slices.Equal(keys, m.lastIn) {
-		keys = m.lastSorted // the same works as in the last cycle, so the same order
-	} else {
-		m.lastIn = append(m.lastIn[:0], keys...)
-		sortWorkKeys(keys)
-		m.lastSorted = append(m.lastSorted[:0], keys...)
+		return m.lastSorted // the same works as in the last cycle, so the same order
 	}
+	m.lastIn = append(m.lastIn[:0], keys...)
+	sortWorkKeys(keys)
+	m.lastSorted = append(m.lastSorted[:0], keys...)
+	return keys
+}
+
+// layoutWorks lays the works out in the order of keys, each followed by its
+// processes (its Work is then at hand), with one allocation for all works
+// and one for all processes, and returns the number of processes made.
+// The processes are laid out once without looking for duplicate ids while
+// the kept process ids are brought up to date; only a snapshot with
+// duplicates (rare) has them laid out again, the first process in submit
+// order keeping the id.
+func (s *sched) layoutWorks(keys []workKey) int {
+	in, m := s.in, s.mem
+	nprocs := 0
+	for i := range in.Work {
+		nprocs += len(in.Work[i].Procs)
+	}
+	m.procSlab = grow(m.procSlab, nprocs)
 	m.keepReasons(len(keys))
 	m.works = grow(m.works, len(keys))
 	s.works = m.works
 	m.workSlab = grow(m.workSlab, len(keys))
 	workSlab := m.workSlab
-	// Each work's processes are laid out right after the work (its Work
-	// is then at hand), once without looking for duplicate ids while the
-	// kept process ids are brought up to date; only a snapshot with
-	// duplicates (rare) has them laid out again, the first process in
-	// submit order keeping the id.
 	m.pids.start(keys, nprocs)
 	m.pids.sameNodes(in.Nodes)
 	ntrace := len(s.plan.Trace)
@@ -316,25 +342,7 @@ func (s *sched) build() {
 		*wk = work{w: w, id: w.ID, anyNode: len(w.MachineList) == 0 && w.ServiceID == "", user: w.User, rank: rank}
 		s.byInput[k.i] = wk
 		s.works[rank] = wk
-		if cl, ok := s.classes[w.Class]; ok {
-			wk.class = cl
-			wk.pool = s.poolBy[cl.Nodepool]
-			if wk.pool == nil {
-				wk.pool = s.pools[0]
-			}
-			wk.quantum = wk.pool.quantum
-			wk.fair = cl.Policy == FairShare
-			wk.whole = cl.Policy == Reserve
-			wk.prio = cl.Priority
-			mem := w.Memory
-			if mem <= 0 {
-				mem = int64(cfg.DefaultMemory)
-			}
-			wk.order = int((mem + wk.quantum - 1) / wk.quantum)
-			if wk.order < 1 {
-				wk.order = 1
-			}
-		}
+		s.classify(wk)
 		m.pids.next(rank, w.Procs)
 		s.layoutWork(wk, &l)
 	}
@@ -349,7 +357,42 @@ func (s *sched) build() {
 			s.layoutWork(wk, &l)
 		}
 	}
-	made := l.made
+	return l.made
+}
+
+// classify gives wk what its class decides, if the class exists: its pool
+// (the class's nodepool, else the first), share quantum, policy, priority,
+// and its order, the shares of one process (its memory, else the default
+// memory, rounded up to whole shares, at least one).
+func (s *sched) classify(wk *work) {
+	cl, ok := s.classes[wk.w.Class]
+	if !ok {
+		return
+	}
+	wk.class = cl
+	wk.pool = s.poolBy[cl.Nodepool]
+	if wk.pool == nil {
+		wk.pool = s.pools[0]
+	}
+	wk.quantum = wk.pool.quantum
+	wk.fair = cl.Policy == FairShare
+	wk.whole = cl.Policy == Reserve
+	wk.prio = cl.Priority
+	mem := wk.w.Memory
+	if mem <= 0 {
+		mem = int64(s.cfg.DefaultMemory)
+	}
+	wk.order = int((mem + wk.quantum - 1) / wk.quantum)
+	if wk.order < 1 {
+		wk.order = 1
+	}
+}
+
+// listNodeProcs gives each node its processes that are not stopping, in
+// the order they were made, carved out of one slab (the first made
+// processes of the snapshot's layout).
+func (s *sched) listNodeProcs(made int) {
+	m := s.mem
 	onNode := m.onNode
 	m.procLists = grow(m.procLists, made)
 	procLists := m.procLists
@@ -358,15 +401,9 @@ func (s *sched) build() {
 		n.procs = procLists[:0:k]
 		procLists = procLists[k:]
 	}
-	for i := range procSlab[:made] {
-		if pr := &procSlab[i]; pr.n != nil && !pr.stopping {
+	for i := range m.procSlab[:made] {
+		if pr := &m.procSlab[i]; pr.n != nil && !pr.stopping {
 			pr.n.procs = append(pr.n.procs, pr)
-		}
-	}
-	// Issued stops are kept while their process exists.
-	for _, id := range sortedKeys(s.issued) {
-		if s.procExists(id) {
-			s.plan.Carry.Issued = append(s.plan.Carry.Issued, s.issued[id])
 		}
 	}
 }

@@ -667,27 +667,117 @@ func overPrune(n *node) bool {
 }
 
 // preemptRound runs one preemption round for fair jobs below their share
-// that placement could not satisfy.
+// that placement could not satisfy: it picks the beneficiaries, waits out
+// the interval since the last round, then serves the beneficiaries in
+// order (needy first, best priority, oldest) until the round's budget is
+// used or victims run out.
 func (s *sched) preemptRound() {
+	bens := s.preemptBeneficiaries()
+	if len(bens) == 0 || s.preemptionWaits(len(bens)) {
+		return
+	}
+	r := s.newRound(bens)
+	for _, b := range r.bens {
+		if !r.serve(b) {
+			break
+		}
+	}
+	s.traceNewHolds()
+	if r.issued {
+		s.plan.Carry.LastPreemption = s.now
+	} else {
+		s.plan.Carry.LastPreemption = s.in.Carry.LastPreemption
+	}
+}
+
+// preemptBeneficiaries returns the fair jobs below their share with no
+// stop under way for them, in the cycle's work order.
+func (s *sched) preemptBeneficiaries() []*work {
 	var bens []*work
 	for _, w := range s.works {
 		if w.fair && w.class != nil && w.have() < w.target && w.stops == 0 {
 			bens = append(bens, w)
 		}
 	}
-	if len(bens) == 0 {
-		return
-	}
+	return bens
+}
+
+// preemptionWaits tells whether the last round was less than the
+// preemption interval ago; then the round is skipped, the last round's
+// time carried on, and the wait recorded for the pending reasons.
+func (s *sched) preemptionWaits(nbens int) bool {
 	pc := s.cfg.Preemption
-	if last := s.in.Carry.LastPreemption; !last.IsZero() && s.now.Sub(last) < pc.Interval.D() {
-		s.plan.Carry.LastPreemption = last
-		s.tracef("preemption: %d job(s) below fair share; next round in %s", len(bens), pc.Interval.D()-s.now.Sub(last))
-		s.roundWait = pc.Interval.D() - s.now.Sub(last)
-		return
+	last := s.in.Carry.LastPreemption
+	if last.IsZero() || s.now.Sub(last) >= pc.Interval.D() {
+		return false
 	}
+	s.plan.Carry.LastPreemption = last
+	s.tracef("preemption: %d job(s) below fair share; next round in %s", nbens, pc.Interval.D()-s.now.Sub(last))
+	s.roundWait = pc.Interval.D() - s.now.Sub(last)
+	return true
+}
+
+// round is the state of one preemption round: its beneficiaries in the
+// order they are served, its budget and what it has used, and the nodes
+// that may hold victims.
+type round struct {
+	s      *sched
+	pc     Preemption
+	bens   []*work
+	budget int  // shares the round may stop (max_per_round of the cluster)
+	used   int  // shares stopped so far
+	issued bool // a stop was issued
+	misses int  // beneficiaries in a row that found no victims
+
+	// Per pool: overNodes hold processes of jobs over their share or
+	// squatters; fairNodes hold any fair-share process (for
+	// defragmentation); squatters tells whether squatters live there.
+	overNodes, fairNodes map[*pool][]*node
+	squatters            map[*pool]bool
+	byFree               map[*pool][2]*freeOrder
+	// failedAt[pool, priority] is the smallest order for which no victims
+	// were found among jobs over their share; victims only get scarcer in a
+	// round, so larger orders of that pool and priority need not look again.
+	failedAt map[poolPrio]int
+}
+
+// freeOrder is a pool's candidate nodes for one pass, most free first,
+// with the free space each had when the round began.
+type freeOrder struct {
+	nodes []*node
+	bound []int
+	start int // nodes before start are ruled out for pass 0
+}
+
+type poolPrio struct {
+	p    *pool
+	prio int
+}
+
+// newRound starts a preemption round: it computes the budgets of the jobs
+// over their share and the candidate shares, links each work to its
+// user's total, sizes the round's budget, orders the beneficiaries and
+// finds the nodes holding possible victims.
+func (s *sched) newRound(bens []*work) *round {
 	s.computeBudgets()
 	s.initElig()
-	// Each work points at its user's total, read by the victim categories.
+	s.linkUserHeld()
+	r := &round{
+		s:        s,
+		pc:       s.cfg.Preemption,
+		bens:     bens,
+		byFree:   map[*pool][2]*freeOrder{},
+		failedAt: map[poolPrio]int{},
+	}
+	r.budget = int(float64(r.pc.MaxPerRound) * float64(s.upShares()))
+	s.sortBeneficiaries(bens)
+	r.findVictimNodes()
+	return r
+}
+
+// linkUserHeld points each work at its user's total of fair shares held,
+// which the victim categories compare.
+func (s *sched) linkUserHeld() {
 	for _, w := range s.works {
 		h := s.userHeld[w.user]
 		if h == nil {
@@ -699,13 +789,22 @@ func (s *sched) preemptRound() {
 		}
 		w.held = h
 	}
+}
+
+// upShares is the number of shares on nodes that are up.
+func (s *sched) upShares() int {
 	total := 0
 	for _, n := range s.nodes {
 		if n.up() {
 			total += n.shares
 		}
 	}
-	budget := int(float64(pc.MaxPerRound) * float64(total))
+	return total
+}
+
+// sortBeneficiaries orders the beneficiaries as they are served: needy
+// jobs first, then by priority, then by rank (oldest first).
+func (s *sched) sortBeneficiaries(bens []*work) {
 	sort.SliceStable(bens, func(i, j int) bool {
 		ni, nj := s.needy(bens[i]), s.needy(bens[j])
 		if ni != nj {
@@ -716,12 +815,15 @@ func (s *sched) preemptRound() {
 		}
 		return bens[i].rank < bens[j].rank
 	})
-	// Per pool: nodes holding possible victims and whether squatters live there.
-	// overNodes hold processes of jobs over their share or squatters;
-	// fairNodes hold any fair-share process (for defragmentation).
-	overNodes, fairNodes := map[*pool][]*node{}, map[*pool][]*node{}
-	squatters := map[*pool]bool{}
-	for _, n := range s.nodes {
+}
+
+// findVictimNodes records, per pool, the up nodes holding processes of
+// jobs over their share or squatters, those holding any fair-share
+// process, and whether squatters live in the pool.
+func (r *round) findVictimNodes() {
+	r.overNodes, r.fairNodes = map[*pool][]*node{}, map[*pool][]*node{}
+	r.squatters = map[*pool]bool{}
+	for _, n := range r.s.nodes {
 		if !n.up() {
 			continue
 		}
@@ -732,7 +834,7 @@ func (s *sched) preemptRound() {
 			}
 			fair = true
 			if p.squatter() {
-				squatters[n.pool] = true
+				r.squatters[n.pool] = true
 				over = true
 			}
 			if p.w.budget > 0 {
@@ -740,162 +842,179 @@ func (s *sched) preemptRound() {
 			}
 		}
 		if fair {
-			fairNodes[n.pool] = append(fairNodes[n.pool], n)
+			r.fairNodes[n.pool] = append(r.fairNodes[n.pool], n)
 		}
 		if over {
-			overNodes[n.pool] = append(overNodes[n.pool], n)
+			r.overNodes[n.pool] = append(r.overNodes[n.pool], n)
 		}
 	}
-	// Candidate nodes per beneficiary pool, most free first. Free space only
-	// shrinks during a round (holds grow, stopping processes still occupy),
-	// so the free space seen here bounds it for the whole round.
-	type freeOrder struct {
-		nodes []*node
-		bound []int
-		start int // nodes before start are ruled out for pass 0
-	}
-	byFree := map[*pool][2]*freeOrder{}
-	candidates := func(b *work, pass int) ([]*node, []int) {
-		cands := byFree[b.pool]
-		c := cands[pass]
-		if c == nil {
-			c = &freeOrder{}
-			src := overNodes
-			if pass == 1 {
-				src = fairNodes
-			}
-			for _, p := range append([]*pool{b.pool}, b.pool.squat()...) {
-				c.nodes = append(c.nodes, src[p]...)
-			}
-			sort.SliceStable(c.nodes, func(i, j int) bool { return c.nodes[i].free() > c.nodes[j].free() })
-			for _, n := range c.nodes {
-				c.bound = append(c.bound, n.free())
-			}
-			cands[pass] = c
-			byFree[b.pool] = cands
+}
+
+// candidates returns the nodes where b may find victims in pass 0 (jobs
+// over their share, squatters) or pass 1 (defragmentation), most free
+// first, with bounds on their free space where they are safe. Free space
+// only shrinks during a round (holds grow, stopping processes still
+// occupy), so the free space seen on first use bounds it for the whole
+// round.
+func (r *round) candidates(b *work, pass int) ([]*node, []int) {
+	cands := r.byFree[b.pool]
+	c := cands[pass]
+	if c == nil {
+		c = &freeOrder{}
+		src := r.overNodes
+		if pass == 1 {
+			src = r.fairNodes
 		}
-		if pass == 0 {
-			for c.start < len(c.nodes) && c.nodes[c.start].noOver {
-				c.start++
-			}
+		for _, p := range append([]*pool{b.pool}, b.pool.squat()...) {
+			c.nodes = append(c.nodes, src[p]...)
 		}
-		if len(b.holds) > 0 {
-			return c.nodes[c.start:], nil // b's own holds add to its free space: no safe bound
+		sort.SliceStable(c.nodes, func(i, j int) bool { return c.nodes[i].free() > c.nodes[j].free() })
+		for _, n := range c.nodes {
+			c.bound = append(c.bound, n.free())
 		}
-		return c.nodes[c.start:], c.bound[c.start:]
+		cands[pass] = c
+		r.byFree[b.pool] = cands
 	}
-	used, issued, misses := 0, false, 0
-	// failedAt[pool, priority] is the smallest order for which no victims
-	// were found among jobs over their share; victims only get scarcer in a
-	// round, so larger orders of that pool and priority need not look again.
-	type poolPrio struct {
-		p    *pool
-		prio int
+	if pass == 0 {
+		for c.start < len(c.nodes) && c.nodes[c.start].noOver {
+			c.start++
+		}
 	}
-	failedAt := map[poolPrio]int{}
-	for _, b := range bens {
-		if s.budgetHit {
+	if len(b.holds) > 0 {
+		return c.nodes[c.start:], nil // b's own holds add to its free space: no safe bound
+	}
+	return c.nodes[c.start:], c.bound[c.start:]
+}
+
+// serve takes victims for beneficiary b, one process of b at a time, until
+// b has what it is short of, the round's budget is used or no victims are
+// found. It returns false when the round ends (budget used earlier, or too
+// many beneficiaries in a row found no victims).
+func (r *round) serve(b *work) bool {
+	s := r.s
+	if s.budgetHit {
+		return false
+	}
+	if b.stops > 0 {
+		return true
+	}
+	if r.misses >= maxMisses {
+		s.tracef("preemption: no victims for %d jobs in a row; the rest wait for the next round", maxMisses)
+		return false
+	}
+	if !s.anyOver && !r.squatters[b.pool] && !s.needy(b) {
+		return true // nobody is over their share and no squatters to move
+	}
+	// Defragmentation gives a needy job with nothing under way one
+	// process per round; other shortfalls wait for jobs over their share.
+	defrag := s.needy(b) && s.holdShares(b) == 0
+	want := b.target - b.have() - s.holdShares(b)/b.order
+	var last *node
+	for ; want > 0; want-- {
+		if r.issued && r.used >= r.budget {
+			s.tracef("preemption: round budget of %d shares (max_per_round %.0f%%) used", r.budget, 100*float64(r.pc.MaxPerRound))
+			s.budgetHit = true
 			break
 		}
-		if b.stops > 0 {
+		n, vs := r.findVictims(b, last, defrag)
+		defrag = false
+		if n == nil {
+			r.misses++
+			break
+		}
+		r.misses, last = 0, n
+		b.gainer = true
+		s.refreshElig(b)
+		r.issued = true
+		r.stopVictims(b, n, vs)
+		if r.pc.ObserveOnly {
+			s.observed[b] = true
 			continue
 		}
-		if misses >= maxMisses {
-			s.tracef("preemption: no victims for %d jobs in a row; the rest wait for the next round", maxMisses)
-			break
+		s.addHold(b, n, b.order, vs)
+	}
+	return true
+}
+
+// victimCategory classifies a process as a victim for beneficiary b (-1:
+// not one): a squatter on a node of b's pool, a process of a job over its
+// share, or, when defrag is set, a process of a richer user's job with more
+// than one process (defragmentation for a needy b).
+func (r *round) victimCategory(b *work, defrag bool) func(*proc) int {
+	s := r.s
+	return func(p *proc) int {
+		v := p.w
+		if !v.fair || v == b || v.starts > 0 || v.gainer || v.prio < b.prio || s.protected(p) {
+			return -1
 		}
-		if !s.anyOver && !squatters[b.pool] && !s.needy(b) {
-			continue // nobody is over their share and no squatters to move
+		if p.squatter() && p.n.pool == b.pool && v.pool != b.pool {
+			return catSquatter
 		}
-		// Defragmentation gives a needy job with nothing under way one
-		// process per round; other shortfalls wait for jobs over their share.
-		defrag := s.needy(b) && s.holdShares(b) == 0
-		want := b.target - b.have() - s.holdShares(b)/b.order
-		var last *node
-		for ; want > 0; want-- {
-			if issued && used >= budget {
-				s.tracef("preemption: round budget of %d shares (max_per_round %.0f%%) used", budget, 100*float64(pc.MaxPerRound))
-				s.budgetHit = true
-				break
-			}
-			cat := func(p *proc) int {
-				v := p.w
-				if !v.fair || v == b || v.starts > 0 || v.gainer || v.prio < b.prio || s.protected(p) {
-					return -1
-				}
-				if p.squatter() && p.n.pool == b.pool && v.pool != b.pool {
-					return catSquatter
-				}
-				if defrag && !s.needy(v) && *v.held > *b.held && v.have() > 1 {
-					return catDefrag
-				}
-				if v.budget > 0 {
-					return catOver
-				}
-				return -1
-			}
-			useDefrag := defrag
-			defrag = false
-			var n *node
-			var vs []victim
-			// The node of the previous unit, if it still gives exactly the
-			// missing space, saves a scan.
-			if last != nil {
-				if v := s.pickVictims(b, last, b.order, false, cat, nil); len(v) > 0 && victimShares(v) <= b.order-max(last.freeFor(s, b), 0) {
-					n, vs = last, v
-				}
-			}
-			key := poolPrio{b.pool, b.prio}
-			if f, ok := failedAt[key]; n == nil && (!ok || b.order < f) {
-				nodes, bound := candidates(b, 0)
-				if n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries, overPrune, eligRoom); n == nil && len(b.w.MachineList) == 0 {
-					failedAt[key] = b.order
-				}
-			}
-			if n == nil && useDefrag {
-				defrag = true
-				nodes, bound := candidates(b, 1)
-				n, vs = s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries, nil, defragRoom)
-				defrag = false
-			}
-			if n == nil {
-				misses++
-				break
-			}
-			misses, last = 0, n
-			b.gainer = true
-			s.refreshElig(b)
-			issued = true
-			for _, v := range vs {
-				used += v.p.shares
-				reason, text := Preempted, ""
-				switch v.cat {
-				case catSquatter:
-					reason = Evicted
-					text = fmt.Sprintf("squatter in pool %s: resident job %d needs the space", n.pool.name, b.w.ID)
-				case catOver:
-					v.p.w.budget--
-					s.refreshElig(v.p.w)
-					text = fmt.Sprintf("over fair share: class %s fair share is %d processes, job holds %d; space goes to job %d",
-						v.p.w.class.Name, v.p.w.target, v.p.w.cur, b.w.ID)
-				case catDefrag:
-					reason = Defragmentation
-					text = fmt.Sprintf("defragmentation: needy job %d needs %s on one node", b.w.ID, units.FormatSize(int64(b.order)*b.quantum))
-				}
-				s.issueStops([]victim{v}, reason, text, pc.ObserveOnly)
-			}
-			if pc.ObserveOnly {
-				s.observed[b] = true
-				continue
-			}
-			s.addHold(b, n, b.order, vs)
+		if defrag && !s.needy(v) && *v.held > *b.held && v.have() > 1 {
+			return catDefrag
+		}
+		if v.budget > 0 {
+			return catOver
+		}
+		return -1
+	}
+}
+
+// findVictims finds the node and the victims that make room for one
+// process of b, or a nil node: first on last, the node of b's previous
+// process, if it still gives exactly the missing space (this saves a
+// scan); then the cheapest among the nodes with squatters or jobs over
+// their share (pass 0), unless that already failed this round for b's pool
+// and priority at an order no larger; then, if defrag allows it, the
+// cheapest by defragmentation (pass 1).
+func (r *round) findVictims(b *work, last *node, defrag bool) (*node, []victim) {
+	s := r.s
+	cat := r.victimCategory(b, false)
+	if last != nil {
+		if v := s.pickVictims(b, last, b.order, false, cat, nil); len(v) > 0 && victimShares(v) <= b.order-max(last.freeFor(s, b), 0) {
+			return last, v
 		}
 	}
-	s.traceNewHolds()
-	if issued {
-		s.plan.Carry.LastPreemption = s.now
-	} else {
-		s.plan.Carry.LastPreemption = s.in.Carry.LastPreemption
+	key := poolPrio{b.pool, b.prio}
+	if f, ok := r.failedAt[key]; !ok || b.order < f {
+		nodes, bound := r.candidates(b, 0)
+		n, vs := s.bestVictims(b, nodes, bound, b.order, false, cat, victimTries, overPrune, eligRoom)
+		if n != nil {
+			return n, vs
+		}
+		if len(b.w.MachineList) == 0 {
+			r.failedAt[key] = b.order
+		}
+	}
+	if !defrag {
+		return nil, nil
+	}
+	nodes, bound := r.candidates(b, 1)
+	return s.bestVictims(b, nodes, bound, b.order, false, r.victimCategory(b, true), victimTries, nil, defragRoom)
+}
+
+// stopVictims issues the stops of the victims taken on n for b, each with
+// the reason its category gives, and counts them against the round's
+// budget; a job over its share loses one process of its budget per victim.
+func (r *round) stopVictims(b *work, n *node, vs []victim) {
+	s := r.s
+	for _, v := range vs {
+		r.used += v.p.shares
+		reason, text := Preempted, ""
+		switch v.cat {
+		case catSquatter:
+			reason = Evicted
+			text = fmt.Sprintf("squatter in pool %s: resident job %d needs the space", n.pool.name, b.w.ID)
+		case catOver:
+			v.p.w.budget--
+			s.refreshElig(v.p.w)
+			text = fmt.Sprintf("over fair share: class %s fair share is %d processes, job holds %d; space goes to job %d",
+				v.p.w.class.Name, v.p.w.target, v.p.w.cur, b.w.ID)
+		case catDefrag:
+			reason = Defragmentation
+			text = fmt.Sprintf("defragmentation: needy job %d needs %s on one node", b.w.ID, units.FormatSize(int64(b.order)*b.quantum))
+		}
+		s.issueStops([]victim{v}, reason, text, r.pc.ObserveOnly)
 	}
 }
 

@@ -102,87 +102,116 @@ type svc struct {
 }
 
 // Decide is the Service Manager's policy: a pure function of its input.
+// Its steps, in order: obey the custom pingers' answers, follow the
+// references (starting services that are referenced), stop services whose
+// linger ran out, decide each service's instances and status, hold back
+// services whose own dependencies are not available, and release or fail
+// work that waits for services.
 func Decide(in Input) Output {
-	out := Output{Status: map[uint64]Status{}, Wanted: map[uint64][]int{}, Waiting: map[uint64]string{},
-		Soft: Soft{Idle: map[uint64]time.Time{}, Applied: map[uint64]uint64{}}}
-	now := in.Now.UnixMilli()
-	byEP := map[string]*svc{}
-	var svcs []*svc
+	d := newDecision(in)
+	d.obeyPingAnswers()
+	d.followReferences()
+	d.lingerAfterLastReference()
+	d.decideServices()
+	d.waitForOwnDependencies()
+	d.decideWaitingWork()
+	return d.out
+}
+
+// decision is the state of one Decide: its input, the output it builds,
+// and the active services (by id, and by endpoint).
+type decision struct {
+	in    Input
+	out   Output
+	now   int64 // in.Now in Unix milliseconds, the time of its commands
+	svcs  []*svc
+	byEP  map[string]*svc
+	avail map[string]bool // per endpoint, once decideServices ran
+}
+
+// newDecision starts a decision with an empty output and the services
+// that are neither ended nor being canceled, by id.
+func newDecision(in Input) *decision {
+	d := &decision{in: in, now: in.Now.UnixMilli(), byEP: map[string]*svc{}, avail: map[string]bool{},
+		out: Output{Status: map[uint64]Status{}, Wanted: map[uint64][]int{}, Waiting: map[uint64]string{},
+			Soft: Soft{Idle: map[uint64]time.Time{}, Applied: map[uint64]uint64{}}}}
 	for _, w := range in.Work {
 		if w.Service != nil && !w.Ended() && !w.Canceling {
 			v := &svc{w: w, s: w.Service}
-			byEP[w.Service.Spec.Endpoint] = v
-			svcs = append(svcs, v)
+			d.byEP[w.Service.Spec.Endpoint] = v
+			d.svcs = append(d.svcs, v)
 		}
 	}
-	sort.Slice(svcs, func(i, j int) bool { return svcs[i].w.ID < svcs[j].w.ID })
-	change := func(v *svc, ch state.ServiceChange) {
-		out.Commands = append(out.Commands, state.Command{Type: state.CmdSvcChange, Time: now, WorkID: v.w.ID, Service: &ch})
-	}
+	sort.Slice(d.svcs, func(i, j int) bool { return d.svcs[i].w.ID < d.svcs[j].w.ID })
+	return d
+}
 
-	// 1. A custom pinger's answers, each obeyed once.
-	for _, v := range svcs {
+// change records a change of v's service as a command.
+func (d *decision) change(v *svc, ch state.ServiceChange) {
+	d.out.Commands = append(d.out.Commands, state.Command{Type: state.CmdSvcChange, Time: d.now, WorkID: v.w.ID, Service: &ch})
+}
+
+// obeyPingAnswers obeys each custom pinger's newest answer once: the ping
+// applied is kept in Soft.Applied, and an answer no newer is ignored.
+func (d *decision) obeyPingAnswers() {
+	for _, v := range d.svcs {
 		id := v.w.ID
-		p, ok := in.Pings[id]
-		out.Soft.Applied[id] = in.Soft.Applied[id]
-		if !ok || p.Answer == nil || p.Seq <= in.Soft.Applied[id] {
+		p, ok := d.in.Pings[id]
+		d.out.Soft.Applied[id] = d.in.Soft.Applied[id]
+		if !ok || p.Answer == nil || p.Seq <= d.in.Soft.Applied[id] {
 			continue
 		}
-		out.Soft.Applied[id] = p.Seq
-		a, s := p.Answer, v.s
-		running := s.Started && !s.Disabled && !s.PingOnly()
-		if n := min(a.Additions, s.Spec.MaxInstances-len(s.IDs)); running && n > 0 {
-			change(v, state.ServiceChange{Op: state.SvcOpAdd, N: int64(n)})
-			addIDs(s, n)
-		}
-		var del []int
-		for _, d := range a.Deletions {
-			if slices.Contains(s.IDs, d) && !slices.Contains(del, d) {
-				del = append(del, d)
-			}
-		}
-		if running && len(del) > 0 {
-			slices.Sort(del)
-			change(v, state.ServiceChange{Op: state.SvcOpDelete, IDs: del})
-			s.IDs = slices.DeleteFunc(s.IDs, func(i int) bool { return slices.Contains(del, i) })
-		}
-		if a.Autostart != nil && *a.Autostart != s.Autostart {
-			change(v, state.ServiceChange{Op: state.SvcOpAutostart, Bool: *a.Autostart})
-			s.Autostart = *a.Autostart
-			if s.Autostart && !s.Disabled {
-				s.Started, s.ByRefs = true, false
-			}
-		}
-		if a.LastUse > s.LastUse {
-			change(v, state.ServiceChange{Op: state.SvcOpLastUse, N: a.LastUse})
-			s.LastUse = a.LastUse
+		d.out.Soft.Applied[id] = p.Seq
+		d.obeyAnswer(v, p.Answer)
+	}
+}
+
+// obeyAnswer applies one pinger answer to v: instances added (up to the
+// maximum) and deleted while the service runs, autostart set, last use
+// moved forward.
+func (d *decision) obeyAnswer(v *svc, a *wire.PingAnswer) {
+	s := v.s
+	running := s.Started && !s.Disabled && !s.PingOnly()
+	if n := min(a.Additions, s.Spec.MaxInstances-len(s.IDs)); running && n > 0 {
+		d.change(v, state.ServiceChange{Op: state.SvcOpAdd, N: int64(n)})
+		addIDs(s, n)
+	}
+	var del []int
+	for _, i := range a.Deletions {
+		if slices.Contains(s.IDs, i) && !slices.Contains(del, i) {
+			del = append(del, i)
 		}
 	}
+	if running && len(del) > 0 {
+		slices.Sort(del)
+		d.change(v, state.ServiceChange{Op: state.SvcOpDelete, IDs: del})
+		s.IDs = slices.DeleteFunc(s.IDs, func(i int) bool { return slices.Contains(del, i) })
+	}
+	if a.Autostart != nil && *a.Autostart != s.Autostart {
+		d.change(v, state.ServiceChange{Op: state.SvcOpAutostart, Bool: *a.Autostart})
+		s.Autostart = *a.Autostart
+		if s.Autostart && !s.Disabled {
+			s.Started, s.ByRefs = true, false
+		}
+	}
+	if a.LastUse > s.LastUse {
+		d.change(v, state.ServiceChange{Op: state.SvcOpLastUse, N: a.LastUse})
+		s.LastUse = a.LastUse
+	}
+}
 
-	// 2. References: active work naming a service, and services that are
-	// started naming theirs. Reference starts propagate down chains.
+// followReferences finds each service's references (active work naming
+// it, and started services naming it) and starts, by reference, the
+// services that are referenced but not started, until nothing changes:
+// reference starts propagate down chains.
+func (d *decision) followReferences() {
 	for changed := true; changed; {
+		d.collectReferences()
 		changed = false
-		for _, v := range svcs {
-			v.refs = nil
-		}
-		for _, w := range in.Work {
-			if w.Ended() || w.Canceling || len(w.Deps) == 0 {
-				continue
-			}
-			if w.Service != nil && (!w.Service.Started || w.Service.Disabled) {
-				continue
-			}
-			for _, d := range w.Deps {
-				if v := byEP[d]; v != nil && v.w.ID != w.ID && !slices.Contains(v.refs, w.ID) {
-					v.refs = append(v.refs, w.ID)
-				}
-			}
-		}
-		for _, v := range svcs {
+		for _, v := range d.svcs {
 			s := v.s
 			if len(v.refs) > 0 && !s.Started && !s.Disabled {
-				change(v, state.ServiceChange{Op: state.SvcOpRefStart})
+				d.change(v, state.ServiceChange{Op: state.SvcOpRefStart})
 				s.Started, s.ByRefs = true, true
 				if len(s.IDs) == 0 && !s.PingOnly() {
 					addIDs(s, max(s.Spec.Instances, 1))
@@ -191,14 +220,38 @@ func Decide(in Input) Output {
 			}
 		}
 	}
+}
 
-	// 3. Linger after the last reference.
-	for _, v := range svcs {
-		s, id := v.s, v.w.ID
-		if !s.Started || !s.ByRefs || s.Autostart {
+// collectReferences sets each service's references: the ids of the work,
+// active and not a service that is stopped or disabled, naming it in its
+// dependencies.
+func (d *decision) collectReferences() {
+	for _, v := range d.svcs {
+		v.refs = nil
+	}
+	for _, w := range d.in.Work {
+		if w.Ended() || w.Canceling || len(w.Deps) == 0 {
 			continue
 		}
-		if len(v.refs) > 0 {
+		if w.Service != nil && (!w.Service.Started || w.Service.Disabled) {
+			continue
+		}
+		for _, dep := range w.Deps {
+			if v := d.byEP[dep]; v != nil && v.w.ID != w.ID && !slices.Contains(v.refs, w.ID) {
+				v.refs = append(v.refs, w.ID)
+			}
+		}
+	}
+}
+
+// lingerAfterLastReference stops a service started by reference once it
+// has had no reference for its linger time; the time it became idle is
+// kept in Soft.Idle meanwhile.
+func (d *decision) lingerAfterLastReference() {
+	in := d.in
+	for _, v := range d.svcs {
+		s, id := v.s, v.w.ID
+		if !s.Started || !s.ByRefs || s.Autostart || len(v.refs) > 0 {
 			continue
 		}
 		since, ok := in.Soft.Idle[id]
@@ -206,64 +259,76 @@ func Decide(in Input) Output {
 			since = in.Now
 		}
 		if in.Now.Sub(since) >= time.Duration(s.Spec.LingerMS)*time.Millisecond {
-			change(v, state.ServiceChange{Op: state.SvcOpRefStop})
+			d.change(v, state.ServiceChange{Op: state.SvcOpRefStop})
 			s.Started = false
 			continue
 		}
-		out.Soft.Idle[id] = since
+		d.out.Soft.Idle[id] = since
 	}
+}
 
-	// 4. Instances, readiness, availability, pingers.
-	avail := map[string]bool{}
-	for _, v := range svcs {
-		st := decideService(in, v, now, &out)
-		out.Status[v.w.ID] = st
-		avail[v.s.Spec.Endpoint] = st.Available
+// decideServices decides each service's instances, readiness, pinger and
+// status (decideService), and records which endpoints are available.
+func (d *decision) decideServices() {
+	for _, v := range d.svcs {
+		st := decideService(d.in, v, d.now, &d.out)
+		d.out.Status[v.w.ID] = st
+		d.avail[v.s.Spec.Endpoint] = st.Available
 	}
-	// Services wait for their own dependencies before starting instances.
-	for _, v := range svcs {
+}
+
+// waitForOwnDependencies holds back a started service whose own
+// dependencies are not all available: while none of its instances is
+// live, none is wanted and it is not available, with the reason.
+func (d *decision) waitForOwnDependencies() {
+	for _, v := range d.svcs {
 		if len(v.w.Deps) == 0 || !v.s.Started || v.s.Disabled {
 			continue
 		}
-		if why := depsWait(v.w.Deps, byEP, avail, out.Status); why != "" {
-			live := 0
-			for _, p := range v.w.Live() {
-				if !p.Stop {
-					live++
-				}
-			}
-			if live == 0 {
-				out.Wanted[v.w.ID] = nil
-				st := out.Status[v.w.ID]
-				st.State, st.Reason = wire.SvcStateNotAvailable, why
-				out.Status[v.w.ID] = st
+		why := depsWait(v.w.Deps, d.byEP, d.avail, d.out.Status)
+		if why == "" {
+			continue
+		}
+		live := 0
+		for _, p := range v.w.Live() {
+			if !p.Stop {
+				live++
 			}
 		}
+		if live == 0 {
+			d.out.Wanted[v.w.ID] = nil
+			st := d.out.Status[v.w.ID]
+			st.State, st.Reason = wire.SvcStateNotAvailable, why
+			d.out.Status[v.w.ID] = st
+		}
 	}
+}
 
-	// 5. Work waiting for services.
-	for _, w := range in.Work {
+// decideWaitingWork decides the work waiting for services: it fails work
+// that names a service not registered, keeps the reason of work whose
+// services are not all available, and releases the rest.
+func (d *decision) decideWaitingWork() {
+	for _, w := range d.in.Work {
 		if w.Service != nil || w.State != state.StateWaitingForServices || w.Ended() || w.Canceling {
 			continue
 		}
 		var unknown []string
-		for _, d := range w.Deps {
-			if byEP[d] == nil {
-				unknown = append(unknown, d)
+		for _, dep := range w.Deps {
+			if d.byEP[dep] == nil {
+				unknown = append(unknown, dep)
 			}
 		}
 		if len(unknown) > 0 {
-			out.Commands = append(out.Commands, state.Command{Type: state.CmdFinish, Time: now, WorkID: w.ID,
+			d.out.Commands = append(d.out.Commands, state.Command{Type: state.CmdFinish, Time: d.now, WorkID: w.ID,
 				Completion: state.CompletionServicesUnavail, Reason: "service not registered: " + strings.Join(unknown, ", ")})
 			continue
 		}
-		if why := depsWait(w.Deps, byEP, avail, out.Status); why != "" {
-			out.Waiting[w.ID] = why
+		if why := depsWait(w.Deps, d.byEP, d.avail, d.out.Status); why != "" {
+			d.out.Waiting[w.ID] = why
 			continue
 		}
-		out.Commands = append(out.Commands, state.Command{Type: state.CmdDepsMet, Time: now, WorkID: w.ID})
+		d.out.Commands = append(d.out.Commands, state.Command{Type: state.CmdDepsMet, Time: d.now, WorkID: w.ID})
 	}
-	return out
 }
 
 // depsWait says why the dependencies are not all available, or "".

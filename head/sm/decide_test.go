@@ -101,19 +101,28 @@ func ops(cmds []state.Command) []string {
 	return out
 }
 
-func TestDecide(t *testing.T) {
-	const ep, ep2 = "HTTP:h:1/", "TCP:h:2"
-	tests := []struct {
-		name    string
-		work    []*state.Work
-		pings   map[uint64]Ping
-		soft    Soft
-		cmds    []string
-		wanted  map[uint64][]int
-		state   map[uint64]string
-		waiting map[uint64]string // substring of the reason
-		pingers []uint64
-	}{
+// decideCase is one case of TestDecide: the input of one decision and
+// what it must decide (a nil map or list: nothing is checked, except
+// commands and pingers, which must then be none).
+type decideCase struct {
+	name    string
+	work    []*state.Work
+	pings   map[uint64]Ping
+	soft    Soft
+	cmds    []string
+	wanted  map[uint64][]int
+	state   map[uint64]string
+	waiting map[uint64]string // substring of the reason
+	pingers []uint64
+}
+
+// The endpoints of TestDecide's services.
+const ep, ep2 = "HTTP:h:1/", "TCP:h:2"
+
+// instanceCases are TestDecide's cases about one service's instances,
+// readiness, pinger and status.
+func instanceCases() []decideCase {
+	return []decideCase{
 		{name: "registered, not started: nothing runs",
 			work:   []*state.Work{service(1, ep)},
 			wanted: map[uint64][]int{1: nil}, state: map[uint64]string{1: wire.SvcStateStopped}},
@@ -170,6 +179,13 @@ func TestDecide(t *testing.T) {
 			pings:  map[uint64]Ping{1: alive(0)},
 			wanted: map[uint64][]int{1: nil}, state: map[uint64]string{1: wire.SvcStateAvailable},
 			pingers: []uint64{1}},
+	}
+}
+
+// referenceCases are TestDecide's cases about references (reference
+// starts, chains, linger) and work that waits for services.
+func referenceCases() []decideCase {
+	return []decideCase{
 		{name: "a job references a stopped service: reference start, the job waits",
 			work:   []*state.Work{service(1, ep, ids()), job(2, state.StateWaitingForServices, ep)},
 			cmds:   []string{"1:refstart"},
@@ -225,6 +241,13 @@ func TestDecide(t *testing.T) {
 			soft:   Soft{Idle: map[uint64]time.Time{1: t0.Add(-time.Hour)}},
 			wanted: map[uint64][]int{1: {0}}, state: map[uint64]string{1: wire.SvcStateAvailable},
 			pingers: []uint64{1}},
+	}
+}
+
+// pingerAnswerCases are TestDecide's cases about a custom pinger's
+// answers.
+func pingerAnswerCases() []decideCase {
+	return []decideCase{
 		{name: "pinger additions are obeyed within max_instances",
 			work: []*state.Work{service(1, ep, started, proc(0, "R"), func(w *state.Work) { w.Service.Spec.MaxInstances = 3 })},
 			pings: map[uint64]Ping{1: {Seq: 5, At: t0, Alive: true, Healthy: true,
@@ -251,35 +274,42 @@ func TestDecide(t *testing.T) {
 			pings:  map[uint64]Ping{1: {Seq: 1, At: t0, Answer: &wire.PingAnswer{Additions: 2}}},
 			wanted: map[uint64][]int{1: nil}, state: map[uint64]string{1: wire.SvcStateStopped}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			out := Decide(Input{Now: t0, Work: tc.work, Pings: tc.pings, Soft: tc.soft})
-			if got := ops(out.Commands); !slices.Equal(got, tc.cmds) {
-				t.Errorf("commands %q, want %q", got, tc.cmds)
-			}
-			for id, want := range tc.wanted {
-				if got := out.Wanted[id]; !slices.Equal(got, want) {
-					t.Errorf("wanted[%d] = %v, want %v", id, got, want)
-				}
-			}
-			for id, want := range tc.state {
-				if got := out.Status[id]; got.State != want {
-					t.Errorf("state[%d] = %s (%s), want %s", id, got.State, got.Reason, want)
-				}
-			}
-			for id, want := range tc.waiting {
-				if got := out.Waiting[id]; !strings.Contains(got, want) {
-					t.Errorf("waiting[%d] = %q, want it to contain %q", id, got, want)
-				}
-			}
-			var pingers []uint64
-			for _, p := range out.Pingers {
-				pingers = append(pingers, p.Service)
-			}
-			if !slices.Equal(pingers, tc.pingers) {
-				t.Errorf("pingers %v, want %v", pingers, tc.pingers)
-			}
-		})
+}
+
+func TestDecide(t *testing.T) {
+	for _, tc := range slices.Concat(instanceCases(), referenceCases(), pingerAnswerCases()) {
+		t.Run(tc.name, func(t *testing.T) { checkDecide(t, tc) })
+	}
+}
+
+// checkDecide runs the decision of tc and compares what tc checks.
+func checkDecide(t *testing.T, tc decideCase) {
+	t.Helper()
+	out := Decide(Input{Now: t0, Work: tc.work, Pings: tc.pings, Soft: tc.soft})
+	if got := ops(out.Commands); !slices.Equal(got, tc.cmds) {
+		t.Errorf("commands %q, want %q", got, tc.cmds)
+	}
+	for id, want := range tc.wanted {
+		if got := out.Wanted[id]; !slices.Equal(got, want) {
+			t.Errorf("wanted[%d] = %v, want %v", id, got, want)
+		}
+	}
+	for id, want := range tc.state {
+		if got := out.Status[id]; got.State != want {
+			t.Errorf("state[%d] = %s (%s), want %s", id, got.State, got.Reason, want)
+		}
+	}
+	for id, want := range tc.waiting {
+		if got := out.Waiting[id]; !strings.Contains(got, want) {
+			t.Errorf("waiting[%d] = %q, want it to contain %q", id, got, want)
+		}
+	}
+	var pingers []uint64
+	for _, p := range out.Pingers {
+		pingers = append(pingers, p.Service)
+	}
+	if !slices.Equal(pingers, tc.pingers) {
+		t.Errorf("pingers %v, want %v", pingers, tc.pingers)
 	}
 }
 
