@@ -155,3 +155,9 @@ func (h *Head) sched() *rm.Config {
 	defer h.schedMu.RUnlock()
 	return h.cfg.Scheduler
 }
+
+// Report folds an agent's process report in.
+func (h *Head) Report(ctx context.Context, r wire.Report) (wire.Empty, error) {
+	h.orch.Report(ctx, r.Node, r.Procs)
+	return wire.Empty{}, nil
+}
