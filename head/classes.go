@@ -27,7 +27,7 @@ func (h *Head) Classes() wire.ClassList {
 }
 
 // fixedClass resolves the class of a managed reservation.
-func fixedClass(sc *rm.Config, name string) (*rm.Class, error) {
+func fixedClass(sc *rm.Config, name string) (*rm.Class, *wire.CodedError) {
 	if name == "" {
 		if c, err := sc.DefaultClass(rm.FixedShare); err == nil {
 			return c, nil
@@ -50,6 +50,7 @@ func fixedClass(sc *rm.Config, name string) (*rm.Class, error) {
 	return c, nil
 }
 
+// classesOf names the classes of a policy, in the config's order.
 func classesOf(sc *rm.Config, policy string) []string {
 	var out []string
 	for _, c := range sc.Classes {
@@ -60,9 +61,31 @@ func classesOf(sc *rm.Config, policy string) []string {
 	return out
 }
 
+// reserveClass resolves the class of a reservation: a RESERVE class (a
+// whole machine of exactly the requested size) or, as DUCC allows, a
+// FIXED_SHARE class (the memory held in shares on a node).
+func reserveClass(sc *rm.Config, name string) (*rm.Class, *wire.CodedError) {
+	var class *rm.Class
+	var err error
+	if name == "" {
+		class, err = sc.DefaultClass(rm.Reserve)
+	} else {
+		class, err = sc.Class(name)
+	}
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeUsage, "%v", err)
+	}
+	switch class.Policy {
+	case rm.Reserve, rm.FixedShare:
+		return class, nil
+	}
+	return nil, wire.Errorf(wire.CodeUsage, "class %q is %s; reservations need a RESERVE class (%s) or a FIXED_SHARE class (%s)",
+		class.Name, class.Policy, strings.Join(classesOf(sc, rm.Reserve), ", "), strings.Join(classesOf(sc, rm.FixedShare), ", "))
+}
+
 // jobClass resolves the class of a job: FAIR_SHARE or FIXED_SHARE, or, as
 // DUCC allows, RESERVE (each job process then holds a whole machine).
-func jobClass(sc *rm.Config, name string) (*rm.Class, error) {
+func jobClass(sc *rm.Config, name string) (*rm.Class, *wire.CodedError) {
 	if name == "" {
 		c, err := sc.DefaultClass(rm.FairShare)
 		if err != nil {
@@ -80,7 +103,7 @@ func jobClass(sc *rm.Config, name string) (*rm.Class, error) {
 // driverClassOf picks the class of a job's driver process (DUCC's JD
 // share, a small FIXED allocation): the job's own class when it is
 // FIXED_SHARE, else the default FIXED_SHARE class.
-func driverClassOf(sc *rm.Config, job *rm.Class) (*rm.Class, error) {
+func driverClassOf(sc *rm.Config, job *rm.Class) (*rm.Class, *wire.CodedError) {
 	if job.Policy == rm.FixedShare {
 		return job, nil
 	}

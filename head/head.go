@@ -68,6 +68,10 @@ type Head struct {
 	sm      *sm.Manager
 	rates   rates
 	charts  charts
+
+	// admitVisit, when set (by tests), is told of each admission check
+	// a submission visits.
+	admitVisit func(kind wire.WorkKind, check string)
 }
 
 // New returns a head; Run starts it.

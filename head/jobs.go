@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/wire"
@@ -14,58 +13,18 @@ import (
 
 // SubmitJob admits a job (docs/jobs.md) with its first chunk of items.
 func (h *Head) SubmitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobRequest) (wire.SubmitReply, error) {
-	sc := h.sched()
 	s := r.Spec
-	if err := spec.ValidateJob(s); err != nil {
-		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "%v", err)
-	}
-	class, err := jobClass(sc, s.Class)
-	if err != nil {
+	a := &admission{kind: wire.WorkJob, caller: c, className: s.Class, memory: s.Memory,
+		job: &s, items: r.Items, more: r.More, validate: func() error { return spec.ValidateJob(s) }}
+	if err := h.admit(a); err != nil {
 		return wire.SubmitReply{}, err
 	}
-	if s.Memory == 0 {
-		s.Memory = sc.DefaultMemory.Bytes()
-	}
-	fits := h.fitsSomeNode
-	if class.Policy == rm.Reserve {
-		fits = h.someNodeIsExactly // each job process gets a whole machine of exactly its memory
-	}
-	if err := fits(s.Memory, sc.Quantum(class.Nodepool)); err != nil {
-		return wire.SubmitReply{}, err
-	}
-	if err := spec.CheckItems(r.Items); err != nil {
-		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "%v", err)
-	}
+	class, unknown := a.class, a.unknown
+	s.Memory = a.memory
 	driverClass := ""
-	if s.DriverExecutable != "" {
-		if len(r.Items) > 0 || r.More {
-			return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "a job with a driver_executable gets its items from the driver process; send none")
-		}
-		dc, err := driverClassOf(sc, class)
-		if err != nil {
-			return wire.SubmitReply{}, err
-		}
-		if s.DriverMemory == 0 {
-			s.DriverMemory = wire.DefaultDriverMemory
-		}
-		if err := h.fitsSomeNode(s.DriverMemory, sc.Quantum(dc.Nodepool)); err != nil {
-			return wire.SubmitReply{}, err
-		}
-		driverClass = dc.Name
+	if a.driverClass != nil {
+		driverClass = a.driverClass.Name
 	}
-	if err := h.checkSubmit(c, class.Name, s.Memory); err != nil {
-		return wire.SubmitReply{}, err
-	}
-	// Service dependencies (docs/services.md): an unknown endpoint ends the job at
-	// once with ServicesUnavailable; known ones make it wait for them.
-	var unknown []string
-	h.cfg.FSM.View(func(v *state.View) {
-		for _, d := range s.ServiceDependency {
-			if v.ActiveService(d) == nil {
-				unknown = append(unknown, d)
-			}
-		}
-	})
 	spec.JobDefaults(&s)
 	s.Class = class.Name
 	dir := s.WorkingDirectory

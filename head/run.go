@@ -11,25 +11,12 @@ import (
 
 // RunManaged admits a managed reservation: one process, FIXED_SHARE.
 func (h *Head) RunManaged(ctx context.Context, c wire.Caller, r wire.RunRequest) (wire.SubmitReply, error) {
-	sc := h.sched()
-	if err := spec.ValidateRun(r); err != nil {
-		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "%v", err)
-	}
-	class, err := fixedClass(sc, r.Class)
-	if err != nil {
+	a := &admission{kind: wire.WorkManaged, caller: c, className: r.Class, memory: r.Memory,
+		validate: func() error { return spec.ValidateRun(r) }}
+	if err := h.admit(a); err != nil {
 		return wire.SubmitReply{}, err
 	}
-	mem := r.Memory
-	if mem == 0 {
-		mem = sc.DefaultMemory.Bytes()
-	}
-	quantum := sc.Quantum(class.Nodepool)
-	if err := h.fitsSomeNode(mem, quantum); err != nil {
-		return wire.SubmitReply{}, err
-	}
-	if err := h.checkSubmit(c, class.Name, mem); err != nil {
-		return wire.SubmitReply{}, err
-	}
+	class, mem := a.class, a.memory
 	w := &state.Work{
 		Kind: wire.WorkManaged, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: mem, Path: r.Path, Args: r.Args, Env: r.Env, Dir: r.Dir,

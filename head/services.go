@@ -14,22 +14,13 @@ import (
 // RegisterService registers a service (docs/services.md).
 func (h *Head) RegisterService(ctx context.Context, c wire.Caller, r wire.ServiceRegisterRequest) (wire.SubmitReply, error) {
 	s := r.Spec
-	if err := spec.ValidateService(s); err != nil {
-		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "%v", err)
+	a := &admission{kind: wire.WorkService, caller: c, className: s.Class, memory: s.Memory,
+		noProcess: s.Executable == "", validate: func() error { return spec.ValidateService(s) }}
+	if err := h.admit(a); err != nil {
+		return wire.SubmitReply{}, err
 	}
-	class, err := fixedClass(h.sched(), s.Class)
-	if err != nil {
-		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "scheduling_class: %v", err)
-	}
-	s.Class = class.Name
-	if s.Memory == 0 {
-		s.Memory = h.sched().DefaultMemory.Bytes()
-	}
-	if s.Executable != "" {
-		if err := h.fitsSomeNode(s.Memory, h.sched().Quantum(class.Nodepool)); err != nil {
-			return wire.SubmitReply{}, err
-		}
-	}
+	class := a.class
+	s.Class, s.Memory = class.Name, a.memory
 	spec.ServiceDefaults(&s)
 	w := &state.Work{
 		Kind: wire.WorkService, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
