@@ -159,9 +159,6 @@ func checkItems(h *Head, a *admission) *wire.CodedError {
 // database is read for the caller's groups once, and only when the class
 // needs them (an ACL that is not open to all, or a group limit).
 func checkACL(_ *Head, a *admission) *wire.CodedError {
-	if a.kind == wire.WorkService {
-		return nil // services are not held to submit_acl or limits
-	}
 	var needGroups bool
 	needGroups, a.needUsage = a.sc.SubmitNeeds(a.class.Name)
 	if needGroups {
@@ -181,7 +178,7 @@ func checkACL(_ *Head, a *admission) *wire.CodedError {
 // (docs/scheduling.md) against what the caller and its groups already
 // have in the class; the work is counted only when the class has limits.
 func checkLimits(h *Head, a *admission) *wire.CodedError {
-	if a.kind == wire.WorkService || !a.needUsage {
+	if !a.needUsage {
 		return nil
 	}
 	usage := h.usage(a.caller, a.groups, a.class.Name)

@@ -110,6 +110,12 @@ func TestAdmissionOrder(t *testing.T) {
 		{"service: fit and acl", wire.MethodServiceRegister, wire.WorkService, alice,
 			svc(wire.ServiceSpec{Executable: exe, Class: "private", Memory: 64 * gib}),
 			"fit", []string{"no node can hold 64"}},
+		{"service: acl and limits", wire.MethodServiceRegister, wire.WorkService, alice,
+			svc(wire.ServiceSpec{Executable: exe, Class: "guarded", Memory: 2 * gib}),
+			"acl", []string{`user alice may not submit to class "guarded"`}},
+		{"service: limits alone", wire.MethodServiceRegister, wire.WorkService, bob,
+			svc(wire.ServiceSpec{Executable: exe, Class: "guarded", Memory: 2 * gib}),
+			"limits", []string{"limit reached", "user bob would use 2"}},
 		{"service: admitted, ping-only", wire.MethodServiceRegister, wire.WorkService, alice, svc(wire.ServiceSpec{}), "", nil},
 	}
 	for _, tc := range tests {
