@@ -54,7 +54,7 @@ type admission struct {
 
 	// What the checks found.
 	sc          *rm.Config // the scheduler config in force, read once per submission
-	class       *rm.Class  // class
+	class       *rm.Class  // class: the class resolved
 	driverClass *rm.Class  // items: a job's driver process's class
 	needUsage   bool       // acl: the class has limits
 	groups      []string   // acl: the caller's group names, when the class needs them
