@@ -68,6 +68,10 @@ type Head struct {
 	sm      *sm.Manager
 	rates   rates
 	charts  charts
+
+	// admitVisit, when set (by tests), is told of each admission check
+	// a submission visits.
+	admitVisit func(kind wire.WorkKind, check string)
 }
 
 // New returns a head; Run starts it.
@@ -154,4 +158,10 @@ func (h *Head) sched() *rm.Config {
 	h.schedMu.RLock()
 	defer h.schedMu.RUnlock()
 	return h.cfg.Scheduler
+}
+
+// Report folds an agent's process report in.
+func (h *Head) Report(ctx context.Context, r wire.Report) (wire.Empty, error) {
+	h.orch.Report(ctx, r.Node, r.Procs)
+	return wire.Empty{}, nil
 }

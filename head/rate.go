@@ -47,3 +47,8 @@ func (r *rates) forget(id uint64) {
 	delete(r.jobs, id)
 	r.mu.Unlock()
 }
+
+// rate estimates a job's items per second from the last few samples.
+func (h *Head) rate(id uint64, done int) float64 {
+	return h.rates.sample(id, done, h.cfg.Now())
+}

@@ -135,3 +135,10 @@ func stopText(w *state.Work, p *state.Proc) string {
 	}
 	return p.StopReason
 }
+
+func cancelText(w *state.Work) string {
+	if w.CancelBy == "" {
+		return "canceled"
+	}
+	return "canceled by " + w.CancelBy
+}

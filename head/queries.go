@@ -1,0 +1,244 @@
+package head
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/wire"
+)
+
+// Show describes one piece of work to c: its arguments only to its owner
+// and the administrators (docs/decisions.md).
+func (h *Head) Show(c wire.Caller, id uint64) (wire.WorkInfo, error) {
+	var w *state.Work
+	var rec *state.Record
+	h.cfg.FSM.View(func(v *state.View) {
+		if x := v.Work(id); x != nil {
+			w = x.Copy() // render without the state's lock: the driver locks before the state, never after
+		} else if r := v.Record(id); r != nil {
+			c := *r
+			rec = &c
+		}
+	})
+	if rec != nil {
+		return purgedInfo(rec), nil
+	}
+	if w == nil {
+		return wire.WorkInfo{}, wire.Errorf(wire.CodeUsage, "no work with id %d", id)
+	}
+	return h.info(c, w), nil
+}
+
+// Wait blocks until the work ends (or leaves r.State), ctx ends, or the
+// timeout passes, and returns the work as it is then. Between changes of
+// the state it looks at the work's state only: rendering the whole work
+// (Show) after every Raft apply cost a stream job's agent 4 % of its CPU
+// while a `ducc submit --wait` or `ducc wait` waited for it.
+func (h *Head) Wait(ctx context.Context, c wire.Caller, r wire.WaitRequest) (wire.WorkInfo, error) {
+	if r.TimeoutMS > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(r.TimeoutMS)*time.Millisecond)
+		defer cancel()
+	}
+	ch := h.cfg.FSM.Changed()
+	info, err := h.Show(c, r.ID) // also the access check
+	if err != nil || info.Ended || (r.State != "" && info.State != r.State) {
+		return info, err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return h.Show(c, r.ID)
+		case <-ch:
+		}
+		ch = h.cfg.FSM.Changed()
+		var st string
+		done := true // gone from the live state: ended (Show tells how)
+		h.cfg.FSM.View(func(v *state.View) {
+			if w := v.Work(r.ID); w != nil {
+				st, done = w.State, w.Ended()
+			}
+		})
+		if done || (r.State != "" && st != r.State) {
+			return h.Show(c, r.ID)
+		}
+	}
+}
+
+// List lists work (not services), active or all, of one user or all, as
+// c may see it (Show).
+func (h *Head) List(c wire.Caller, r wire.ListRequest) wire.WorkList {
+	var ws []*state.Work
+	h.cfg.FSM.View(func(v *state.View) {
+		all := v.Active()
+		if r.All {
+			all = v.All()
+		}
+		for _, w := range all {
+			if w.Service != nil {
+				continue // 'ducc services query' lists services
+			}
+			if r.User == "" || w.User == r.User {
+				ws = append(ws, w.Copy())
+			}
+		}
+	})
+	out := wire.WorkList{Work: make([]wire.WorkInfo, 0, len(ws))}
+	for _, w := range ws {
+		out.Work = append(out.Work, h.info(c, w))
+	}
+	return out
+}
+
+// info renders a piece of work for c; pending work says why. w must be a
+// copy (Work.Copy): info runs without the state's lock.
+func (h *Head) info(c wire.Caller, w *state.Work) wire.WorkInfo {
+	info := wire.WorkInfo{
+		ID: w.ID, Kind: w.Kind, User: w.User, Class: w.Class, State: w.State, Reason: w.Reason,
+		Memory: w.Memory, SubmittedAt: w.SubmittedAt, StartedAt: w.StartedAt, EndedAt: w.EndedAt,
+		ExitCode: w.ExitCode, Command: append([]string{w.Path}, w.Args...), Description: w.Description,
+		Completion: w.Completion, Ended: w.Ended(), ShareGroup: w.ShareGroup,
+	}
+	if !w.Ended() {
+		h.waiting(w, &info) // Reason, ReasonCode, Held, HeldCode
+	}
+	h.memoryCap(w, &info)
+	info.Nodes = liveNodes(w)
+	for _, p := range w.Procs {
+		if info.Node == "" || !p.Ended() {
+			info.Node = p.Node
+		}
+		pi := wire.ProcInfo{
+			ID: p.ID, Node: p.Node, State: p.State, PID: p.PID, MemoryLimit: p.MemoryLimit,
+			StartedAt: p.StartedAt, EndedAt: p.EndedAt, ExitCode: p.ExitCode, Reason: p.Reason, LogPath: p.LogPath,
+			OOMKills: p.OOMKills, Kind: p.Kind, Stopped: stopText(w, p),
+		}
+		if live, ok := h.orch.Live(p.ID); ok {
+			pi.RSS, pi.CPUSeconds = live.RSS, live.CPUSeconds
+			if pi.LogPath == "" {
+				pi.LogPath = live.LogPath
+			}
+		}
+		info.Procs = append(info.Procs, pi)
+	}
+	h.jobInfo(w, &info)
+	if !h.mayRead(c, w.User) {
+		info.Redact()
+	}
+	return info
+}
+
+// jobInfo adds a job's statistics to its description.
+func (h *Head) jobInfo(w *state.Work, info *wire.WorkInfo) {
+	if w.Job == nil {
+		return
+	}
+	st := w.Job.Stats()
+	st.Dispatched = h.jd.InFlight(w.ID)
+	if q, _, ok := h.jd.Demand(w.ID); ok && !w.Ended() {
+		st.Queued = q
+	}
+	st.Processes = len(w.JobProcs())
+	if w.Ended() {
+		h.rates.forget(w.ID)
+	} else {
+		st.Rate = h.rate(w.ID, w.Job.Done+w.Job.Failed)
+	}
+	info.Job = &st
+	info.Command = append([]string{w.Path}, w.Args...)
+	initializing, live := 0, 0
+	for i := range info.Procs {
+		p := w.Procs[i]
+		info.Procs[i].InitMS, info.Procs[i].Done, info.Procs[i].Errors = p.InitMS, p.Done, p.Errors
+		if !p.Ended() {
+			live++
+		}
+		if !p.Ended() && p.State == wire.ProcRunning && p.ReadyAt == 0 {
+			info.Procs[i].State = "Initializing"
+			initializing++
+		}
+	}
+	if !w.Ended() && live > 0 && initializing == live && info.ReasonCode == "" {
+		// Nothing processes items yet: say so, as work that waits does.
+		info.Reason, info.ReasonCode = plural(initializing, "process")+" initializing", wire.ReasonInitializing
+	}
+	if !w.Ended() && w.Job.Committed && w.Job.Remaining() > 0 && st.Processes > 0 && info.Reason == "" && w.State == state.StateRunning {
+		if q, _, ok := h.jd.Demand(w.ID); ok && q == 0 {
+			info.State = state.StateCompleting
+		}
+	}
+}
+
+// Results pages through a job's item outcomes, for its owner, root, the
+// administrators and the group the owner shares the job with only: items
+// and results are the owner's data.
+func (h *Head) Results(c wire.Caller, r wire.ResultsRequest) (wire.ResultsReply, error) {
+	limit := r.Limit
+	if limit <= 0 || limit > 10_000 {
+		limit = 10_000
+	}
+	out := wire.ResultsReply{Next: -1}
+	var found *state.Work // the job or its record, without its items
+	allowed := false
+	var purged *state.Record
+	h.cfg.FSM.View(func(v *state.View) {
+		var items []state.Item
+		if w := v.Work(r.ID); w != nil && w.Job != nil {
+			found, items = &state.Work{User: w.User, ShareGroup: w.ShareGroup, ShareGID: w.ShareGID}, w.Job.Items
+		} else if rec := v.Record(r.ID); w == nil && rec != nil && rec.Kind == wire.WorkJob {
+			found, items = &state.Work{User: rec.User, ShareGroup: rec.ShareGroup, ShareGID: rec.ShareGID}, v.HeldItems(r.ID)
+			if rec.ItemsPurgedAt != 0 {
+				cp := *rec
+				purged = &cp
+			}
+		}
+		if found == nil {
+			return
+		}
+		if allowed = h.mayReadOutput(c, found); !allowed || purged != nil {
+			return
+		}
+		out.Total = len(items)
+		for i := max(r.Offset, 0); i < len(items); i++ {
+			it := items[i]
+			if it.State == state.ItemPending || (r.Failed && it.State != state.ItemFailed) {
+				continue
+			}
+			if len(out.Results) == limit {
+				out.Next = i
+				break
+			}
+			out.Results = append(out.Results, wire.ItemResult{Index: i, Item: it.Data, OK: it.State == state.ItemDone,
+				Result: it.Result, Error: it.Error, Millis: it.Millis, Proc: it.Proc, Attempts: int(it.Attempts) + 1})
+		}
+	})
+	if found == nil {
+		return out, wire.Errorf(wire.CodeUsage, "no job with id %d", r.ID)
+	}
+	if !allowed {
+		who := found.User + ", root or an administrator"
+		if found.ShareGroup != "" {
+			who = found.User + ", root, an administrator or a member of group " + found.ShareGroup
+		}
+		return wire.ResultsReply{Next: -1}, wire.Errorf(wire.CodeUsage,
+			"job %d belongs to %s; only %s may read its items and results", r.ID, found.User, who)
+	}
+	if purged != nil {
+		return wire.ResultsReply{Next: -1}, purgedResults(purged, h.cfg.Retention)
+	}
+	return out, nil
+}
+
+// plural is "1 process", "2 processes".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	if strings.HasSuffix(word, "s") {
+		return strconv.Itoa(n) + " " + word + "es"
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}
