@@ -80,8 +80,8 @@ func (h *Head) NodeAdmin(ctx context.Context, c wire.Caller, r wire.NodeAdminReq
 	if !h.isAdmin(c) {
 		return wire.NodeList{}, wire.Errorf(wire.CodeUsage, "only root or an administrator may vary nodes")
 	}
-	switch r.State {
-	case "", state.NodeVariedOff, state.NodeQuiescing:
+	switch state.NodeAdminState(r.State) {
+	case state.NodeNormal, state.NodeVariedOff, state.NodeQuiescing:
 	default:
 		return wire.NodeList{}, wire.Errorf(wire.CodeUsage, "unknown node state %q", r.State)
 	}

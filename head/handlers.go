@@ -228,7 +228,7 @@ func (h *Head) Wait(ctx context.Context, c wire.Caller, r wire.WaitRequest) (wir
 		done := true // gone from the live state: ended (Show tells how)
 		h.cfg.FSM.View(func(v *state.View) {
 			if w := v.Work(r.ID); w != nil {
-				st, done = w.State, w.Ended()
+				st, done = string(w.State), w.Ended()
 			}
 		})
 		if done || (r.State != "" && st != r.State) {
@@ -266,10 +266,10 @@ func (h *Head) List(c wire.Caller, r wire.ListRequest) wire.WorkList {
 // copy (Work.Copy): info runs without the state's lock.
 func (h *Head) info(c wire.Caller, w *state.Work) wire.WorkInfo {
 	info := wire.WorkInfo{
-		ID: w.ID, Kind: w.Kind, User: w.User, Class: w.Class, State: w.State, Reason: w.Reason,
+		ID: w.ID, Kind: w.Kind, User: w.User, Class: w.Class, State: string(w.State), Reason: w.Reason,
 		Memory: w.Memory, SubmittedAt: w.SubmittedAt, StartedAt: w.StartedAt, EndedAt: w.EndedAt,
 		ExitCode: w.ExitCode, Command: append([]string{w.Path}, w.Args...), Description: w.Description,
-		Completion: w.Completion, Ended: w.Ended(), ShareGroup: w.ShareGroup,
+		Completion: string(w.Completion), Ended: w.Ended(), ShareGroup: w.ShareGroup,
 	}
 	if !w.Ended() {
 		h.waiting(w, &info) // Reason, ReasonCode, Held, HeldCode
@@ -313,7 +313,7 @@ func (h *Head) Nodes() wire.NodeList {
 	quantum := h.sched().Quantum("")
 	used := map[string]int{}
 	procs := map[string]int{}
-	var admin map[string]string
+	var admin map[string]state.NodeAdminState
 	h.cfg.FSM.View(func(v *state.View) {
 		admin = v.NodeAdmin()
 		for _, w := range v.Active() {
@@ -325,7 +325,7 @@ func (h *Head) Nodes() wire.NodeList {
 	})
 	for _, n := range h.orch.Nodes() {
 		out.Nodes = append(out.Nodes, wire.NodeInfo{
-			Name: n.Name, State: nodeState(n.State, admin[n.Name]), PeerID: n.Peer,
+			Name: n.Name, State: nodeState(n.State, string(admin[n.Name])), PeerID: n.Peer,
 			MemTotal: n.HB.MemTotal, MemSchedulable: n.HB.MemSchedulable, MemUsed: n.HB.MemUsed,
 			Shares: int(n.HB.MemSchedulable / quantum), SharesUsed: used[n.Name], Procs: procs[n.Name],
 			LastHeartbeat: n.LastSeen.UnixMilli(), CPUs: n.HB.CPUs, Load1: n.HB.Load1, Addrs: n.HB.Addrs,

@@ -268,7 +268,7 @@ func (h *Head) jobInfo(w *state.Work, info *wire.WorkInfo) {
 	}
 	if !w.Ended() && w.Job.Committed && w.Job.Remaining() > 0 && st.Processes > 0 && info.Reason == "" && w.State == state.StateRunning {
 		if q, _, ok := h.jd.Demand(w.ID); ok && q == 0 {
-			info.State = state.StateCompleting
+			info.State = string(state.StateCompleting)
 		}
 	}
 }

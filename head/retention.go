@@ -208,8 +208,8 @@ func (h *Head) History(c wire.Caller, r wire.HistoryRequest) (wire.HistoryReply,
 func toHistoryRecord(x state.Record) wire.HistoryRecord {
 	return wire.HistoryRecord{
 		ID: x.ID, Kind: x.Kind, User: x.User, Class: x.Class, Description: x.Description,
-		SubmittedAt: x.SubmittedAt, StartedAt: x.StartedAt, EndedAt: x.EndedAt, State: state.StateCompleted,
-		Completion: x.Completion, Reason: x.Reason, ExitCode: x.ExitCode, Memory: x.Memory, MemoryLimit: x.MemoryLimit,
+		SubmittedAt: x.SubmittedAt, StartedAt: x.StartedAt, EndedAt: x.EndedAt, State: string(state.StateCompleted),
+		Completion: string(x.Completion), Reason: x.Reason, ExitCode: x.ExitCode, Memory: x.Memory, MemoryLimit: x.MemoryLimit,
 		MaxRSS: x.MaxRSS, CPUSeconds: x.CPUSeconds, Items: x.Items, Done: x.Done, Failed: x.Failed, Retried: x.Retried,
 		Procs: x.Procs, Nodes: x.Nodes, NodeCount: x.NodeCount, WorkPurgedAt: x.WorkPurgedAt, ItemsPurgedAt: x.ItemsPurgedAt,
 	}
@@ -219,9 +219,9 @@ func toHistoryRecord(x state.Record) wire.HistoryRecord {
 // `ducc show` and `ducc wait` answer once the work left the live state.
 func purgedInfo(x *state.Record) wire.WorkInfo {
 	info := wire.WorkInfo{
-		ID: x.ID, Kind: x.Kind, User: x.User, Class: x.Class, State: state.StateCompleted, Reason: x.Reason,
+		ID: x.ID, Kind: x.Kind, User: x.User, Class: x.Class, State: string(state.StateCompleted), Reason: x.Reason,
 		Memory: x.Memory, SubmittedAt: x.SubmittedAt, StartedAt: x.StartedAt, EndedAt: x.EndedAt,
-		ExitCode: x.ExitCode, Description: x.Description, Completion: x.Completion, Ended: true,
+		ExitCode: x.ExitCode, Description: x.Description, Completion: string(x.Completion), Ended: true,
 		PurgedAt: x.WorkPurgedAt,
 	}
 	if len(x.Nodes) > 0 {

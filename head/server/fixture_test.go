@@ -90,8 +90,8 @@ func fixtureHistory() (before, after [][]state.Command) {
 	out = &before
 	add(state.Command{Type: state.CmdIncarnation, Reason: "3f9c2a7e-fixture"}, state.Command{Type: state.CmdIDFloor, WorkID: 100})
 	add(state.Command{Type: state.CmdConfig, Config: []byte("classes:\n  normal: {policy: FAIR_SHARE, weight: 1}\n")})
-	add(state.Command{Type: state.CmdNodeAdmin, Node: "n2", Reason: state.NodeVariedOff},
-		state.Command{Type: state.CmdNodeAdmin, Node: "n3", Reason: state.NodeQuiescing})
+	add(state.Command{Type: state.CmdNodeAdmin, Node: "n2", Reason: string(state.NodeVariedOff)},
+		state.Command{Type: state.CmdNodeAdmin, Node: "n3", Reason: string(state.NodeQuiescing)})
 	// Job 100: three items, one retried, ends EndOfJob.
 	add(state.Command{Type: state.CmdSubmit, Work: job("alice", "a", "b", "c"), Last: true})
 	add(state.Command{Type: state.CmdAssign, WorkID: 100, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 1 << 30}})
@@ -167,7 +167,7 @@ func fixtureHistory() (before, after [][]state.Command) {
 	add(state.Command{Type: state.CmdIncarnation, Reason: "not-this-one"}) // named already: ignored
 	add(state.Command{Type: state.CmdIDFloor, WorkID: 50})                 // below the next id: ignored
 	add(state.Command{Type: state.CmdConfig, Config: []byte("classes:\n  normal: {policy: FAIR_SHARE, weight: 2}\n")})
-	add(state.Command{Type: state.CmdNodeAdmin, Node: "n3"}, state.Command{Type: state.CmdNodeAdmin, Node: "n2", Reason: state.NodeQuiescing})
+	add(state.Command{Type: state.CmdNodeAdmin, Node: "n3"}, state.Command{Type: state.CmdNodeAdmin, Node: "n2", Reason: string(state.NodeQuiescing)})
 	// Job 109: one item fails for good, the job ends Error.
 	j109 := job("alice", "p", "q")
 	j109.Job.Spec.MaxItemRetries = 0
@@ -214,7 +214,7 @@ type fixtureDump struct {
 	Index       uint64
 	Incarnation string
 	Scheduler   string
-	NodeAdmin   map[string]string
+	NodeAdmin   map[string]state.NodeAdminState
 	Work        []*state.Work
 	// Records and Held, by work id, of purged work.
 	Records map[uint64]*state.Record

@@ -44,7 +44,7 @@ func TestDriverJobStates(t *testing.T) {
 	f := New()
 	var idx uint64
 	startDriver(t, f, &idx)
-	state := func() (s string, items int, committed bool) {
+	state := func() (s WorkState, items int, committed bool) {
 		f.View(func(v *View) {
 			w := v.Work(1)
 			s, items, committed = w.State, len(w.Job.Items), w.Job.Committed
@@ -123,7 +123,7 @@ func TestDriverEnds(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		cmds       []Command
-		completion string // "" = still running
+		completion Completion // "" = still running
 		reason     string
 	}{
 		{"dies before ready", []Command{exited(3, "exited with code 3; last lines of its log: no corpus")},

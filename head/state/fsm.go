@@ -35,7 +35,7 @@ type FSM struct {
 	// reconfigure` (YAML), nil until then; nodeAdmin holds vary-off and
 	// quiesce states.
 	sched     []byte
-	nodeAdmin map[string]string
+	nodeAdmin map[string]NodeAdminState
 	// incarnation is the cluster's incarnation id (CmdIncarnation).
 	incarnation string
 	// idx indexes live work and processes for the hot paths.
@@ -48,7 +48,7 @@ type FSM struct {
 // New returns an empty state. Ids start at 1.
 func New() *FSM {
 	return &FSM{nextID: 1, work: make(map[uint64]*Work), changed: make(chan struct{}), scheduling: make(chan struct{}),
-		nodeAdmin: map[string]string{}, idx: newIndex(), hist: newHistory()}
+		nodeAdmin: map[string]NodeAdminState{}, idx: newIndex(), hist: newHistory()}
 }
 
 // Encode encodes a batch of commands as one log entry.
@@ -142,8 +142,8 @@ func (v *View) Work(id uint64) *Work { return v.f.work[id] }
 func (v *View) SchedulerConfig() []byte { return v.f.sched }
 
 // NodeAdmin returns the admin state of every node that has one.
-func (v *View) NodeAdmin() map[string]string {
-	out := make(map[string]string, len(v.f.nodeAdmin))
+func (v *View) NodeAdmin() map[string]NodeAdminState {
+	out := make(map[string]NodeAdminState, len(v.f.nodeAdmin))
 	for k, s := range v.f.nodeAdmin {
 		out[k] = s
 	}
@@ -200,7 +200,7 @@ func (f *FSM) apply(c *Command) Result {
 		if c.Reason == "" {
 			delete(f.nodeAdmin, c.Node)
 		} else {
-			f.nodeAdmin[c.Node] = c.Reason
+			f.nodeAdmin[c.Node] = NodeAdminState(c.Reason)
 		}
 		return Result{}
 	case CmdIncarnation:
@@ -434,7 +434,7 @@ func (f *FSM) workAfterProc(w *Work, p *Proc, now int64) {
 
 // cancelCompletion says who canceled: the owner, or someone else (an
 // administrator).
-func cancelCompletion(w *Work) string {
+func cancelCompletion(w *Work) Completion {
 	if w.CancelBy != "" && w.CancelBy != w.User {
 		return CompletionCanceledByAdmin
 	}
@@ -475,7 +475,7 @@ func (f *FSM) cancel(c *Command) Result {
 	return Result{ID: w.ID}
 }
 
-func (f *FSM) finish(w *Work, now int64, completion, reason string, exit int) {
+func (f *FSM) finish(w *Work, now int64, completion Completion, reason string, exit int) {
 	if w.Ended() {
 		return
 	}
@@ -500,11 +500,11 @@ func (f *FSM) finish(w *Work, now int64, completion, reason string, exit int) {
 // followed by its items in frames of at most snapChunk: itemCols since
 // version 2, []Item in version 1 (still read).
 type snapHeader struct {
-	Version   int               `cbor:"1,keyasint"`
-	NextID    uint64            `cbor:"2,keyasint"`
-	Count     int               `cbor:"3,keyasint"`
-	Scheduler []byte            `cbor:"4,keyasint,omitempty"`
-	NodeAdmin map[string]string `cbor:"5,keyasint,omitempty"`
+	Version   int                       `cbor:"1,keyasint"`
+	NextID    uint64                    `cbor:"2,keyasint"`
+	Count     int                       `cbor:"3,keyasint"`
+	Scheduler []byte                    `cbor:"4,keyasint,omitempty"`
+	NodeAdmin map[string]NodeAdminState `cbor:"5,keyasint,omitempty"`
 	// History says that the history part (history.write) follows the
 	// work.
 	History bool `cbor:"20,keyasint,omitempty"`
@@ -616,7 +616,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.nodeAdmin = h.NodeAdmin
 	f.incarnation = h.Incarnation
 	if f.nodeAdmin == nil {
-		f.nodeAdmin = map[string]string{}
+		f.nodeAdmin = map[string]NodeAdminState{}
 	}
 	close(f.changed)
 	f.changed = make(chan struct{})

@@ -7,12 +7,28 @@ import (
 	"github.com/ducc-project/ducc/wire"
 )
 
+// ItemState is the outcome of a work item so far. Stored as its number,
+// a CBOR integer.
+type ItemState uint8
+
 // Item states.
 const (
-	ItemPending = 0
-	ItemDone    = 1
-	ItemFailed  = 2
+	ItemPending ItemState = 0
+	ItemDone    ItemState = 1
+	ItemFailed  ItemState = 2
 )
+
+func (s ItemState) String() string {
+	switch s {
+	case ItemPending:
+		return "Pending"
+	case ItemDone:
+		return "Done"
+	case ItemFailed:
+		return "Failed"
+	}
+	return fmt.Sprintf("ItemState(%d)", uint8(s))
+}
 
 // Job is the durable part of a job: its spec, its items and their
 // outcomes, and the counters its rules need. In-flight dispatch is not
@@ -51,13 +67,13 @@ func (j *Job) HasDriver() bool { return j.Spec.DriverExecutable != "" }
 
 // Item is one work item and its outcome.
 type Item struct {
-	Data     string `cbor:"1,keyasint"`
-	State    uint8  `cbor:"2,keyasint,omitempty"`
-	Attempts uint16 `cbor:"3,keyasint,omitempty"`
-	Millis   int64  `cbor:"4,keyasint,omitempty"`
-	Result   string `cbor:"5,keyasint,omitempty"`
-	Error    string `cbor:"6,keyasint,omitempty"`
-	Proc     string `cbor:"7,keyasint,omitempty"`
+	Data     string    `cbor:"1,keyasint"`
+	State    ItemState `cbor:"2,keyasint,omitempty"`
+	Attempts uint16    `cbor:"3,keyasint,omitempty"`
+	Millis   int64     `cbor:"4,keyasint,omitempty"`
+	Result   string    `cbor:"5,keyasint,omitempty"`
+	Error    string    `cbor:"6,keyasint,omitempty"`
+	Proc     string    `cbor:"7,keyasint,omitempty"`
 }
 
 // Total is the number of items (NItems in copies made without items).

@@ -59,7 +59,7 @@ func TestSchedulingChanged(t *testing.T) {
 		{"process lost", Command{Type: CmdProc, Proc: &wire.ProcStatus{ID: "2.1", WorkID: 2, State: wire.ProcLost, ExitCode: -1}}, true},
 		{"last items", Command{Type: CmdItems, WorkID: 3, Items: []string{"c"}, Last: true}, true},
 		{"reconfigure", Command{Type: CmdConfig, Config: []byte("classes: []")}, true},
-		{"vary off", Command{Type: CmdNodeAdmin, Node: "n1", Reason: NodeVariedOff}, true},
+		{"vary off", Command{Type: CmdNodeAdmin, Node: "n1", Reason: string(NodeVariedOff)}, true},
 		{"dependencies met", Command{Type: CmdDepsMet, WorkID: 3}, true},
 		{"service registered", Command{Type: CmdSvcRegister, Work: svcWork("TCP:h:1")}, true},
 		{"last outcome ends the job", Command{Type: CmdOutcomes, WorkID: 2, ProcID: "2.1",

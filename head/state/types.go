@@ -2,48 +2,62 @@ package state
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/ducc-project/ducc/wire"
 )
 
-// Work states (docs/jobs.md; managed reservations use a subset).
+// WorkState is the state of a piece of work (docs/jobs.md; managed
+// reservations use a subset). It is stored as its name, a CBOR text
+// string, as the plain strings before it were.
+type WorkState string
+
+// Work states.
 const (
-	StateReceived            = "Received"
-	StateWaitingForServices  = "WaitingForServices"
-	StateWaitingForResources = "WaitingForResources"
-	StateAssigned            = "Assigned"
-	StateInitializing        = "Initializing"
-	StateRunning             = "Running"
-	StateCompleting          = "Completing"
-	StateCompleted           = "Completed"
+	StateReceived            WorkState = "Received"
+	StateWaitingForServices  WorkState = "WaitingForServices"
+	StateWaitingForResources WorkState = "WaitingForResources"
+	StateAssigned            WorkState = "Assigned"
+	StateInitializing        WorkState = "Initializing"
+	StateRunning             WorkState = "Running"
+	StateCompleting          WorkState = "Completing"
+	StateCompleted           WorkState = "Completed"
 
 	// StateWaitingForDriver: a job's driver process is being placed, started
 	// or initialized (docs/jobs.md, "Driver process protocol"); it comes
 	// before WaitingForResources.
-	StateWaitingForDriver = "WaitingForDriver"
+	StateWaitingForDriver WorkState = "WaitingForDriver"
 )
 
-// Completion reasons (docs/jobs.md).
+func (s WorkState) String() string { return string(s) }
+
+// Completion is how a piece of work ended (docs/jobs.md), "" while it
+// has not. Stored as its name, a CBOR text string.
+type Completion string
+
+// Completion reasons.
 const (
-	CompletionEndOfJob         = "EndOfJob"
-	CompletionError            = "Error"
-	CompletionCanceledByUser   = "CanceledByUser"
-	CompletionCanceledByAdmin  = "CanceledByAdministrator"
-	CompletionResourcesUnavail = "ResourcesUnavailable"
-	CompletionLaunchFailure    = "LaunchFailure"
-	CompletionProgramExit      = "ProgramExit"
-	CompletionProcessFailure   = "ProcessFailure"
-	CompletionServicesUnavail  = "ServicesUnavailable"
-	CompletionNoWorkItemsFound = "NoWorkItemsFound"
-	CompletionCanceledByDriver = "CanceledByDriver"
-	CompletionInitFailure      = "ProcessInitializationFailure"
-	CompletionCanceledBySystem = "CanceledBySystem"
+	CompletionEndOfJob         Completion = "EndOfJob"
+	CompletionError            Completion = "Error"
+	CompletionCanceledByUser   Completion = "CanceledByUser"
+	CompletionCanceledByAdmin  Completion = "CanceledByAdministrator"
+	CompletionResourcesUnavail Completion = "ResourcesUnavailable"
+	CompletionLaunchFailure    Completion = "LaunchFailure"
+	CompletionProgramExit      Completion = "ProgramExit"
+	CompletionProcessFailure   Completion = "ProcessFailure"
+	CompletionServicesUnavail  Completion = "ServicesUnavailable"
+	CompletionNoWorkItemsFound Completion = "NoWorkItemsFound"
+	CompletionCanceledByDriver Completion = "CanceledByDriver"
+	CompletionInitFailure      Completion = "ProcessInitializationFailure"
+	CompletionCanceledBySystem Completion = "CanceledBySystem"
 	// A job's driver process ended before it said ready, or after that
 	// before its last item (docs/jobs.md).
-	CompletionDriverInitFailure = "DriverInitializationFailure"
-	CompletionDriverFailed      = "DriverProcessFailed"
+	CompletionDriverInitFailure Completion = "DriverInitializationFailure"
+	CompletionDriverFailed      Completion = "DriverProcessFailed"
 )
+
+func (c Completion) String() string { return string(c) }
 
 // Work is one piece of work: a job, a service, a managed reservation or a
 // reservation.
@@ -65,18 +79,18 @@ type Work struct {
 	Description string        `cbor:"15,keyasint,omitempty"`
 	MachineList []string      `cbor:"16,keyasint,omitempty"`
 
-	State       string  `cbor:"17,keyasint"`
-	Completion  string  `cbor:"18,keyasint,omitempty"`
-	Reason      string  `cbor:"19,keyasint,omitempty"` // durable reason (completion text)
-	ExitCode    int     `cbor:"20,keyasint"`
-	SubmittedAt int64   `cbor:"21,keyasint"` // unix ms
-	StartedAt   int64   `cbor:"22,keyasint,omitempty"`
-	EndedAt     int64   `cbor:"23,keyasint,omitempty"`
-	Canceling   bool    `cbor:"24,keyasint,omitempty"`
-	CancelBy    string  `cbor:"25,keyasint,omitempty"`
-	Procs       []*Proc `cbor:"26,keyasint,omitempty"`
-	NextProc    int     `cbor:"27,keyasint,omitempty"`
-	Job         *Job    `cbor:"28,keyasint,omitempty"`
+	State       WorkState  `cbor:"17,keyasint"`
+	Completion  Completion `cbor:"18,keyasint,omitempty"`
+	Reason      string     `cbor:"19,keyasint,omitempty"` // durable reason (completion text)
+	ExitCode    int        `cbor:"20,keyasint"`
+	SubmittedAt int64      `cbor:"21,keyasint"` // unix ms
+	StartedAt   int64      `cbor:"22,keyasint,omitempty"`
+	EndedAt     int64      `cbor:"23,keyasint,omitempty"`
+	Canceling   bool       `cbor:"24,keyasint,omitempty"`
+	CancelBy    string     `cbor:"25,keyasint,omitempty"`
+	Procs       []*Proc    `cbor:"26,keyasint,omitempty"`
+	NextProc    int        `cbor:"27,keyasint,omitempty"`
+	Job         *Job       `cbor:"28,keyasint,omitempty"`
 	// Service is set for wire.WorkService: the registration and its durable
 	// state (docs/services.md).
 	Service *Service `cbor:"29,keyasint,omitempty"`
@@ -214,51 +228,89 @@ type LaterApplier interface {
 	ApplyLater(cmds []Command, within time.Duration, then func([]Result, error))
 }
 
-// Command types.
+// CommandType says what a Command does. It is stored as its number, a
+// CBOR integer: a type's number never changes, and a removed one is never
+// used again.
+type CommandType int
+
+// Command types, in numeric order. A new one goes at the end of
+// commandTypes too (TestCommandTypesListed checks it), and into FSM.apply.
 const (
-	CmdSubmit      = 1
-	CmdAssign      = 2
-	CmdProc        = 3
-	CmdCancel      = 4
-	CmdFinish      = 5
-	CmdStopProc    = 6
-	CmdItems       = 7  // more items of a job (Items, Last)
-	CmdOutcomes    = 8  // item outcomes of one job process (Outcomes)
-	CmdReady       = 9  // a job process became ready (ProcID, Count = init ms)
-	CmdRequeued    = 10 // items re-queued after their process went away (Count)
-	CmdConfig      = 11 // the scheduler configuration (Config, YAML)
-	CmdNodeAdmin   = 12 // an admin state of a node (Node, Reason = state)
-	CmdSvcRegister = 13 // register a service (Work with Service)
-	CmdSvcChange   = 14 // change a service (WorkID, Service)
-	CmdDepsMet     = 15 // the services a work waits for are available (WorkID)
-	CmdPurge       = 16 // retention: purge finished work, held results, records (Purge)
+	CmdSubmit      CommandType = 1
+	CmdAssign      CommandType = 2
+	CmdProc        CommandType = 3
+	CmdCancel      CommandType = 4
+	CmdFinish      CommandType = 5
+	CmdStopProc    CommandType = 6
+	CmdItems       CommandType = 7  // more items of a job (Items, Last)
+	CmdOutcomes    CommandType = 8  // item outcomes of one job process (Outcomes)
+	CmdReady       CommandType = 9  // a job process became ready (ProcID, Count = init ms)
+	CmdRequeued    CommandType = 10 // items re-queued after their process went away (Count)
+	CmdConfig      CommandType = 11 // the scheduler configuration (Config, YAML)
+	CmdNodeAdmin   CommandType = 12 // an admin state of a node (Node, Reason = state)
+	CmdSvcRegister CommandType = 13 // register a service (Work with Service)
+	CmdSvcChange   CommandType = 14 // change a service (WorkID, Service)
+	CmdDepsMet     CommandType = 15 // the services a work waits for are available (WorkID)
+	CmdPurge       CommandType = 16 // retention: purge finished work, held results, records (Purge)
+	// CmdDriverItems: items from a job's driver process (ProcID, Items,
+	// Count = the driver's number of the first, Last, Reason = a failure
+	// the agent saw); a chunk applied again adds nothing.
+	CmdDriverItems CommandType = 17
 	// CmdIncarnation names the cluster's incarnation (Reason = its id)
 	// unless it has a name already; CmdIDFloor makes the next work id at
 	// least WorkID, so that ids continue above those of an earlier
 	// incarnation still seen on the nodes (docs/decisions.md).
-	CmdIncarnation = 30
-	CmdIDFloor     = 31
-	// CmdDriverItems: items from a job's driver process (ProcID, Items,
-	// Count = the driver's number of the first, Last, Reason = a failure
-	// the agent saw); a chunk applied again adds nothing.
-	CmdDriverItems = 17
+	CmdIncarnation CommandType = 30
+	CmdIDFloor     CommandType = 31
 )
+
+// commandTypes lists every command type in numeric order, with its name.
+var commandTypes = []struct {
+	t    CommandType
+	name string
+}{
+	{CmdSubmit, "Submit"}, {CmdAssign, "Assign"}, {CmdProc, "Proc"}, {CmdCancel, "Cancel"}, {CmdFinish, "Finish"},
+	{CmdStopProc, "StopProc"}, {CmdItems, "Items"}, {CmdOutcomes, "Outcomes"}, {CmdReady, "Ready"},
+	{CmdRequeued, "Requeued"}, {CmdConfig, "Config"}, {CmdNodeAdmin, "NodeAdmin"}, {CmdSvcRegister, "SvcRegister"},
+	{CmdSvcChange, "SvcChange"}, {CmdDepsMet, "DepsMet"}, {CmdPurge, "Purge"}, {CmdDriverItems, "DriverItems"},
+	{CmdIncarnation, "Incarnation"}, {CmdIDFloor, "IDFloor"},
+}
+
+// CommandTypes returns every command type, in numeric order.
+func CommandTypes() []CommandType {
+	out := make([]CommandType, len(commandTypes))
+	for i, c := range commandTypes {
+		out[i] = c.t
+	}
+	return out
+}
+
+// String returns the type's name without its Cmd prefix ("Submit"), or
+// CommandType(n) for a number no command has.
+func (t CommandType) String() string {
+	for _, c := range commandTypes {
+		if c.t == t {
+			return c.name
+		}
+	}
+	return fmt.Sprintf("CommandType(%d)", int(t))
+}
 
 // Command is one durable change. Exactly the fields its Type needs are set.
 // Time is stamped by the leader so that every replica applies the same
 // state.
 type Command struct {
-	Type   int              `cbor:"1,keyasint"`
+	Type   CommandType      `cbor:"1,keyasint"`
 	Time   int64            `cbor:"2,keyasint"` // unix ms
 	Work   *Work            `cbor:"3,keyasint,omitempty"`
 	WorkID uint64           `cbor:"4,keyasint,omitempty"`
 	Assign *Assignment      `cbor:"5,keyasint,omitempty"`
 	Proc   *wire.ProcStatus `cbor:"6,keyasint,omitempty"`
 	// Cancel / finish / stop
-	By         string `cbor:"7,keyasint,omitempty"`
-	Completion string `cbor:"8,keyasint,omitempty"`
-	Reason     string `cbor:"9,keyasint,omitempty"`
-	ProcID     string `cbor:"10,keyasint,omitempty"`
+	By         string     `cbor:"7,keyasint,omitempty"`
+	Completion Completion `cbor:"8,keyasint,omitempty"`
+	Reason     string     `cbor:"9,keyasint,omitempty"`
+	ProcID     string     `cbor:"10,keyasint,omitempty"`
 	// Jobs
 	Items    []string           `cbor:"11,keyasint,omitempty"`
 	Last     bool               `cbor:"12,keyasint,omitempty"`
@@ -273,11 +325,19 @@ type Command struct {
 	Total int `cbor:"20,keyasint,omitempty"`
 }
 
-// Node admin states (docs/scheduling.md, Nodes); "" means normal.
+// NodeAdminState is the admin state of a node (docs/scheduling.md,
+// Nodes): NodeNormal, NodeVariedOff or NodeQuiescing. Stored as its name,
+// a CBOR text string.
+type NodeAdminState string
+
+// Node admin states.
 const (
-	NodeVariedOff = "VariedOff"
-	NodeQuiescing = "Quiescing"
+	NodeNormal    NodeAdminState = ""
+	NodeVariedOff NodeAdminState = "VariedOff"
+	NodeQuiescing NodeAdminState = "Quiescing"
 )
+
+func (s NodeAdminState) String() string { return string(s) }
 
 // Assignment places a new process of a piece of work on a node.
 type Assignment struct {
