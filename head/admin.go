@@ -92,7 +92,7 @@ func (h *Head) NodeAdmin(ctx context.Context, c wire.Caller, r wire.NodeAdminReq
 	if !known {
 		return wire.NodeList{}, wire.Errorf(wire.CodeUsage, "no node %q; see 'ducc nodes'", r.Node)
 	}
-	if _, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdNodeAdmin, Time: h.cfg.Now().UnixMilli(), Node: r.Node, Reason: r.State}); err != nil {
+	if _, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdNodeAdmin, Time: h.cfg.Now().UnixMilli(), Node: r.Node, NodeState: state.NodeAdminState(r.State)}); err != nil {
 		return wire.NodeList{}, err
 	}
 	return h.Nodes(), nil

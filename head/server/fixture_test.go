@@ -88,15 +88,15 @@ func fixtureHistory() (before, after [][]state.Command) {
 		InitFailuresLimit: 1, LingerMS: 30_000, PingIntervalMS: 60_000, PingTimeoutMS: 5_000}
 
 	out = &before
-	add(state.Command{Type: state.CmdIncarnation, Reason: "3f9c2a7e-fixture"}, state.Command{Type: state.CmdIDFloor, WorkID: 100})
+	add(state.Command{Type: state.CmdIncarnation, Incarnation: "3f9c2a7e-fixture"}, state.Command{Type: state.CmdIDFloor, IDFloor: 100})
 	add(state.Command{Type: state.CmdConfig, Config: []byte("classes:\n  normal: {policy: FAIR_SHARE, weight: 1}\n")})
-	add(state.Command{Type: state.CmdNodeAdmin, Node: "n2", Reason: string(state.NodeVariedOff)},
-		state.Command{Type: state.CmdNodeAdmin, Node: "n3", Reason: string(state.NodeQuiescing)})
+	add(state.Command{Type: state.CmdNodeAdmin, Node: "n2", NodeState: state.NodeVariedOff},
+		state.Command{Type: state.CmdNodeAdmin, Node: "n3", NodeState: state.NodeQuiescing})
 	// Job 100: three items, one retried, ends EndOfJob.
 	add(state.Command{Type: state.CmdSubmit, Work: job("alice", "a", "b", "c"), Last: true})
 	add(state.Command{Type: state.CmdAssign, WorkID: 100, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 1 << 30}})
 	add(running("100.1", 100, 4100))
-	add(state.Command{Type: state.CmdReady, WorkID: 100, ProcID: "100.1", Count: 250})
+	add(state.Command{Type: state.CmdReady, WorkID: 100, ProcID: "100.1", InitMS: 250})
 	add(state.Command{Type: state.CmdOutcomes, WorkID: 100, ProcID: "100.1", Outcomes: []wire.ItemOutcome{
 		{Index: 0, OK: true, Millis: 12, Result: `{"n": 0}`}, {Index: 1, Error: "boom", Millis: 3}, {Index: 2, OK: true, Millis: 9}}})
 	end100 := add(state.Command{Type: state.CmdOutcomes, WorkID: 100, ProcID: "100.1", Outcomes: []wire.ItemOutcome{{Index: 1, OK: true, Millis: 11}}})
@@ -107,11 +107,11 @@ func fixtureHistory() (before, after [][]state.Command) {
 	add(state.Command{Type: state.CmdAssign, WorkID: 101, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 1 << 30}},
 		state.Command{Type: state.CmdAssign, WorkID: 101, Assign: &state.Assignment{Node: "n4", Shares: 2, MemoryLimit: 1 << 30}})
 	add(running("101.1", 101, 4200), running("101.2", 101, 4201))
-	add(state.Command{Type: state.CmdReady, WorkID: 101, ProcID: "101.1", Count: 300},
-		state.Command{Type: state.CmdReady, WorkID: 101, ProcID: "101.2", Count: 320})
+	add(state.Command{Type: state.CmdReady, WorkID: 101, ProcID: "101.1", InitMS: 300},
+		state.Command{Type: state.CmdReady, WorkID: 101, ProcID: "101.2", InitMS: 320})
 	add(state.Command{Type: state.CmdOutcomes, WorkID: 101, ProcID: "101.1", Outcomes: []wire.ItemOutcome{{Index: 0, OK: true, Millis: 40}}})
 	add(state.Command{Type: state.CmdProc, Proc: &wire.ProcStatus{ID: "101.2", WorkID: 101, State: wire.ProcLost, ExitCode: -1, Reason: "node n4 is down"}},
-		state.Command{Type: state.CmdRequeued, WorkID: 101, Count: 1})
+		state.Command{Type: state.CmdRequeued, WorkID: 101, Requeued: 1})
 	// Managed reservation 102: its program exits 3.
 	add(state.Command{Type: state.CmdSubmit, Work: &state.Work{Kind: wire.WorkManaged, User: "bob", UID: 1001, GID: 1001, Class: "normal",
 		Memory: 512 << 20, Path: "/bin/sh", Args: []string{"-c", "exit 3"}, Env: []string{"A=1"}, Dir: "/tmp", Description: "fixture managed"}})
@@ -145,9 +145,9 @@ func fixtureHistory() (before, after [][]state.Command) {
 	add(state.Command{Type: state.CmdSubmit, Work: j106, Last: true})
 	add(state.Command{Type: state.CmdAssign, WorkID: 106, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 512 << 20, Kind: wire.ProcDriver}})
 	add(running("106.1", 106, 4600))
-	add(state.Command{Type: state.CmdReady, WorkID: 106, ProcID: "106.1", Count: 40})
-	add(state.Command{Type: state.CmdDriverItems, WorkID: 106, ProcID: "106.1", Count: 0, Items: []string{"d0", "d1"}, Total: 5})
-	add(state.Command{Type: state.CmdDriverItems, WorkID: 106, ProcID: "106.1", Count: 2, Items: []string{"d2", "d3"}})
+	add(state.Command{Type: state.CmdReady, WorkID: 106, ProcID: "106.1", InitMS: 40})
+	add(state.Command{Type: state.CmdDriverItems, WorkID: 106, ProcID: "106.1", FirstItem: 0, Items: []string{"d0", "d1"}, Total: 5})
+	add(state.Command{Type: state.CmdDriverItems, WorkID: 106, ProcID: "106.1", FirstItem: 2, Items: []string{"d2", "d3"}})
 	// Job 107, canceled by an administrator.
 	add(state.Command{Type: state.CmdSubmit, Work: job("alice", "q"), Last: true},
 		state.Command{Type: state.CmdAssign, WorkID: 107, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 1 << 30}})
@@ -164,10 +164,10 @@ func fixtureHistory() (before, after [][]state.Command) {
 	add(state.Command{Type: state.CmdPurge, Purge: &state.Purge{Work: end102 + 1}})
 
 	out = &after
-	add(state.Command{Type: state.CmdIncarnation, Reason: "not-this-one"}) // named already: ignored
-	add(state.Command{Type: state.CmdIDFloor, WorkID: 50})                 // below the next id: ignored
+	add(state.Command{Type: state.CmdIncarnation, Incarnation: "not-this-one"}) // named already: ignored
+	add(state.Command{Type: state.CmdIDFloor, IDFloor: 50})                     // below the next id: ignored
 	add(state.Command{Type: state.CmdConfig, Config: []byte("classes:\n  normal: {policy: FAIR_SHARE, weight: 2}\n")})
-	add(state.Command{Type: state.CmdNodeAdmin, Node: "n3"}, state.Command{Type: state.CmdNodeAdmin, Node: "n2", Reason: string(state.NodeQuiescing)})
+	add(state.Command{Type: state.CmdNodeAdmin, Node: "n3"}, state.Command{Type: state.CmdNodeAdmin, Node: "n2", NodeState: state.NodeQuiescing})
 	// Job 109: one item fails for good, the job ends Error.
 	j109 := job("alice", "p", "q")
 	j109.Job.Spec.MaxItemRetries = 0
@@ -175,13 +175,13 @@ func fixtureHistory() (before, after [][]state.Command) {
 	add(state.Command{Type: state.CmdItems, WorkID: 109, Items: []string{"r"}, Last: true})
 	add(state.Command{Type: state.CmdAssign, WorkID: 109, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 1 << 30}})
 	add(running("109.1", 109, 4900))
-	add(state.Command{Type: state.CmdReady, WorkID: 109, ProcID: "109.1", Count: 500})
+	add(state.Command{Type: state.CmdReady, WorkID: 109, ProcID: "109.1", InitMS: 500})
 	add(state.Command{Type: state.CmdOutcomes, WorkID: 109, ProcID: "109.1", Outcomes: []wire.ItemOutcome{
 		{Index: 0, OK: true, Millis: 5}, {Index: 1, OK: true, Millis: 7}, {Index: 2, Error: "bad input", Millis: 1}}})
 	add(exited("109.1", 109, 0, ""))
 	// Job 101 goes on: the stopped process ends (a failure), its item is
 	// re-queued, a new process is placed and stopped again.
-	add(exited("101.1", 101, -1, "killed by signal 15"), state.Command{Type: state.CmdRequeued, WorkID: 101, Count: 1})
+	add(exited("101.1", 101, -1, "killed by signal 15"), state.Command{Type: state.CmdRequeued, WorkID: 101, Requeued: 1})
 	add(state.Command{Type: state.CmdAssign, WorkID: 101, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 1 << 30}})
 	add(running("101.3", 101, 4203))
 	add(state.Command{Type: state.CmdStopProc, WorkID: 101, ProcID: "101.3", Reason: "shrink"})
@@ -194,8 +194,8 @@ func fixtureHistory() (before, after [][]state.Command) {
 	add(state.Command{Type: state.CmdSubmit, Work: j111, Last: true})
 	add(state.Command{Type: state.CmdDepsMet, WorkID: 111})
 	// Job 106: a chunk sent again adds nothing; the last one commits.
-	add(state.Command{Type: state.CmdDriverItems, WorkID: 106, ProcID: "106.1", Count: 2, Items: []string{"d2", "d3"}})
-	add(state.Command{Type: state.CmdDriverItems, WorkID: 106, ProcID: "106.1", Count: 4, Items: []string{"d4"}, Last: true})
+	add(state.Command{Type: state.CmdDriverItems, WorkID: 106, ProcID: "106.1", FirstItem: 2, Items: []string{"d2", "d3"}})
+	add(state.Command{Type: state.CmdDriverItems, WorkID: 106, ProcID: "106.1", FirstItem: 4, Items: []string{"d4"}, Last: true})
 	add(state.Command{Type: state.CmdFinish, WorkID: 110, Completion: state.CompletionCanceledByUser, Reason: "unregistered"})
 	// All work ended (and stopped) by now leaves the state; 100's held
 	// items and its record are dropped.
@@ -405,7 +405,15 @@ func TestRaftFixtureRestore(t *testing.T) {
 	if in := fr.fsm.info(); in.RestoredIndex != list[0].Index || in.RestoredIndex >= fr.last {
 		t.Fatalf("restored the snapshot at %d (on disk: %d); the log ends at %d", in.RestoredIndex, list[0].Index, fr.last)
 	}
-	wiretest.Eventually(t, "the replay of the log after the snapshot", func() bool { return fr.raft.AppliedIndex() >= fr.last })
+	// The replay of the log after the snapshot: a barrier returns once
+	// the FSM applied everything before it (AppliedIndex may run ahead of
+	// the FSM).
+	if err := fr.raft.Barrier(10 * time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if fr.fsm.info().RestoredIndex == 0 || dumpIndex(fr.fsm.FSM) != fr.last {
+		t.Fatalf("applied up to %d, the log ends at %d", dumpIndex(fr.fsm.FSM), fr.last)
+	}
 	// Compare through the golden file's decoding, so that a field added
 	// to the state since (zero in the fixture) changes nothing.
 	var want fixtureDump
@@ -443,6 +451,11 @@ func TestRaftFixtureRestore(t *testing.T) {
 	if err := fr.raft.Snapshot().Error(); err != nil {
 		t.Errorf("snapshot after the restore: %v", err)
 	}
+}
+
+func dumpIndex(f *state.FSM) (i uint64) {
+	f.View(func(v *state.View) { i = v.Index() })
+	return i
 }
 
 // diffLines returns the first lines where a and b differ, with context.

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -86,17 +87,17 @@ func sampleCommands() map[CommandType]Command {
 		CmdStopProc:    {Type: CmdStopProc, Time: 6, WorkID: 1, ProcID: "1.1", Reason: "item timeout", Counts: true},
 		CmdItems:       {Type: CmdItems, Time: 7, WorkID: 1, Items: []string{"b", "c"}, Last: true},
 		CmdOutcomes:    {Type: CmdOutcomes, Time: 8, WorkID: 1, ProcID: "1.1", Outcomes: []wire.ItemOutcome{{Index: 0, OK: true, Millis: 3, Result: "r"}}},
-		CmdReady:       {Type: CmdReady, Time: 9, WorkID: 1, ProcID: "1.1", Count: 250},
-		CmdRequeued:    {Type: CmdRequeued, Time: 10, WorkID: 1, Count: 3},
+		CmdReady:       {Type: CmdReady, Time: 9, WorkID: 1, ProcID: "1.1", InitMS: 250},
+		CmdRequeued:    {Type: CmdRequeued, Time: 10, WorkID: 1, Requeued: 3},
 		CmdConfig:      {Type: CmdConfig, Time: 11, Config: []byte("classes: []\n")},
-		CmdNodeAdmin:   {Type: CmdNodeAdmin, Time: 12, Node: "n1", Reason: string(NodeVariedOff)},
+		CmdNodeAdmin:   {Type: CmdNodeAdmin, Time: 12, Node: "n1", NodeState: NodeVariedOff},
 		CmdSvcRegister: {Type: CmdSvcRegister, Time: 13, Work: svc},
 		CmdSvcChange:   {Type: CmdSvcChange, Time: 14, WorkID: 2, ProcID: "2.1", Service: &ServiceChange{Op: SvcOpStop, N: 1, Reason: "r"}},
 		CmdDepsMet:     {Type: CmdDepsMet, Time: 15, WorkID: 1},
 		CmdPurge:       {Type: CmdPurge, Time: 16, Purge: &Purge{Work: 1, Results: 2, History: 3}},
-		CmdDriverItems: {Type: CmdDriverItems, Time: 17, WorkID: 1, ProcID: "1.1", Count: 4, Items: []string{"d"}, Last: true, Reason: "lost", Total: 9},
-		CmdIncarnation: {Type: CmdIncarnation, Time: 30, Reason: "inc-1"},
-		CmdIDFloor:     {Type: CmdIDFloor, Time: 31, WorkID: 100},
+		CmdDriverItems: {Type: CmdDriverItems, Time: 17, WorkID: 1, ProcID: "1.1", FirstItem: 4, Items: []string{"d"}, Last: true, Failure: "lost", Total: 9},
+		CmdIncarnation: {Type: CmdIncarnation, Time: 30, Incarnation: "inc-1"},
+		CmdIDFloor:     {Type: CmdIDFloor, Time: 31, IDFloor: 100},
 	}
 }
 
@@ -122,6 +123,9 @@ func TestEveryCommandType(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", typ, err)
 		}
+		if direct, err := wire.Marshal(Batch{Commands: []Command{c}}); err != nil || !bytes.Equal(direct, data) {
+			t.Errorf("%s: a Batch encodes to %x (%v), Encode to %x", typ, direct, err, data)
+		}
 		var b Batch
 		if err := wire.Unmarshal(data, &b); err != nil {
 			t.Fatalf("%s: %v", typ, err)
@@ -132,5 +136,84 @@ func TestEveryCommandType(t *testing.T) {
 	}
 	if res := apply(t, New(), 1, Command{Type: 99}); res[0].Err == nil || !strings.Contains(res[0].Err.Error(), "unknown command type") {
 		t.Errorf("an unknown command type applied: %+v", res)
+	}
+}
+
+// TestCommandRecordFields: every field of Command is stored: it is a
+// field of commandRecord of the same name and type, or one of the
+// type-specific fields that record maps to a shared one.
+func TestCommandRecordFields(t *testing.T) {
+	specific := map[string]bool{"InitMS": true, "Requeued": true, "FirstItem": true, "Failure": true,
+		"NodeState": true, "Incarnation": true, "IDFloor": true}
+	rt := reflect.TypeFor[commandRecord]()
+	ct := reflect.TypeFor[Command]()
+	for i := range ct.NumField() {
+		f := ct.Field(i)
+		if specific[f.Name] {
+			continue
+		}
+		if rf, ok := rt.FieldByName(f.Name); !ok || rf.Type != f.Type {
+			t.Errorf("Command.%s (%s) is not stored: commandRecord has no such field", f.Name, f.Type)
+		}
+	}
+	for i := range rt.NumField() {
+		if _, ok := ct.FieldByName(rt.Field(i).Name); !ok && rt.Field(i).Name != "Count" {
+			t.Errorf("commandRecord.%s has no Command field", rt.Field(i).Name)
+		}
+	}
+}
+
+// TestCommandFieldMisplaced: a type-specific field on a command of
+// another type, or the shared field a type's own one replaces, is refused
+// rather than lost.
+func TestCommandFieldMisplaced(t *testing.T) {
+	for _, c := range []Command{
+		{Type: CmdSubmit, InitMS: 3},
+		{Type: CmdReady, Requeued: 1},
+		{Type: CmdRequeued, FirstItem: 1},
+		{Type: CmdItems, Failure: "x"},
+		{Type: CmdFinish, NodeState: NodeVariedOff},
+		{Type: CmdIDFloor, Incarnation: "x"},
+		{Type: CmdIncarnation, IDFloor: 3},
+		{Type: CmdNodeAdmin, Node: "n1", Reason: "VariedOff"},
+		{Type: CmdIncarnation, Reason: "x"},
+		{Type: CmdDriverItems, WorkID: 1, Reason: "x"},
+		{Type: CmdIDFloor, WorkID: 3},
+	} {
+		if _, err := Encode(c); err == nil {
+			t.Errorf("%+v encoded", c)
+		}
+		if _, err := wire.Marshal(Batch{Commands: []Command{c}}); err == nil {
+			t.Errorf("%+v encoded through MarshalCBOR", c)
+		}
+	}
+}
+
+// TestCommandRecordLayout: the type-specific fields take the slots of the
+// shared ones that ducc's Command had before them, with the same values.
+func TestCommandRecordLayout(t *testing.T) {
+	for _, tc := range []struct {
+		c    Command
+		want commandRecord
+	}{
+		{Command{Type: CmdReady, WorkID: 1, ProcID: "1.1", InitMS: 250}, commandRecord{Type: CmdReady, WorkID: 1, ProcID: "1.1", Count: 250}},
+		{Command{Type: CmdRequeued, WorkID: 1, Requeued: 2}, commandRecord{Type: CmdRequeued, WorkID: 1, Count: 2}},
+		{Command{Type: CmdDriverItems, WorkID: 1, FirstItem: 5, Failure: "gone"}, commandRecord{Type: CmdDriverItems, WorkID: 1, Count: 5, Reason: "gone"}},
+		{Command{Type: CmdNodeAdmin, Node: "n1", NodeState: NodeQuiescing}, commandRecord{Type: CmdNodeAdmin, Node: "n1", Reason: "Quiescing"}},
+		{Command{Type: CmdNodeAdmin, Node: "n1"}, commandRecord{Type: CmdNodeAdmin, Node: "n1"}},
+		{Command{Type: CmdIncarnation, Incarnation: "abc"}, commandRecord{Type: CmdIncarnation, Reason: "abc"}},
+		{Command{Type: CmdIDFloor, IDFloor: 42}, commandRecord{Type: CmdIDFloor, WorkID: 42}},
+	} {
+		got, err := tc.c.record()
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%+v is stored as %+v (%v), want %+v", tc.c, got, err, tc.want)
+		}
+		want, _ := wire.Marshal(batchRecord{Commands: []commandRecord{tc.want}})
+		if data, err := Encode(tc.c); err != nil || !bytes.Equal(data, want) {
+			t.Errorf("%+v encodes to %x (%v), want %x", tc.c, data, err, want)
+		}
+		if back := got.command(); !reflect.DeepEqual(back, tc.c) {
+			t.Errorf("%+v decodes to %+v", tc.want, back)
+		}
 	}
 }

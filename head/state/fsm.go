@@ -51,29 +51,24 @@ func New() *FSM {
 		nodeAdmin: map[string]NodeAdminState{}, idx: newIndex(), hist: newHistory()}
 }
 
-// Encode encodes a batch of commands as one log entry.
-func Encode(cmds ...Command) ([]byte, error) {
-	return wire.Marshal(Batch{Commands: cmds})
-}
-
 // Apply implements raft.FSM.
 func (f *FSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
-	var b Batch
-	if err := wire.UnmarshalLimit(l.Data, &b, wire.MaxMessageSize*4); err != nil {
+	cmds, err := decodeBatch(l.Data)
+	if err != nil {
 		return []Result{{Err: fmt.Errorf("decode log entry %d: %w", l.Index, err)}}
 	}
 	f.mu.Lock()
-	res := make([]Result, len(b.Commands))
-	for i := range b.Commands {
-		res[i] = f.apply(&b.Commands[i])
-		if w, procs := f.touched(&b.Commands[i], res[i]); w != nil {
+	res := make([]Result, len(cmds))
+	for i := range cmds {
+		res[i] = f.apply(&cmds[i])
+		if w, procs := f.touched(&cmds[i], res[i]); w != nil {
 			f.idx.reindex(w, procs)
 			f.hist.noteEnded(w)
 		}
-		if res[i].Err == nil && schedules(&b.Commands[i]) {
+		if res[i].Err == nil && schedules(&cmds[i]) {
 			f.reschedule = true
 		}
 	}
@@ -197,19 +192,19 @@ func (f *FSM) apply(c *Command) Result {
 		f.sched = append([]byte(nil), c.Config...)
 		return Result{}
 	case CmdNodeAdmin:
-		if c.Reason == "" {
+		if c.NodeState == NodeNormal {
 			delete(f.nodeAdmin, c.Node)
 		} else {
-			f.nodeAdmin[c.Node] = NodeAdminState(c.Reason)
+			f.nodeAdmin[c.Node] = c.NodeState
 		}
 		return Result{}
 	case CmdIncarnation:
 		if f.incarnation == "" {
-			f.incarnation = c.Reason
+			f.incarnation = c.Incarnation
 		}
 		return Result{}
 	case CmdIDFloor:
-		f.nextID = max(f.nextID, c.WorkID)
+		f.nextID = max(f.nextID, c.IDFloor)
 		return Result{}
 	case CmdSvcRegister:
 		return f.svcRegister(c)
@@ -229,8 +224,8 @@ func (f *FSM) apply(c *Command) Result {
 		return f.ready(c)
 	case CmdRequeued:
 		if _, j, err := f.job(c); err == nil {
-			j.Preempted += int(c.Count)
-			f.totals.ItemsPreempted += uint64(max(c.Count, 0))
+			j.Preempted += int(c.Requeued)
+			f.totals.ItemsPreempted += uint64(max(c.Requeued, 0))
 		}
 		return Result{ID: c.WorkID}
 	case CmdStopProc:

@@ -242,7 +242,7 @@ func (v *View) NodeProcs(node string) iter.Seq2[*Work, *Proc] {
 func (f *FSM) touched(c *Command, r Result) (w *Work, procs bool) {
 	id := c.WorkID
 	switch c.Type {
-	case CmdConfig, CmdNodeAdmin:
+	case CmdConfig, CmdNodeAdmin, CmdIncarnation, CmdIDFloor, CmdPurge:
 		return nil, false
 	case CmdSubmit, CmdSvcRegister:
 		id = r.ID

@@ -168,9 +168,9 @@ func (g *cmdGen) command(v *View) Command {
 		case 0:
 			c.Type, c.WorkID, c.Items, c.Last = CmdItems, id, []string{"x", "y"}, g.r.IntN(2) == 0
 		case 1:
-			c.Type, c.WorkID, c.ProcID, c.Count = CmdReady, id, g.proc(w), 5
+			c.Type, c.WorkID, c.ProcID, c.InitMS = CmdReady, id, g.proc(w), 5
 		case 2:
-			c.Type, c.WorkID, c.Count = CmdRequeued, id, 1
+			c.Type, c.WorkID, c.Requeued = CmdRequeued, id, 1
 		default:
 			c.Type, c.WorkID = CmdDepsMet, id
 		}
@@ -185,7 +185,7 @@ func (g *cmdGen) command(v *View) Command {
 			c.Type, c.WorkID, c.ProcID = CmdSvcChange, id, g.proc(w)
 			c.Service = &ServiceChange{Op: genSvcOps[g.r.IntN(len(genSvcOps))], N: int64(g.r.IntN(3)), IDs: []int{g.r.IntN(3)}, Bool: g.r.IntN(2) == 0}
 		case 1:
-			c.Type, c.Node, c.Reason = CmdNodeAdmin, g.pick(genNodes), []string{"", string(NodeVariedOff)}[g.r.IntN(2)]
+			c.Type, c.Node, c.NodeState = CmdNodeAdmin, g.pick(genNodes), []NodeAdminState{NodeNormal, NodeVariedOff}[g.r.IntN(2)]
 		default:
 			c.Type, c.Config = CmdConfig, []byte("classes: {}")
 		}

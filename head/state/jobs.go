@@ -128,10 +128,10 @@ func (f *FSM) items(c *Command) Result {
 }
 
 // driverItems appends a chunk of items from the job's driver process.
-// Chunks are numbered (Count is the driver's number of the chunk's first
-// item), so a chunk sent again after a lost answer adds only what the
-// state lacks; a chunk past the end (a gap) is refused. Reason set: the
-// agent lost track of the driver, and the job ends DriverProcessFailed.
+// Chunks are numbered (FirstItem is the driver's number of the chunk's
+// first item), so a chunk sent again after a lost answer adds only what
+// the state lacks; a chunk past the end (a gap) is refused. Failure set:
+// the agent lost track of the driver, and the job ends DriverProcessFailed.
 func (f *FSM) driverItems(c *Command) Result {
 	w, j, err := f.job(c)
 	if err != nil {
@@ -147,11 +147,11 @@ func (f *FSM) driverItems(c *Command) Result {
 	if c.Total > 0 {
 		j.DriverTotal = c.Total
 	}
-	if c.Reason != "" {
-		f.finish(w, c.Time, CompletionDriverFailed, "the driver process "+p.ID+" failed: "+c.Reason, 1)
+	if c.Failure != "" {
+		f.finish(w, c.Time, CompletionDriverFailed, "the driver process "+p.ID+" failed: "+c.Failure, 1)
 		return Result{ID: w.ID}
 	}
-	base, have := int(c.Count), len(j.Items)
+	base, have := int(c.FirstItem), len(j.Items)
 	if base > have {
 		return Result{Err: fmt.Errorf("job %d: driver items from %d, but the job has only %d", w.ID, base, have)}
 	}
@@ -249,7 +249,7 @@ func (f *FSM) ready(c *Command) Result {
 	if p == nil || p.Ended() || p.ReadyAt != 0 {
 		return Result{ID: w.ID}
 	}
-	p.ReadyAt, p.InitMS = c.Time, c.Count
+	p.ReadyAt, p.InitMS = c.Time, c.InitMS
 	if p.IsDriver() {
 		j.DriverReady = true
 		if w.State == StateWaitingForDriver {
@@ -259,7 +259,7 @@ func (f *FSM) ready(c *Command) Result {
 		return Result{ID: w.ID}
 	}
 	j.EverReady = true
-	j.InitMSSum += c.Count
+	j.InitMSSum += c.InitMS
 	j.InitCount++
 	if !w.Ended() && w.State != StateRunning {
 		w.State = StateRunning

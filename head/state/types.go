@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/ducc-project/ducc/wire"
@@ -228,103 +227,6 @@ type LaterApplier interface {
 	ApplyLater(cmds []Command, within time.Duration, then func([]Result, error))
 }
 
-// CommandType says what a Command does. It is stored as its number, a
-// CBOR integer: a type's number never changes, and a removed one is never
-// used again.
-type CommandType int
-
-// Command types, in numeric order. A new one goes at the end of
-// commandTypes too (TestCommandTypesListed checks it), and into FSM.apply.
-const (
-	CmdSubmit      CommandType = 1
-	CmdAssign      CommandType = 2
-	CmdProc        CommandType = 3
-	CmdCancel      CommandType = 4
-	CmdFinish      CommandType = 5
-	CmdStopProc    CommandType = 6
-	CmdItems       CommandType = 7  // more items of a job (Items, Last)
-	CmdOutcomes    CommandType = 8  // item outcomes of one job process (Outcomes)
-	CmdReady       CommandType = 9  // a job process became ready (ProcID, Count = init ms)
-	CmdRequeued    CommandType = 10 // items re-queued after their process went away (Count)
-	CmdConfig      CommandType = 11 // the scheduler configuration (Config, YAML)
-	CmdNodeAdmin   CommandType = 12 // an admin state of a node (Node, Reason = state)
-	CmdSvcRegister CommandType = 13 // register a service (Work with Service)
-	CmdSvcChange   CommandType = 14 // change a service (WorkID, Service)
-	CmdDepsMet     CommandType = 15 // the services a work waits for are available (WorkID)
-	CmdPurge       CommandType = 16 // retention: purge finished work, held results, records (Purge)
-	// CmdDriverItems: items from a job's driver process (ProcID, Items,
-	// Count = the driver's number of the first, Last, Reason = a failure
-	// the agent saw); a chunk applied again adds nothing.
-	CmdDriverItems CommandType = 17
-	// CmdIncarnation names the cluster's incarnation (Reason = its id)
-	// unless it has a name already; CmdIDFloor makes the next work id at
-	// least WorkID, so that ids continue above those of an earlier
-	// incarnation still seen on the nodes (docs/decisions.md).
-	CmdIncarnation CommandType = 30
-	CmdIDFloor     CommandType = 31
-)
-
-// commandTypes lists every command type in numeric order, with its name.
-var commandTypes = []struct {
-	t    CommandType
-	name string
-}{
-	{CmdSubmit, "Submit"}, {CmdAssign, "Assign"}, {CmdProc, "Proc"}, {CmdCancel, "Cancel"}, {CmdFinish, "Finish"},
-	{CmdStopProc, "StopProc"}, {CmdItems, "Items"}, {CmdOutcomes, "Outcomes"}, {CmdReady, "Ready"},
-	{CmdRequeued, "Requeued"}, {CmdConfig, "Config"}, {CmdNodeAdmin, "NodeAdmin"}, {CmdSvcRegister, "SvcRegister"},
-	{CmdSvcChange, "SvcChange"}, {CmdDepsMet, "DepsMet"}, {CmdPurge, "Purge"}, {CmdDriverItems, "DriverItems"},
-	{CmdIncarnation, "Incarnation"}, {CmdIDFloor, "IDFloor"},
-}
-
-// CommandTypes returns every command type, in numeric order.
-func CommandTypes() []CommandType {
-	out := make([]CommandType, len(commandTypes))
-	for i, c := range commandTypes {
-		out[i] = c.t
-	}
-	return out
-}
-
-// String returns the type's name without its Cmd prefix ("Submit"), or
-// CommandType(n) for a number no command has.
-func (t CommandType) String() string {
-	for _, c := range commandTypes {
-		if c.t == t {
-			return c.name
-		}
-	}
-	return fmt.Sprintf("CommandType(%d)", int(t))
-}
-
-// Command is one durable change. Exactly the fields its Type needs are set.
-// Time is stamped by the leader so that every replica applies the same
-// state.
-type Command struct {
-	Type   CommandType      `cbor:"1,keyasint"`
-	Time   int64            `cbor:"2,keyasint"` // unix ms
-	Work   *Work            `cbor:"3,keyasint,omitempty"`
-	WorkID uint64           `cbor:"4,keyasint,omitempty"`
-	Assign *Assignment      `cbor:"5,keyasint,omitempty"`
-	Proc   *wire.ProcStatus `cbor:"6,keyasint,omitempty"`
-	// Cancel / finish / stop
-	By         string     `cbor:"7,keyasint,omitempty"`
-	Completion Completion `cbor:"8,keyasint,omitempty"`
-	Reason     string     `cbor:"9,keyasint,omitempty"`
-	ProcID     string     `cbor:"10,keyasint,omitempty"`
-	// Jobs
-	Items    []string           `cbor:"11,keyasint,omitempty"`
-	Last     bool               `cbor:"12,keyasint,omitempty"`
-	Outcomes []wire.ItemOutcome `cbor:"13,keyasint,omitempty"`
-	Count    int64              `cbor:"14,keyasint,omitempty"`
-	Counts   bool               `cbor:"15,keyasint,omitempty"` // CmdStopProc: the stop counts as a failure
-	Config   []byte             `cbor:"16,keyasint,omitempty"`
-	Node     string             `cbor:"17,keyasint,omitempty"`
-	Service  *ServiceChange     `cbor:"18,keyasint,omitempty"`
-	Purge    *Purge             `cbor:"19,keyasint,omitempty"`
-	// CmdDriverItems: the driver's {"total": N}, 0 if not said.
-	Total int `cbor:"20,keyasint,omitempty"`
-}
-
 // NodeAdminState is the admin state of a node (docs/scheduling.md,
 // Nodes): NodeNormal, NodeVariedOff or NodeQuiescing. Stored as its name,
 // a CBOR text string.
@@ -347,12 +249,6 @@ type Assignment struct {
 	Instance    int    `cbor:"4,keyasint,omitempty"` // service instance id
 	// Kind is wire.ProcDriver to place a job's driver process.
 	Kind wire.ProcKind `cbor:"5,keyasint,omitempty"`
-}
-
-// Batch is the payload of one Raft log entry: many commands applied in
-// order, atomically.
-type Batch struct {
-	Commands []Command `cbor:"1,keyasint"`
 }
 
 // Result is what Apply returns for each command of a batch.
