@@ -38,14 +38,16 @@ func TestCommandTypesListed(t *testing.T) {
 			if !ok || g.Tok != token.CONST {
 				continue
 			}
+			typed := false // a block of CommandType constants
 			for _, s := range g.Specs {
 				vs := s.(*ast.ValueSpec)
 				if id, ok := vs.Type.(*ast.Ident); ok && id.Name == "CommandType" {
+					typed = true
 					for _, n := range vs.Names {
 						declared = append(declared, n.Name)
 					}
-				} else if vs.Type == nil && len(vs.Values) == 0 {
-					t.Errorf("%s: a constant with an implicit type and value (iota?) in %v: give command types explicit numbers",
+				} else if typed && vs.Type == nil {
+					t.Errorf("%s: %v in a block of CommandType constants without the type: give each its type and number",
 						fset.Position(vs.Pos()), vs.Names)
 				}
 			}
