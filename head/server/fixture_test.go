@@ -30,15 +30,19 @@ import (
 // decodes and encodes its log entries and its snapshot to the same bytes:
 // the on-disk format has not changed.
 //
-// The fixture was written by the code at commit a4c9605 (before the
-// command and state types were named, issue 24):
+// The fixture was written by the code of a4c9605, before the command
+// and state types were named (issue 24), with the first version of this
+// file (the commit that added testdata/raft-fixture). To write it again
+// with that code, check that commit out in a worktree of its own and run
+// there
 //
 //	go test ./head/server -run TestRaftFixtureRestore -fixture.write
 //
-// rewrites it with the code at hand. Do that only on purpose (a new
-// command type, a deliberate format change, with a way to read the old
-// one), never to make the test pass: the point of the fixture is that it
-// was written by older code.
+// then copy its testdata/raft-fixture here. The same command here
+// rewrites the fixture with the code at hand: do that only on purpose (a
+// new command type, a deliberate format change with a way to read the old
+// one), never to make the test pass, since the point of the fixture is
+// that older code wrote it.
 var fixtureWrite = flag.Bool("fixture.write", false, "rewrite testdata/raft-fixture with this code (see fixture_test.go)")
 
 const (
