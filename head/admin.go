@@ -36,8 +36,8 @@ func (h *Head) NodeAdmin(ctx context.Context, c wire.Caller, r wire.NodeAdminReq
 	if !h.isAdmin(c) {
 		return wire.NodeList{}, wire.Errorf(wire.CodeUsage, "only root or an administrator may vary nodes")
 	}
-	switch r.State {
-	case "", state.NodeVariedOff, state.NodeQuiescing:
+	switch state.NodeAdminState(r.State) {
+	case state.NodeNormal, state.NodeVariedOff, state.NodeQuiescing:
 	default:
 		return wire.NodeList{}, wire.Errorf(wire.CodeUsage, "unknown node state %q", r.State)
 	}
@@ -48,7 +48,7 @@ func (h *Head) NodeAdmin(ctx context.Context, c wire.Caller, r wire.NodeAdminReq
 	if !known {
 		return wire.NodeList{}, wire.Errorf(wire.CodeUsage, "no node %q; see 'ducc nodes'", r.Node)
 	}
-	if _, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdNodeAdmin, Time: h.cfg.Now().UnixMilli(), Node: r.Node, Reason: r.State}); err != nil {
+	if _, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdNodeAdmin, Time: h.cfg.Now().UnixMilli(), Node: r.Node, NodeState: state.NodeAdminState(r.State)}); err != nil {
 		return wire.NodeList{}, err
 	}
 	return h.Nodes(), nil

@@ -11,7 +11,7 @@ func (h *Head) Nodes() wire.NodeList {
 	quantum := h.sched().Quantum("")
 	used := map[string]int{}
 	procs := map[string]int{}
-	var admin map[string]string
+	var admin map[string]state.NodeAdminState
 	h.cfg.FSM.View(func(v *state.View) {
 		admin = v.NodeAdmin()
 		for _, w := range v.Active() {
@@ -23,7 +23,7 @@ func (h *Head) Nodes() wire.NodeList {
 	})
 	for _, n := range h.orch.Nodes() {
 		out.Nodes = append(out.Nodes, wire.NodeInfo{
-			Name: n.Name, State: nodeState(n.State, admin[n.Name]), PeerID: n.Peer,
+			Name: n.Name, State: nodeState(n.State, string(admin[n.Name])), PeerID: n.Peer,
 			MemTotal: n.HB.MemTotal, MemSchedulable: n.HB.MemSchedulable, MemUsed: n.HB.MemUsed,
 			Shares: int(n.HB.MemSchedulable / quantum), SharesUsed: used[n.Name], Procs: procs[n.Name],
 			LastHeartbeat: n.LastSeen.UnixMilli(), CPUs: n.HB.CPUs, Load1: n.HB.Load1, Addrs: n.HB.Addrs,

@@ -92,12 +92,12 @@ func TestHeartbeatFoldsProcessStates(t *testing.T) {
 	f.heartbeat(wire.Heartbeat{Node: "n1", Seq: 2, MemSchedulable: 8 * gib,
 		Procs: []wire.ProcStatus{{ID: p.ID, WorkID: id, State: wire.ProcRunning, PID: 99, RSS: 1 << 20, CPUSeconds: 1.5}}})
 	info := f.show(t, id)
-	if info.State != state.StateRunning || info.Procs[0].PID != 99 || info.Procs[0].RSS != 1<<20 || info.Procs[0].CPUSeconds != 1.5 {
+	if info.State != string(state.StateRunning) || info.Procs[0].PID != 99 || info.Procs[0].RSS != 1<<20 || info.Procs[0].CPUSeconds != 1.5 {
 		t.Errorf("after a heartbeat with the running process: %+v", info)
 	}
 	f.heartbeat(wire.Heartbeat{Node: "n1", Seq: 3, MemSchedulable: 8 * gib,
 		Procs: []wire.ProcStatus{{ID: p.ID, WorkID: id, State: wire.ProcLaunchFailed, Reason: "no such file"}}})
-	if info := f.show(t, id); !info.Ended || info.Completion != state.CompletionLaunchFailure || info.Reason != "no such file" {
+	if info := f.show(t, id); !info.Ended || info.Completion != string(state.CompletionLaunchFailure) || info.Reason != "no such file" {
 		t.Errorf("after a heartbeat with the launch failure: %+v", info)
 	}
 }
@@ -126,7 +126,7 @@ func TestNodeTimeoutWritesOffProcesses(t *testing.T) {
 		return n.State == "Down" && f.work(id).Ended()
 	})
 	info := f.show(t, id)
-	if !info.Ended || info.Completion != state.CompletionProcessFailure || !strings.Contains(info.Reason, "node n1 stopped sending heartbeats") {
+	if !info.Ended || info.Completion != string(state.CompletionProcessFailure) || !strings.Contains(info.Reason, "node n1 stopped sending heartbeats") {
 		t.Errorf("work of a dead node: %+v", info)
 	}
 }
@@ -160,7 +160,7 @@ func TestSeededNodesAreUnknownUntilTheyReport(t *testing.T) {
 	if n, _ := f.nodeInfo(t, "n9"); n.State != "Up" || n.Procs != 1 {
 		t.Errorf("n9 after its heartbeat: %+v", n)
 	}
-	if info := f.show(t, id); info.Ended || info.State != state.StateRunning {
+	if info := f.show(t, id); info.Ended || info.State != string(state.StateRunning) {
 		t.Errorf("the work on n9 survived the new head: %+v", info)
 	}
 }
@@ -295,9 +295,9 @@ func TestNodeAdmin(t *testing.T) {
 		req    wire.NodeAdminRequest
 		parts  []string
 	}{
-		{"not an administrator", alice, wire.NodeAdminRequest{Node: "n1", State: state.NodeVariedOff}, []string{"only root or an administrator may vary nodes"}},
+		{"not an administrator", alice, wire.NodeAdminRequest{Node: "n1", State: string(state.NodeVariedOff)}, []string{"only root or an administrator may vary nodes"}},
 		{"unknown state", carol, wire.NodeAdminRequest{Node: "n1", State: "Asleep"}, []string{`unknown node state "Asleep"`}},
-		{"unknown node", carol, wire.NodeAdminRequest{Node: "n9", State: state.NodeVariedOff}, []string{`no node "n9"`, "ducc nodes"}},
+		{"unknown node", carol, wire.NodeAdminRequest{Node: "n9", State: string(state.NodeVariedOff)}, []string{`no node "n9"`, "ducc nodes"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -311,8 +311,8 @@ func TestNodeAdmin(t *testing.T) {
 
 	// Varied off, a node takes no new work; varied on, it does again.
 	var list wire.NodeList
-	f.mustCall(t, wire.MethodNodeAdmin, carol, wire.NodeAdminRequest{Node: "n1", State: state.NodeVariedOff}, &list)
-	if len(list.Nodes) != 1 || list.Nodes[0].State != state.NodeVariedOff {
+	f.mustCall(t, wire.MethodNodeAdmin, carol, wire.NodeAdminRequest{Node: "n1", State: string(state.NodeVariedOff)}, &list)
+	if len(list.Nodes) != 1 || list.Nodes[0].State != string(state.NodeVariedOff) {
 		t.Errorf("vary-off answered %+v", list.Nodes)
 	}
 	f.fsm.View(func(v *state.View) {
@@ -326,8 +326,8 @@ func TestNodeAdmin(t *testing.T) {
 		t.Fatalf("a varied-off node got new work: %+v", w.Procs[0])
 	}
 
-	f.mustCall(t, wire.MethodNodeAdmin, root, wire.NodeAdminRequest{Node: "n1", State: state.NodeQuiescing}, &list)
-	if list.Nodes[0].State != state.NodeQuiescing {
+	f.mustCall(t, wire.MethodNodeAdmin, root, wire.NodeAdminRequest{Node: "n1", State: string(state.NodeQuiescing)}, &list)
+	if list.Nodes[0].State != string(state.NodeQuiescing) {
 		t.Errorf("quiesce answered %+v", list.Nodes)
 	}
 	f.mustCall(t, wire.MethodNodeAdmin, carol, wire.NodeAdminRequest{Node: "n1"}, &list)

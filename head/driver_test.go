@@ -25,7 +25,7 @@ func TestSubmitJobWithDriver(t *testing.T) {
 		t.Fatalf("first process %+v, want the driver", drv)
 	}
 	f.report(t, "n1", wire.ProcStatus{ID: drv.ID, WorkID: id, State: wire.ProcRunning, PID: 7, Node: "n1"})
-	if info := f.show(t, id); info.State != state.StateWaitingForDriver || info.Reason != "driver process "+drv.ID+" is initializing" {
+	if info := f.show(t, id); info.State != string(state.StateWaitingForDriver) || info.Reason != "driver process "+drv.ID+" is initializing" {
 		t.Errorf("before the driver is ready: %s %q", info.State, info.Reason)
 	}
 	var rep wire.DriverReply
@@ -37,7 +37,7 @@ func TestSubmitJobWithDriver(t *testing.T) {
 	big := make([]byte, 1<<20+1)
 	f.mustCall(t, wire.MethodDriver, root, wire.DriverRequest{JobID: id, ProcID: drv.ID, Node: "n1", Ready: true, Base: 2, Items: []string{string(big)}}, &rep)
 	info := f.show(t, id)
-	if info.Completion != state.CompletionDriverFailed || !rep.Stop {
+	if info.Completion != string(state.CompletionDriverFailed) || !rep.Stop {
 		t.Fatalf("after an item of 1 MiB + 1: %s %q, reply %+v", info.Completion, info.Reason, rep)
 	}
 	var kinds []wire.ProcKind

@@ -39,8 +39,8 @@ func (h *Head) History(c wire.Caller, r wire.HistoryRequest) (wire.HistoryReply,
 func toHistoryRecord(x state.Record) wire.HistoryRecord {
 	return wire.HistoryRecord{
 		ID: x.ID, Kind: x.Kind, User: x.User, Class: x.Class, Description: x.Description,
-		SubmittedAt: x.SubmittedAt, StartedAt: x.StartedAt, EndedAt: x.EndedAt, State: state.StateCompleted,
-		Completion: x.Completion, Reason: x.Reason, ExitCode: x.ExitCode, Memory: x.Memory, MemoryLimit: x.MemoryLimit,
+		SubmittedAt: x.SubmittedAt, StartedAt: x.StartedAt, EndedAt: x.EndedAt, State: string(state.StateCompleted),
+		Completion: string(x.Completion), Reason: x.Reason, ExitCode: x.ExitCode, Memory: x.Memory, MemoryLimit: x.MemoryLimit,
 		MaxRSS: x.MaxRSS, CPUSeconds: x.CPUSeconds, Items: x.Items, Done: x.Done, Failed: x.Failed, Retried: x.Retried,
 		Procs: x.Procs, Nodes: x.Nodes, NodeCount: x.NodeCount, WorkPurgedAt: x.WorkPurgedAt, ItemsPurgedAt: x.ItemsPurgedAt,
 	}

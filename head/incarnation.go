@@ -29,7 +29,7 @@ func (h *Head) nameIncarnation(ctx context.Context) {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b) // never fails (crypto/rand)
 	id := hex.EncodeToString(b)
-	if _, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdIncarnation, Time: h.cfg.Now().UnixMilli(), Reason: id}); err != nil {
+	if _, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdIncarnation, Time: h.cfg.Now().UnixMilli(), Incarnation: id}); err != nil {
 		h.log.Warn("cannot name the cluster's incarnation; processes started now cannot be told from an earlier cluster's", "err", err)
 		return
 	}
@@ -53,7 +53,7 @@ func (h *Head) raiseIDFloor(ctx context.Context, hb wire.Heartbeat) {
 	if top < next {
 		return
 	}
-	if _, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdIDFloor, Time: h.cfg.Now().UnixMilli(), WorkID: top + 1}); err != nil {
+	if _, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdIDFloor, Time: h.cfg.Now().UnixMilli(), IDFloor: top + 1}); err != nil {
 		h.log.Warn("cannot raise the next work id above an earlier incarnation's", "node", hb.Node, "err", err)
 		return
 	}

@@ -119,9 +119,9 @@ func TestSubmitJobEndsAtOnce(t *testing.T) {
 		reason     string
 	}{
 		{"no items", wire.SubmitJobRequest{Spec: wire.JobSpec{Executable: "/bin/w"}},
-			state.CompletionNoWorkItemsFound, "no work items"},
+			string(state.CompletionNoWorkItemsFound), "no work items"},
 		{"unknown service", wire.SubmitJobRequest{Spec: wire.JobSpec{Executable: "/bin/w", ServiceDependency: []string{"TCP:db:5432"}}, Items: []string{"a"}},
-			state.CompletionServicesUnavail, "service not registered: TCP:db:5432"},
+			string(state.CompletionServicesUnavail), "service not registered: TCP:db:5432"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -187,7 +187,7 @@ func TestJobItemExchange(t *testing.T) {
 		t.Errorf("desired job process %+v", sp)
 	}
 	f.report(t, "n1", wire.ProcStatus{ID: p.ID, WorkID: id, State: wire.ProcRunning, PID: 11})
-	if info := f.show(t, id); info.State != state.StateInitializing || info.Procs[0].State != "Initializing" {
+	if info := f.show(t, id); info.State != string(state.StateInitializing) || info.Procs[0].State != "Initializing" {
 		t.Errorf("a job whose process has not said ready is Initializing: %s / %s", info.State, info.Procs[0].State)
 	}
 
@@ -208,7 +208,7 @@ func TestJobItemExchange(t *testing.T) {
 	}
 	// Every item is handed out and none waits: once the scheduler has
 	// seen that, the job shows as completing.
-	eventually(t, "the job shows Completing", func() bool { return f.show(t, id).State == state.StateCompleting })
+	eventually(t, "the job shows Completing", func() bool { return f.show(t, id).State == string(state.StateCompleting) })
 
 	f.clock.Add(2 * time.Second) // the rate estimate needs time to pass
 	rep = exchange(wire.ExchangeRequest{ProcID: p.ID, Held: []int{2}, Outcomes: []wire.ItemOutcome{
@@ -225,7 +225,7 @@ func TestJobItemExchange(t *testing.T) {
 
 	exchange(wire.ExchangeRequest{ProcID: p.ID, Outcomes: []wire.ItemOutcome{{Index: 2, OK: true, Millis: 30}}})
 	info = f.show(t, id)
-	if !info.Ended || info.Completion != state.CompletionError || !strings.Contains(info.Reason, "1 of 3 work items failed") {
+	if !info.Ended || info.Completion != string(state.CompletionError) || !strings.Contains(info.Reason, "1 of 3 work items failed") {
 		t.Errorf("a job with a failed item ends in Error saying so: %+v", info)
 	}
 

@@ -12,7 +12,7 @@ type metricsWork struct {
 	id        uint64
 	kind      wire.WorkKind
 	class     string
-	state     string
+	state     state.WorkState
 	canceling bool
 	service   bool
 	// running job with items left and processes: Completing if the job
@@ -51,7 +51,7 @@ func (h *Head) clusterMetrics() web.Cluster {
 	})
 
 	type workKey struct {
-		state string
+		state state.WorkState
 		kind  wire.WorkKind
 	}
 	work := map[workKey]int{}
@@ -88,7 +88,7 @@ func (h *Head) clusterMetrics() web.Cluster {
 		}
 	}
 	for k, n := range work {
-		out.Work = append(out.Work, web.WorkCount{State: k.state, Kind: k.kind, N: n})
+		out.Work = append(out.Work, web.WorkCount{State: string(k.state), Kind: k.kind, N: n})
 	}
 	for k, n := range pending {
 		out.Pending = append(out.Pending, web.PendingCount{Class: k[0], Reason: k[1], N: n})
@@ -103,7 +103,7 @@ func (h *Head) clusterMetrics() web.Cluster {
 	}
 	out.Items = web.ItemTotals{Failed: totals.ItemsFailed, Retried: totals.ItemsRetried, Preempted: totals.ItemsPreempted}
 	for k, n := range totals.Completed {
-		out.Completed = append(out.Completed, web.CompletedCount{Kind: k.Kind, Reason: k.Completion, N: n})
+		out.Completed = append(out.Completed, web.CompletedCount{Kind: k.Kind, Reason: string(k.Completion), N: n})
 	}
 	return out
 }

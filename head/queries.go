@@ -59,7 +59,7 @@ func (h *Head) Wait(ctx context.Context, c wire.Caller, r wire.WaitRequest) (wir
 		done := true // gone from the live state: ended (Show tells how)
 		h.cfg.FSM.View(func(v *state.View) {
 			if w := v.Work(r.ID); w != nil {
-				st, done = w.State, w.Ended()
+				st, done = string(w.State), w.Ended()
 			}
 		})
 		if done || (r.State != "" && st != r.State) {
@@ -97,10 +97,10 @@ func (h *Head) List(c wire.Caller, r wire.ListRequest) wire.WorkList {
 // copy (Work.Copy): info runs without the state's lock.
 func (h *Head) info(c wire.Caller, w *state.Work) wire.WorkInfo {
 	info := wire.WorkInfo{
-		ID: w.ID, Kind: w.Kind, User: w.User, Class: w.Class, State: w.State, Reason: w.Reason,
+		ID: w.ID, Kind: w.Kind, User: w.User, Class: w.Class, State: string(w.State), Reason: w.Reason,
 		Memory: w.Memory, SubmittedAt: w.SubmittedAt, StartedAt: w.StartedAt, EndedAt: w.EndedAt,
 		ExitCode: w.ExitCode, Command: append([]string{w.Path}, w.Args...), Description: w.Description,
-		Completion: w.Completion, Ended: w.Ended(), ShareGroup: w.ShareGroup,
+		Completion: string(w.Completion), Ended: w.Ended(), ShareGroup: w.ShareGroup,
 	}
 	if !w.Ended() {
 		h.waiting(w, &info) // Reason, ReasonCode, Held, HeldCode
@@ -167,7 +167,7 @@ func (h *Head) jobInfo(w *state.Work, info *wire.WorkInfo) {
 	}
 	if !w.Ended() && w.Job.Committed && w.Job.Remaining() > 0 && st.Processes > 0 && info.Reason == "" && w.State == state.StateRunning {
 		if q, _, ok := h.jd.Demand(w.ID); ok && q == 0 {
-			info.State = state.StateCompleting
+			info.State = string(state.StateCompleting)
 		}
 	}
 }

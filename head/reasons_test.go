@@ -15,7 +15,7 @@ func TestWaitingWorkSaysWhyInACode(t *testing.T) {
 	f := newFixture(t, options{scheduler: testScheduler})
 	f.node("n1", 4*gib)
 	var list wire.NodeList
-	f.mustCall(t, wire.MethodNodeAdmin, root, wire.NodeAdminRequest{Node: "n1", State: state.NodeVariedOff}, &list)
+	f.mustCall(t, wire.MethodNodeAdmin, root, wire.NodeAdminRequest{Node: "n1", State: string(state.NodeVariedOff)}, &list)
 	id := f.submitRun(t, alice, wire.RunRequest{Path: "/bin/true", Memory: 256 << 20})
 	eventually(t, "the run waits: no node is up", func() bool { return f.show(t, id).ReasonCode == wire.ReasonNoNodes })
 	info := f.show(t, id)

@@ -178,9 +178,9 @@ func (h *Head) retain(ctx context.Context) {
 // `ducc show` and `ducc wait` answer once the work left the live state.
 func purgedInfo(x *state.Record) wire.WorkInfo {
 	info := wire.WorkInfo{
-		ID: x.ID, Kind: x.Kind, User: x.User, Class: x.Class, State: state.StateCompleted, Reason: x.Reason,
+		ID: x.ID, Kind: x.Kind, User: x.User, Class: x.Class, State: string(state.StateCompleted), Reason: x.Reason,
 		Memory: x.Memory, SubmittedAt: x.SubmittedAt, StartedAt: x.StartedAt, EndedAt: x.EndedAt,
-		ExitCode: x.ExitCode, Description: x.Description, Completion: x.Completion, Ended: true,
+		ExitCode: x.ExitCode, Description: x.Description, Completion: string(x.Completion), Ended: true,
 		PurgedAt: x.WorkPurgedAt,
 	}
 	if len(x.Nodes) > 0 {

@@ -268,7 +268,7 @@ func TestJobWaitsForItsService(t *testing.T) {
 	if w := f.work(job); w.State != state.StateWaitingForServices && w.State != state.StateWaitingForResources {
 		t.Fatalf("a job naming a registered service is %s", w.State)
 	}
-	if info := f.show(t, job); info.State == state.StateWaitingForServices && !strings.Contains(info.Reason, endpoint) {
+	if info := f.show(t, job); info.State == string(state.StateWaitingForServices) && !strings.Contains(info.Reason, endpoint) {
 		t.Errorf("a job waiting for a service says which: %q", info.Reason)
 	}
 	eventually(t, "the service answers its pinger and the job goes on", func() bool {

@@ -80,7 +80,7 @@ func TestRunDefaultsAndKeepsTheRequest(t *testing.T) {
 		t.Errorf("the request was not kept: %+v", w)
 	}
 	info := f.show(t, id)
-	if info.State != state.StateWaitingForResources || info.Ended || info.Command[0] != "/bin/echo" || info.Command[1] != "hi" {
+	if info.State != string(state.StateWaitingForResources) || info.Ended || info.Command[0] != "/bin/echo" || info.Command[1] != "hi" {
 		t.Errorf("show: %+v", info)
 	}
 	// Without any node it waits, and says why.
@@ -129,13 +129,13 @@ func TestRunLifecycle(t *testing.T) {
 
 	f.report(t, "n1", wire.ProcStatus{ID: p.ID, WorkID: id, State: wire.ProcRunning, PID: 4242, StartedAt: 5, LogPath: "/log/1"})
 	info := f.show(t, id)
-	if info.State != state.StateRunning || info.Node != "n1" || len(info.Procs) != 1 || info.Procs[0].PID != 4242 || info.Procs[0].LogPath != "/log/1" {
+	if info.State != string(state.StateRunning) || info.Node != "n1" || len(info.Procs) != 1 || info.Procs[0].PID != 4242 || info.Procs[0].LogPath != "/log/1" {
 		t.Errorf("after the running report: %+v", info)
 	}
 
 	f.report(t, "n1", wire.ProcStatus{ID: p.ID, WorkID: id, State: wire.ProcExited, ExitCode: 3, Reason: "exit status 3"})
 	info = f.show(t, id)
-	if !info.Ended || info.State != state.StateCompleted || info.Completion != state.CompletionProgramExit || info.ExitCode != 3 {
+	if !info.Ended || info.State != string(state.StateCompleted) || info.Completion != string(state.CompletionProgramExit) || info.ExitCode != 3 {
 		t.Errorf("after the exit report: %+v", info)
 	}
 	// The end is acknowledged to the node, and the process no longer wanted.
@@ -176,12 +176,12 @@ func TestReserve(t *testing.T) {
 	}
 	eventually(t, "the reservation holds n1", func() bool {
 		info := f.show(t, rep.ID)
-		return info.State == state.StateRunning && info.Node == "n1"
+		return info.State == string(state.StateRunning) && info.Node == "n1"
 	})
 	// Released by its owner, it ends at once: nothing runs on it.
 	var info wire.WorkInfo
 	f.mustCall(t, wire.MethodCancel, alice, wire.CancelRequest{ID: rep.ID}, &info)
-	if !info.Ended || info.Completion != state.CompletionCanceledByUser {
+	if !info.Ended || info.Completion != string(state.CompletionCanceledByUser) {
 		t.Errorf("released reservation: %+v", info)
 	}
 }
@@ -203,9 +203,9 @@ func TestCancel(t *testing.T) {
 		completion string
 		reason     string
 	}{
-		{"owner", alice, state.CompletionCanceledByUser, "canceled by alice"},
-		{"administrator", carol, state.CompletionCanceledByAdmin, "canceled by carol"},
-		{"root", root, state.CompletionCanceledByAdmin, "canceled by root"},
+		{"owner", alice, string(state.CompletionCanceledByUser), "canceled by alice"},
+		{"administrator", carol, string(state.CompletionCanceledByAdmin), "canceled by carol"},
+		{"root", root, string(state.CompletionCanceledByAdmin), "canceled by root"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -256,7 +256,7 @@ func TestCancelStopsTheProcessFirst(t *testing.T) {
 		return ok && len(ds.Procs) == 1 && ds.Procs[0].Stop
 	})
 	f.report(t, "n1", wire.ProcStatus{ID: p.ID, WorkID: id, State: wire.ProcExited, ExitCode: -1, Signal: "TERM"})
-	if info := f.show(t, id); !info.Ended || info.Completion != state.CompletionCanceledByUser {
+	if info := f.show(t, id); !info.Ended || info.Completion != string(state.CompletionCanceledByUser) {
 		t.Errorf("after the process ended: %+v", info)
 	}
 }
@@ -272,7 +272,7 @@ func TestShowAndWait(t *testing.T) {
 	// A timeout returns the work as it is.
 	var info wire.WorkInfo
 	f.mustCall(t, wire.MethodWait, alice, wire.WaitRequest{ID: id, TimeoutMS: 1}, &info)
-	if info.Ended || info.State != state.StateWaitingForResources {
+	if info.Ended || info.State != string(state.StateWaitingForResources) {
 		t.Errorf("wait timed out with %+v", info)
 	}
 
@@ -280,13 +280,13 @@ func TestShowAndWait(t *testing.T) {
 	got := make(chan wire.WorkInfo, 1)
 	go func() {
 		var info wire.WorkInfo
-		if err := call(t, f.h, wire.MethodWait, alice, wire.WaitRequest{ID: id, State: state.StateWaitingForResources}, &info); err != nil {
+		if err := call(t, f.h, wire.MethodWait, alice, wire.WaitRequest{ID: id, State: string(state.StateWaitingForResources)}, &info); err != nil {
 			t.Errorf("wait: %v", err)
 		}
 		got <- info
 	}()
 	f.node("n1", 4*gib)
-	if info := <-got; info.State == state.StateWaitingForResources {
+	if info := <-got; info.State == string(state.StateWaitingForResources) {
 		t.Errorf("wait for leaving WaitingForResources returned %s", info.State)
 	}
 

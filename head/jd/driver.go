@@ -47,11 +47,11 @@ func (d *Driver) Pump(ctx context.Context, req wire.DriverRequest) (wire.DriverR
 	if !ended && !p.Ended() {
 		var cmds []state.Command
 		if req.Ready && p.ReadyAt == 0 {
-			cmds = append(cmds, state.Command{Type: state.CmdReady, Time: now.UnixMilli(), WorkID: req.JobID, ProcID: p.ID, Count: req.InitMS})
+			cmds = append(cmds, state.Command{Type: state.CmdReady, Time: now.UnixMilli(), WorkID: req.JobID, ProcID: p.ID, InitMS: req.InitMS})
 		}
 		if len(req.Items) > 0 || req.End || req.Failed != "" || req.Total > 0 {
 			cmds = append(cmds, state.Command{Type: state.CmdDriverItems, Time: now.UnixMilli(), WorkID: req.JobID, ProcID: p.ID,
-				Count: int64(req.Base), Items: req.Items, Last: req.End, Reason: req.Failed, Total: req.Total})
+				FirstItem: int64(req.Base), Items: req.Items, Last: req.End, Failure: req.Failed, Total: req.Total})
 		}
 		if len(cmds) > 0 {
 			res, err := d.apply.Apply(ctx, cmds...)

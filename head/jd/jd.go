@@ -177,7 +177,7 @@ func (d *Driver) exchangeOnce(ctx context.Context, j *job, req *wire.ExchangeReq
 		}
 		var cmds []state.Command
 		if req.Ready && p.ReadyAt == 0 {
-			cmds = append(cmds, state.Command{Type: state.CmdReady, Time: now.UnixMilli(), WorkID: w.ID, ProcID: p.ID, Count: req.InitMS})
+			cmds = append(cmds, state.Command{Type: state.CmdReady, Time: now.UnixMilli(), WorkID: w.ID, ProcID: p.ID, InitMS: req.InitMS})
 			p.ReadyAt = now.UnixMilli()
 		}
 		if len(req.Outcomes) > 0 {
@@ -495,7 +495,7 @@ func (d *Driver) ProcGone(ctx context.Context, jobID uint64, procID string) {
 		cmds = append(cmds, state.Command{Type: state.CmdOutcomes, Time: now, WorkID: jobID, ProcID: procID, Outcomes: timedOut})
 	}
 	if len(back) > 0 {
-		cmds = append(cmds, state.Command{Type: state.CmdRequeued, Time: now, WorkID: jobID, Count: int64(len(back))})
+		cmds = append(cmds, state.Command{Type: state.CmdRequeued, Time: now, WorkID: jobID, Requeued: int64(len(back))})
 	}
 	if len(cmds) > 0 {
 		if _, err := d.apply.Apply(ctx, cmds...); err != nil {

@@ -83,8 +83,8 @@ const resendAfter = time.Second
 type Node struct {
 	Name     string
 	Peer     string
-	State    string // Up, Down, Unknown
-	Admin    string // "", state.NodeVariedOff, state.NodeQuiescing
+	State    string               // Up, Down, Unknown
+	Admin    state.NodeAdminState // state.NodeNormal, NodeVariedOff, NodeQuiescing
 	LastSeen time.Time
 	HB       wire.Heartbeat
 	// Inventory: this head has had a full heartbeat from the node, so HB
@@ -246,7 +246,7 @@ func (o *Orchestrator) cycle(ctx context.Context) error {
 		o.cfg.Tick(ctx, now)
 	}
 	var active []*state.Work
-	var admin map[string]string
+	var admin map[string]state.NodeAdminState
 	o.cfg.FSM.View(func(v *state.View) {
 		for _, w := range v.Active() {
 			active = append(active, w.Copy()) // the scheduler sees a job's counters, not its items

@@ -366,7 +366,7 @@ func TestRunCyclesOnStateChanges(t *testing.T) {
 	f.o.Report(f.ctx, "n1", []wire.ProcStatus{{ID: "1.1", WorkID: id, State: wire.ProcExited, ExitCode: 0}})
 	nextCycle("a process exit")
 
-	apply(state.Command{Type: state.CmdNodeAdmin, Time: 3, Node: "n1", Reason: state.NodeVariedOff})
+	apply(state.Command{Type: state.CmdNodeAdmin, Time: 3, Node: "n1", NodeState: state.NodeVariedOff})
 	nextCycle("a node varied off")
 
 	f.o.SetScheduler(f.o.cfg.Scheduler)

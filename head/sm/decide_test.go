@@ -63,7 +63,7 @@ func proc(inst int, st string) func(*state.Work) {
 	}
 }
 
-func job(id uint64, st string, dep ...string) *state.Work {
+func job(id uint64, st state.WorkState, dep ...string) *state.Work {
 	return &state.Work{ID: id, Kind: wire.WorkJob, State: st, Deps: dep, Job: &state.Job{}}
 }
 

@@ -8,6 +8,19 @@
 // Volatile facts (heartbeats, pending reasons, live RSS) live in the
 // orchestrator and are rebuilt from the next heartbeats.
 //
+// A Command has a CommandType (CmdSubmit...; command.go) and a field of
+// its own for every value it carries: no field means one thing for one
+// type and another for another (CmdReady's InitMS, CmdNodeAdmin's
+// NodeState, CmdIDFloor's IDFloor...). The Raft log keeps the layout it
+// had before these fields existed (issue 24): a commandRecord, where some
+// types store their own value in a shared slot (Count, Reason, WorkID),
+// and Encode and Apply map between the two. Work states (WorkState),
+// completion reasons (Completion), node admin states (NodeAdminState),
+// item states (ItemState) and service changes (SvcOp) are named types
+// whose underlying string or integer is what the log and snapshots hold.
+// The fixture of head/server (testdata/raft-fixture), a log and snapshot
+// written before, guards the format.
+//
 // Apply is deterministic: the leader stamps the time into each command, so
 // every replica computes the same state. Readers take a consistent view with
 // View; Changed returns a channel closed on the next applied change, which

@@ -44,7 +44,7 @@ func TestDriverJobStates(t *testing.T) {
 	f := New()
 	var idx uint64
 	startDriver(t, f, &idx)
-	state := func() (s string, items int, committed bool) {
+	state := func() (s WorkState, items int, committed bool) {
 		f.View(func(v *View) {
 			w := v.Work(1)
 			s, items, committed = w.State, len(w.Job.Items), w.Job.Committed
@@ -60,7 +60,7 @@ func TestDriverJobStates(t *testing.T) {
 	if res := applyAll(t, f, &idx, Command{Type: CmdAssign, WorkID: 1, Assign: &Assignment{Node: "n1", Shares: 1, Kind: wire.ProcDriver}}); res[0].Err == nil {
 		t.Fatal("a second driver process was assigned")
 	}
-	applyAll(t, f, &idx, Command{Type: CmdReady, WorkID: 1, ProcID: "1.1", Count: 30})
+	applyAll(t, f, &idx, Command{Type: CmdReady, WorkID: 1, ProcID: "1.1", InitMS: 30})
 	if s, _, _ := state(); s != StateWaitingForResources {
 		t.Fatalf("after the driver's ready: state %s, want %s", s, StateWaitingForResources)
 	}
@@ -79,7 +79,7 @@ func TestDriverItemsIdempotent(t *testing.T) {
 	startDriver(t, f, &idx)
 	applyAll(t, f, &idx, Command{Type: CmdReady, WorkID: 1, ProcID: "1.1"})
 	chunk := func(base int, items []string, last bool) Command {
-		return Command{Type: CmdDriverItems, WorkID: 1, ProcID: "1.1", Count: int64(base), Items: items, Last: last}
+		return Command{Type: CmdDriverItems, WorkID: 1, ProcID: "1.1", FirstItem: int64(base), Items: items, Last: last}
 	}
 	for _, tc := range []struct {
 		name    string
@@ -91,7 +91,7 @@ func TestDriverItemsIdempotent(t *testing.T) {
 		{"resent", chunk(0, []string{"a", "b"}, false), []string{"a", "b"}, ""},
 		{"overlap", chunk(1, []string{"b", "c"}, false), []string{"a", "b", "c"}, ""},
 		{"gap", chunk(5, []string{"x"}, false), []string{"a", "b", "c"}, "only 3"},
-		{"wrong process", Command{Type: CmdDriverItems, WorkID: 1, ProcID: "1.9", Count: 3, Items: []string{"x"}}, []string{"a", "b", "c"}, "no live driver"},
+		{"wrong process", Command{Type: CmdDriverItems, WorkID: 1, ProcID: "1.9", FirstItem: 3, Items: []string{"x"}}, []string{"a", "b", "c"}, "no live driver"},
 		{"last", chunk(3, []string{"d"}, true), []string{"a", "b", "c", "d"}, ""},
 		{"last resent", chunk(3, []string{"d"}, true), []string{"a", "b", "c", "d"}, ""},
 	} {
@@ -123,7 +123,7 @@ func TestDriverEnds(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		cmds       []Command
-		completion string // "" = still running
+		completion Completion // "" = still running
 		reason     string
 	}{
 		{"dies before ready", []Command{exited(3, "exited with code 3; last lines of its log: no corpus")},
@@ -135,7 +135,7 @@ func TestDriverEnds(t *testing.T) {
 			{Type: CmdProc, Proc: &wire.ProcStatus{ID: "1.1", WorkID: 1, State: wire.ProcLost, ExitCode: -1, Reason: "node n1 is down"}}},
 			CompletionDriverFailed, "node n1 is down"},
 		{"the agent lost its items", []Command{{Type: CmdReady, WorkID: 1, ProcID: "1.1"},
-			{Type: CmdDriverItems, WorkID: 1, ProcID: "1.1", Reason: "the agent restarted"}},
+			{Type: CmdDriverItems, WorkID: 1, ProcID: "1.1", Failure: "the agent restarted"}},
 			CompletionDriverFailed, "failed: the agent restarted"},
 		{"exits after its last item", []Command{{Type: CmdReady, WorkID: 1, ProcID: "1.1"},
 			{Type: CmdDriverItems, WorkID: 1, ProcID: "1.1", Items: []string{"a"}, Last: true}, exited(0, "exited normally")},

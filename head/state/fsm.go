@@ -35,7 +35,7 @@ type FSM struct {
 	// reconfigure` (YAML), nil until then; nodeAdmin holds vary-off and
 	// quiesce states.
 	sched     []byte
-	nodeAdmin map[string]string
+	nodeAdmin map[string]NodeAdminState
 	// incarnation is the cluster's incarnation id (CmdIncarnation).
 	incarnation string
 	// idx indexes live work and processes for the hot paths.
@@ -48,12 +48,7 @@ type FSM struct {
 // New returns an empty state. Ids start at 1.
 func New() *FSM {
 	return &FSM{nextID: 1, work: make(map[uint64]*Work), changed: make(chan struct{}), scheduling: make(chan struct{}),
-		nodeAdmin: map[string]string{}, idx: newIndex(), hist: newHistory()}
-}
-
-// Encode encodes a batch of commands as one log entry.
-func Encode(cmds ...Command) ([]byte, error) {
-	return wire.Marshal(Batch{Commands: cmds})
+		nodeAdmin: map[string]NodeAdminState{}, idx: newIndex(), hist: newHistory()}
 }
 
 // Apply implements raft.FSM.
@@ -61,19 +56,19 @@ func (f *FSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
-	var b Batch
-	if err := wire.UnmarshalLimit(l.Data, &b, wire.MaxMessageSize*4); err != nil {
+	cmds, err := decodeBatch(l.Data)
+	if err != nil {
 		return []Result{{Err: fmt.Errorf("decode log entry %d: %w", l.Index, err)}}
 	}
 	f.mu.Lock()
-	res := make([]Result, len(b.Commands))
-	for i := range b.Commands {
-		res[i] = f.apply(&b.Commands[i])
-		if w, procs := f.touched(&b.Commands[i], res[i]); w != nil {
+	res := make([]Result, len(cmds))
+	for i := range cmds {
+		res[i] = f.apply(&cmds[i])
+		if w, procs := f.touched(&cmds[i], res[i]); w != nil {
 			f.idx.reindex(w, procs)
 			f.hist.noteEnded(w)
 		}
-		if res[i].Err == nil && schedules(&b.Commands[i]) {
+		if res[i].Err == nil && schedules(&cmds[i]) {
 			f.reschedule = true
 		}
 	}
@@ -142,8 +137,8 @@ func (v *View) Work(id uint64) *Work { return v.f.work[id] }
 func (v *View) SchedulerConfig() []byte { return v.f.sched }
 
 // NodeAdmin returns the admin state of every node that has one.
-func (v *View) NodeAdmin() map[string]string {
-	out := make(map[string]string, len(v.f.nodeAdmin))
+func (v *View) NodeAdmin() map[string]NodeAdminState {
+	out := make(map[string]NodeAdminState, len(v.f.nodeAdmin))
 	for k, s := range v.f.nodeAdmin {
 		out[k] = s
 	}
@@ -197,19 +192,19 @@ func (f *FSM) apply(c *Command) Result {
 		f.sched = append([]byte(nil), c.Config...)
 		return Result{}
 	case CmdNodeAdmin:
-		if c.Reason == "" {
+		if c.NodeState == NodeNormal {
 			delete(f.nodeAdmin, c.Node)
 		} else {
-			f.nodeAdmin[c.Node] = c.Reason
+			f.nodeAdmin[c.Node] = c.NodeState
 		}
 		return Result{}
 	case CmdIncarnation:
 		if f.incarnation == "" {
-			f.incarnation = c.Reason
+			f.incarnation = c.Incarnation
 		}
 		return Result{}
 	case CmdIDFloor:
-		f.nextID = max(f.nextID, c.WorkID)
+		f.nextID = max(f.nextID, c.IDFloor)
 		return Result{}
 	case CmdSvcRegister:
 		return f.svcRegister(c)
@@ -229,8 +224,8 @@ func (f *FSM) apply(c *Command) Result {
 		return f.ready(c)
 	case CmdRequeued:
 		if _, j, err := f.job(c); err == nil {
-			j.Preempted += int(c.Count)
-			f.totals.ItemsPreempted += uint64(max(c.Count, 0))
+			j.Preempted += int(c.Requeued)
+			f.totals.ItemsPreempted += uint64(max(c.Requeued, 0))
 		}
 		return Result{ID: c.WorkID}
 	case CmdStopProc:
@@ -434,7 +429,7 @@ func (f *FSM) workAfterProc(w *Work, p *Proc, now int64) {
 
 // cancelCompletion says who canceled: the owner, or someone else (an
 // administrator).
-func cancelCompletion(w *Work) string {
+func cancelCompletion(w *Work) Completion {
 	if w.CancelBy != "" && w.CancelBy != w.User {
 		return CompletionCanceledByAdmin
 	}
@@ -475,7 +470,7 @@ func (f *FSM) cancel(c *Command) Result {
 	return Result{ID: w.ID}
 }
 
-func (f *FSM) finish(w *Work, now int64, completion, reason string, exit int) {
+func (f *FSM) finish(w *Work, now int64, completion Completion, reason string, exit int) {
 	if w.Ended() {
 		return
 	}
@@ -500,11 +495,11 @@ func (f *FSM) finish(w *Work, now int64, completion, reason string, exit int) {
 // followed by its items in frames of at most snapChunk: itemCols since
 // version 2, []Item in version 1 (still read).
 type snapHeader struct {
-	Version   int               `cbor:"1,keyasint"`
-	NextID    uint64            `cbor:"2,keyasint"`
-	Count     int               `cbor:"3,keyasint"`
-	Scheduler []byte            `cbor:"4,keyasint,omitempty"`
-	NodeAdmin map[string]string `cbor:"5,keyasint,omitempty"`
+	Version   int                       `cbor:"1,keyasint"`
+	NextID    uint64                    `cbor:"2,keyasint"`
+	Count     int                       `cbor:"3,keyasint"`
+	Scheduler []byte                    `cbor:"4,keyasint,omitempty"`
+	NodeAdmin map[string]NodeAdminState `cbor:"5,keyasint,omitempty"`
 	// History says that the history part (history.write) follows the
 	// work.
 	History bool `cbor:"20,keyasint,omitempty"`
@@ -616,7 +611,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.nodeAdmin = h.NodeAdmin
 	f.incarnation = h.Incarnation
 	if f.nodeAdmin == nil {
-		f.nodeAdmin = map[string]string{}
+		f.nodeAdmin = map[string]NodeAdminState{}
 	}
 	close(f.changed)
 	f.changed = make(chan struct{})

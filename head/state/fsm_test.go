@@ -30,8 +30,8 @@ func TestManagedLifecycle(t *testing.T) {
 		name           string
 		events         []wire.ProcStatus // after assignment of proc "1.1"
 		cancel         bool
-		wantState      string
-		wantCompletion string
+		wantState      WorkState
+		wantCompletion Completion
 		wantExit       int
 		wantOOMKills   uint64
 		wantReason     string

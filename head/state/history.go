@@ -33,7 +33,7 @@ type Record struct {
 	SubmittedAt int64         `cbor:"6,keyasint"` // unix ms
 	StartedAt   int64         `cbor:"7,keyasint,omitempty"`
 	EndedAt     int64         `cbor:"8,keyasint"`
-	Completion  string        `cbor:"9,keyasint,omitempty"`
+	Completion  Completion    `cbor:"9,keyasint,omitempty"`
 	Reason      string        `cbor:"10,keyasint,omitempty"`
 	ExitCode    int           `cbor:"11,keyasint"`
 	// Memory asked (per process) and the largest cap a process got.
@@ -365,7 +365,7 @@ func (v *View) History(q HistoryQuery) (out []Record, nextEnd int64, nextID uint
 		if q.User != "" && r.User != q.User || q.Class != "" && r.Class != q.Class {
 			continue
 		}
-		if len(q.Completions) > 0 && !slices.ContainsFunc(q.Completions, func(s string) bool { return strings.EqualFold(s, r.Completion) }) {
+		if len(q.Completions) > 0 && !slices.ContainsFunc(q.Completions, func(s string) bool { return strings.EqualFold(s, string(r.Completion)) }) {
 			continue
 		}
 		out = append(out, r)

@@ -39,7 +39,7 @@ func historyFixture(t *testing.T) (*FSM, *uint64) {
 		Command{Type: CmdAssign, Time: 1100, WorkID: 2, Assign: &Assignment{Node: "n2", Shares: 2, MemoryLimit: 2 << 30}})
 	for _, id := range []string{"2.1", "2.2"} {
 		next(Command{Type: CmdProc, Time: 1200, Proc: &wire.ProcStatus{ID: id, WorkID: 2, State: wire.ProcRunning, PID: 7, StartedAt: 1150}})
-		next(Command{Type: CmdReady, Time: 1300, WorkID: 2, ProcID: id, Count: 10})
+		next(Command{Type: CmdReady, Time: 1300, WorkID: 2, ProcID: id, InitMS: 10})
 	}
 	next(Command{Type: CmdOutcomes, Time: 1500, WorkID: 2, ProcID: "2.1", Outcomes: []wire.ItemOutcome{
 		{Index: 0, OK: true, Result: `"A"`}, {Index: 1, OK: false, Error: "boom"}}})

@@ -10,9 +10,9 @@ import (
 // id floor only raises the next id, and both survive a snapshot.
 func TestIncarnationAndIDFloor(t *testing.T) {
 	f := New()
-	apply(t, f, 1, Command{Type: CmdIncarnation, Reason: "a1"}, Command{Type: CmdIncarnation, Reason: "b2"})
-	apply(t, f, 2, Command{Type: CmdIDFloor, WorkID: 18})
-	apply(t, f, 3, Command{Type: CmdIDFloor, WorkID: 5}) // lower: no effect
+	apply(t, f, 1, Command{Type: CmdIncarnation, Incarnation: "a1"}, Command{Type: CmdIncarnation, Incarnation: "b2"})
+	apply(t, f, 2, Command{Type: CmdIDFloor, IDFloor: 18})
+	apply(t, f, 3, Command{Type: CmdIDFloor, IDFloor: 5}) // lower: no effect
 	res := apply(t, f, 4, Command{Type: CmdSubmit, Time: 4, Work: managed()})
 	if res[0].Err != nil || res[0].ID != 18 {
 		t.Fatalf("submission after the floor got %+v, want id 18", res[0])

@@ -16,21 +16,21 @@ import (
 // again afterwards (reindex), and Restore rebuilds the whole index, so no
 // command has to remember an index.
 type index struct {
-	live     workSet             // work not ended, by id
-	byState  map[string]*workSet // live work by state
-	filed    map[uint64]filing   // live work → where it is filed
-	services map[string]*Work    // live services by endpoint
-	nodes    map[string]*procSet // node → its processes that have not ended
+	live     workSet                // work not ended, by id
+	byState  map[WorkState]*workSet // live work by state
+	filed    map[uint64]filing      // live work → where it is filed
+	services map[string]*Work       // live services by endpoint
+	nodes    map[string]*procSet    // node → its processes that have not ended
 }
 
 // filing is where a piece of live work is filed in the index.
 type filing struct {
-	state    string
+	state    WorkState
 	endpoint string // services only
 }
 
 func newIndex() index {
-	return index{byState: map[string]*workSet{}, filed: map[uint64]filing{},
+	return index{byState: map[WorkState]*workSet{}, filed: map[uint64]filing{},
 		services: map[string]*Work{}, nodes: map[string]*procSet{}}
 }
 
@@ -202,7 +202,7 @@ func (v *View) LiveWork() iter.Seq[*Work] {
 }
 
 // LiveInState yields the live work in one state (State*), in id order.
-func (v *View) LiveInState(state string) iter.Seq[*Work] {
+func (v *View) LiveInState(state WorkState) iter.Seq[*Work] {
 	return func(yield func(*Work) bool) {
 		s := v.f.idx.byState[state]
 		if s == nil {
@@ -242,7 +242,7 @@ func (v *View) NodeProcs(node string) iter.Seq2[*Work, *Proc] {
 func (f *FSM) touched(c *Command, r Result) (w *Work, procs bool) {
 	id := c.WorkID
 	switch c.Type {
-	case CmdConfig, CmdNodeAdmin:
+	case CmdConfig, CmdNodeAdmin, CmdIncarnation, CmdIDFloor, CmdPurge:
 		return nil, false
 	case CmdSubmit, CmdSvcRegister:
 		id = r.ID

@@ -17,7 +17,7 @@ import (
 // indexView is what the index answers, in the form a scan computes it.
 type indexView struct {
 	Live     []uint64
-	ByState  map[string][]uint64
+	ByState  map[WorkState][]uint64
 	Services map[string]uint64
 	Nodes    map[string][]string // node → proc ids, in NodeProcs order
 }
@@ -25,7 +25,7 @@ type indexView struct {
 // scanIndex computes by brute force over all work what the index must
 // answer.
 func scanIndex(f *FSM) indexView {
-	iv := indexView{ByState: map[string][]uint64{}, Services: map[string]uint64{}, Nodes: map[string][]string{}}
+	iv := indexView{ByState: map[WorkState][]uint64{}, Services: map[string]uint64{}, Nodes: map[string][]string{}}
 	f.View(func(v *View) {
 		for _, w := range v.All() {
 			for _, p := range w.Procs {
@@ -48,7 +48,7 @@ func scanIndex(f *FSM) indexView {
 
 // readIndex reads the index through View's methods.
 func readIndex(f *FSM) indexView {
-	iv := indexView{ByState: map[string][]uint64{}, Services: map[string]uint64{}, Nodes: map[string][]string{}}
+	iv := indexView{ByState: map[WorkState][]uint64{}, Services: map[string]uint64{}, Nodes: map[string][]string{}}
 	f.View(func(v *View) {
 		for w := range v.LiveWork() {
 			iv.Live = append(iv.Live, w.ID)
@@ -107,7 +107,7 @@ var (
 	genNodes     = []string{"n1", "n2", "n3"}
 	genEndpoints = []string{"UIMA-AS:a", "UIMA-AS:b", "HTTP:c"}
 	genProcState = []string{wire.ProcStarting, wire.ProcRunning, wire.ProcExited, wire.ProcExited, wire.ProcLost, wire.ProcLaunchFailed}
-	genSvcOps    = []string{SvcOpStart, SvcOpStop, SvcOpEnable, SvcOpDisable, SvcOpObserve, SvcOpIgnore, SvcOpRefStart,
+	genSvcOps    = []SvcOp{SvcOpStart, SvcOpStop, SvcOpEnable, SvcOpDisable, SvcOpObserve, SvcOpIgnore, SvcOpRefStart,
 		SvcOpRefStop, SvcOpAdd, SvcOpDelete, SvcOpAutostart, SvcOpLastUse, SvcOpReady}
 )
 
@@ -168,9 +168,9 @@ func (g *cmdGen) command(v *View) Command {
 		case 0:
 			c.Type, c.WorkID, c.Items, c.Last = CmdItems, id, []string{"x", "y"}, g.r.IntN(2) == 0
 		case 1:
-			c.Type, c.WorkID, c.ProcID, c.Count = CmdReady, id, g.proc(w), 5
+			c.Type, c.WorkID, c.ProcID, c.InitMS = CmdReady, id, g.proc(w), 5
 		case 2:
-			c.Type, c.WorkID, c.Count = CmdRequeued, id, 1
+			c.Type, c.WorkID, c.Requeued = CmdRequeued, id, 1
 		default:
 			c.Type, c.WorkID = CmdDepsMet, id
 		}
@@ -183,9 +183,9 @@ func (g *cmdGen) command(v *View) Command {
 		switch g.r.IntN(3) {
 		case 0:
 			c.Type, c.WorkID, c.ProcID = CmdSvcChange, id, g.proc(w)
-			c.Service = &ServiceChange{Op: g.pick(genSvcOps), N: int64(g.r.IntN(3)), IDs: []int{g.r.IntN(3)}, Bool: g.r.IntN(2) == 0}
+			c.Service = &ServiceChange{Op: genSvcOps[g.r.IntN(len(genSvcOps))], N: int64(g.r.IntN(3)), IDs: []int{g.r.IntN(3)}, Bool: g.r.IntN(2) == 0}
 		case 1:
-			c.Type, c.Node, c.Reason = CmdNodeAdmin, g.pick(genNodes), []string{"", NodeVariedOff}[g.r.IntN(2)]
+			c.Type, c.Node, c.NodeState = CmdNodeAdmin, g.pick(genNodes), []NodeAdminState{NodeNormal, NodeVariedOff}[g.r.IntN(2)]
 		default:
 			c.Type, c.Config = CmdConfig, []byte("classes: {}")
 		}
@@ -231,7 +231,7 @@ func TestIndexMatchesScan(t *testing.T) {
 			g := &cmdGen{r: rand.New(rand.NewPCG(tc.seed, 0x5eed)), now: 1_000_000}
 			f := New()
 			var idx uint64
-			kinds := map[int]int{}
+			kinds := map[CommandType]int{}
 			for step := 1; step <= tc.steps; step++ {
 				var cmds []Command
 				f.View(func(v *View) {
@@ -258,7 +258,7 @@ func TestIndexMatchesScan(t *testing.T) {
 			if live == 0 || live == total {
 				t.Errorf("%d live of %d: the sequence did not exercise both live and ended work", live, total)
 			}
-			for _, typ := range []int{CmdSubmit, CmdSvcRegister, CmdAssign, CmdProc, CmdCancel, CmdFinish, CmdStopProc, CmdOutcomes, CmdSvcChange} {
+			for _, typ := range []CommandType{CmdSubmit, CmdSvcRegister, CmdAssign, CmdProc, CmdCancel, CmdFinish, CmdStopProc, CmdOutcomes, CmdSvcChange} {
 				if kinds[typ] == 0 {
 					t.Errorf("no command of type %d applied without error", typ)
 				}

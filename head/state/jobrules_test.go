@@ -12,7 +12,7 @@ import (
 func TestMaxJobErrorsIsExceeded(t *testing.T) {
 	for _, tc := range []struct {
 		failed int
-		want   string // "" = still running
+		want   Completion // "" = still running
 	}{
 		{2, ""},
 		{3, CompletionCanceledByDriver},

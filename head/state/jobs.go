@@ -7,12 +7,28 @@ import (
 	"github.com/ducc-project/ducc/wire"
 )
 
+// ItemState is the outcome of a work item so far. Stored as its number,
+// a CBOR integer.
+type ItemState uint8
+
 // Item states.
 const (
-	ItemPending = 0
-	ItemDone    = 1
-	ItemFailed  = 2
+	ItemPending ItemState = 0
+	ItemDone    ItemState = 1
+	ItemFailed  ItemState = 2
 )
+
+func (s ItemState) String() string {
+	switch s {
+	case ItemPending:
+		return "Pending"
+	case ItemDone:
+		return "Done"
+	case ItemFailed:
+		return "Failed"
+	}
+	return fmt.Sprintf("ItemState(%d)", uint8(s))
+}
 
 // Job is the durable part of a job: its spec, its items and their
 // outcomes, and the counters its rules need. In-flight dispatch is not
@@ -51,13 +67,13 @@ func (j *Job) HasDriver() bool { return j.Spec.DriverExecutable != "" }
 
 // Item is one work item and its outcome.
 type Item struct {
-	Data     string `cbor:"1,keyasint"`
-	State    uint8  `cbor:"2,keyasint,omitempty"`
-	Attempts uint16 `cbor:"3,keyasint,omitempty"`
-	Millis   int64  `cbor:"4,keyasint,omitempty"`
-	Result   string `cbor:"5,keyasint,omitempty"`
-	Error    string `cbor:"6,keyasint,omitempty"`
-	Proc     string `cbor:"7,keyasint,omitempty"`
+	Data     string    `cbor:"1,keyasint"`
+	State    ItemState `cbor:"2,keyasint,omitempty"`
+	Attempts uint16    `cbor:"3,keyasint,omitempty"`
+	Millis   int64     `cbor:"4,keyasint,omitempty"`
+	Result   string    `cbor:"5,keyasint,omitempty"`
+	Error    string    `cbor:"6,keyasint,omitempty"`
+	Proc     string    `cbor:"7,keyasint,omitempty"`
 }
 
 // Total is the number of items (NItems in copies made without items).
@@ -112,10 +128,10 @@ func (f *FSM) items(c *Command) Result {
 }
 
 // driverItems appends a chunk of items from the job's driver process.
-// Chunks are numbered (Count is the driver's number of the chunk's first
-// item), so a chunk sent again after a lost answer adds only what the
-// state lacks; a chunk past the end (a gap) is refused. Reason set: the
-// agent lost track of the driver, and the job ends DriverProcessFailed.
+// Chunks are numbered (FirstItem is the driver's number of the chunk's
+// first item), so a chunk sent again after a lost answer adds only what
+// the state lacks; a chunk past the end (a gap) is refused. Failure set:
+// the agent lost track of the driver, and the job ends DriverProcessFailed.
 func (f *FSM) driverItems(c *Command) Result {
 	w, j, err := f.job(c)
 	if err != nil {
@@ -131,11 +147,11 @@ func (f *FSM) driverItems(c *Command) Result {
 	if c.Total > 0 {
 		j.DriverTotal = c.Total
 	}
-	if c.Reason != "" {
-		f.finish(w, c.Time, CompletionDriverFailed, "the driver process "+p.ID+" failed: "+c.Reason, 1)
+	if c.Failure != "" {
+		f.finish(w, c.Time, CompletionDriverFailed, "the driver process "+p.ID+" failed: "+c.Failure, 1)
 		return Result{ID: w.ID}
 	}
-	base, have := int(c.Count), len(j.Items)
+	base, have := int(c.FirstItem), len(j.Items)
 	if base > have {
 		return Result{Err: fmt.Errorf("job %d: driver items from %d, but the job has only %d", w.ID, base, have)}
 	}
@@ -233,7 +249,7 @@ func (f *FSM) ready(c *Command) Result {
 	if p == nil || p.Ended() || p.ReadyAt != 0 {
 		return Result{ID: w.ID}
 	}
-	p.ReadyAt, p.InitMS = c.Time, c.Count
+	p.ReadyAt, p.InitMS = c.Time, c.InitMS
 	if p.IsDriver() {
 		j.DriverReady = true
 		if w.State == StateWaitingForDriver {
@@ -243,7 +259,7 @@ func (f *FSM) ready(c *Command) Result {
 		return Result{ID: w.ID}
 	}
 	j.EverReady = true
-	j.InitMSSum += c.Count
+	j.InitMSSum += c.InitMS
 	j.InitCount++
 	if !w.Ended() && w.State != StateRunning {
 		w.State = StateRunning

@@ -59,7 +59,7 @@ func TestSchedulingChanged(t *testing.T) {
 		{"process lost", Command{Type: CmdProc, Proc: &wire.ProcStatus{ID: "2.1", WorkID: 2, State: wire.ProcLost, ExitCode: -1}}, true},
 		{"last items", Command{Type: CmdItems, WorkID: 3, Items: []string{"c"}, Last: true}, true},
 		{"reconfigure", Command{Type: CmdConfig, Config: []byte("classes: []")}, true},
-		{"vary off", Command{Type: CmdNodeAdmin, Node: "n1", Reason: NodeVariedOff}, true},
+		{"vary off", Command{Type: CmdNodeAdmin, Node: "n1", NodeState: NodeVariedOff}, true},
 		{"dependencies met", Command{Type: CmdDepsMet, WorkID: 3}, true},
 		{"service registered", Command{Type: CmdSvcRegister, Work: svcWork("TCP:h:1")}, true},
 		{"last outcome ends the job", Command{Type: CmdOutcomes, WorkID: 2, ProcID: "2.1",
@@ -69,9 +69,9 @@ func TestSchedulingChanged(t *testing.T) {
 		{"stop", Command{Type: CmdStopProc, WorkID: 2, ProcID: "2.1", Reason: "preempted"}, false},
 		{"process started", Command{Type: CmdProc, Proc: &wire.ProcStatus{ID: "1.1", WorkID: 1, State: wire.ProcRunning, PID: 10}}, false},
 		{"more items", Command{Type: CmdItems, WorkID: 3, Items: []string{"c"}}, false},
-		{"process ready", Command{Type: CmdReady, WorkID: 2, ProcID: "2.1", Count: 50}, false},
+		{"process ready", Command{Type: CmdReady, WorkID: 2, ProcID: "2.1", InitMS: 50}, false},
 		{"one outcome", Command{Type: CmdOutcomes, WorkID: 2, ProcID: "2.1", Outcomes: []wire.ItemOutcome{{Index: 0, OK: true}}}, false},
-		{"requeued", Command{Type: CmdRequeued, WorkID: 2, Count: 1}, false},
+		{"requeued", Command{Type: CmdRequeued, WorkID: 2, Requeued: 1}, false},
 		{"refused cancel", Command{Type: CmdCancel, WorkID: missing, By: "alice"}, false},
 	}
 	for _, tc := range tests {

@@ -46,27 +46,33 @@ func (s *Service) copy() *Service {
 	return &c
 }
 
-// Service change operations (ServiceChange.Op).
+// SvcOp is a kind of change of a service (ServiceChange.Op). Stored as
+// its name, a CBOR text string.
+type SvcOp string
+
+// Service change operations.
 const (
-	SvcOpStart     = "start"     // Started, not by references; N > 0 adds N instances
-	SvcOpStop      = "stop"      // N > 0: remove the N newest instances; else stop and disable (Reason)
-	SvcOpEnable    = "enable"    // clear Disabled and the failure counts
-	SvcOpDisable   = "disable"   // Disabled with Reason
-	SvcOpModify    = "modify"    // take Keys from Spec
-	SvcOpObserve   = "observe"   // ByRefs
-	SvcOpIgnore    = "ignore"    // not ByRefs
-	SvcOpRefStart  = "refstart"  // started by a reference
-	SvcOpRefStop   = "refstop"   // the linger after the last reference passed
-	SvcOpAdd       = "add"       // a pinger's additions (N), within max_instances
-	SvcOpDelete    = "delete"    // a pinger's deletions (IDs)
-	SvcOpAutostart = "autostart" // a pinger's autostart answer (Bool)
-	SvcOpLastUse   = "lastuse"   // a pinger's last_use (N)
-	SvcOpReady     = "ready"     // an instance initialized (ProcID of the command)
+	SvcOpStart     SvcOp = "start"     // Started, not by references; N > 0 adds N instances
+	SvcOpStop      SvcOp = "stop"      // N > 0: remove the N newest instances; else stop and disable (Reason)
+	SvcOpEnable    SvcOp = "enable"    // clear Disabled and the failure counts
+	SvcOpDisable   SvcOp = "disable"   // Disabled with Reason
+	SvcOpModify    SvcOp = "modify"    // take Keys from Spec
+	SvcOpObserve   SvcOp = "observe"   // ByRefs
+	SvcOpIgnore    SvcOp = "ignore"    // not ByRefs
+	SvcOpRefStart  SvcOp = "refstart"  // started by a reference
+	SvcOpRefStop   SvcOp = "refstop"   // the linger after the last reference passed
+	SvcOpAdd       SvcOp = "add"       // a pinger's additions (N), within max_instances
+	SvcOpDelete    SvcOp = "delete"    // a pinger's deletions (IDs)
+	SvcOpAutostart SvcOp = "autostart" // a pinger's autostart answer (Bool)
+	SvcOpLastUse   SvcOp = "lastuse"   // a pinger's last_use (N)
+	SvcOpReady     SvcOp = "ready"     // an instance initialized (ProcID of the command)
 )
+
+func (o SvcOp) String() string { return string(o) }
 
 // ServiceChange is one change of a service.
 type ServiceChange struct {
-	Op     string            `cbor:"1,keyasint"`
+	Op     SvcOp             `cbor:"1,keyasint"`
 	N      int64             `cbor:"2,keyasint,omitempty"`
 	IDs    []int             `cbor:"3,keyasint,omitempty"`
 	Spec   *wire.ServiceSpec `cbor:"4,keyasint,omitempty"`

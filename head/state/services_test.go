@@ -134,7 +134,7 @@ func TestJobWaitsForServices(t *testing.T) {
 	f := New()
 	j := &Work{Kind: wire.WorkJob, User: "bob", Deps: []string{"TCP:h:1"}, Job: &Job{Items: []Item{{Data: "x"}}}}
 	res := apply(t, f, 1, Command{Type: CmdSubmit, Time: 1, Work: j, Last: true})
-	var st string
+	var st WorkState
 	f.View(func(v *View) { st = v.Work(res[0].ID).State })
 	if st != StateWaitingForServices {
 		t.Fatalf("state %s", st)

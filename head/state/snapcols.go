@@ -98,7 +98,7 @@ func splitCols(items []Item) []*itemCols {
 			data.add(it.Data)
 			result.add(it.Result)
 			errs.add(it.Error)
-			state = append(state, it.State)
+			state = append(state, byte(it.State))
 			attempts.add(uint64(it.Attempts))
 			millis.addSigned(it.Millis)
 			var p uint64
@@ -170,7 +170,7 @@ func (c *itemCols) appendTo(items []Item) ([]Item, error) {
 	for i := range n {
 		it := Item{Data: data(i), Result: result(i), Error: errs(i)}
 		if c.State != nil {
-			it.State = c.State[i]
+			it.State = ItemState(c.State[i])
 		}
 		if attempts != nil {
 			it.Attempts = uint16(attempts[i])

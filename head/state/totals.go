@@ -21,7 +21,7 @@ type Totals struct {
 // CompletionKey is a kind of work and how it ended.
 type CompletionKey struct {
 	Kind       wire.WorkKind
-	Completion string
+	Completion Completion
 }
 
 // Totals returns a copy of the event counters.
@@ -35,7 +35,7 @@ func (v *View) Totals() Totals {
 }
 
 // completed counts work w ending with completion.
-func (t *Totals) completed(w *Work, completion string) {
+func (t *Totals) completed(w *Work, completion Completion) {
 	if t.Completed == nil {
 		t.Completed = map[CompletionKey]uint64{}
 	}

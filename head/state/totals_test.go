@@ -21,7 +21,7 @@ func TestTotalsCountEvents(t *testing.T) {
 		// Item 0 fails twice (one retry, then failed), item 1 once (retried).
 		{Type: CmdOutcomes, WorkID: 1, ProcID: "1.1", Outcomes: []wire.ItemOutcome{{Index: 0}, {Index: 1}}},
 		{Type: CmdOutcomes, WorkID: 1, ProcID: "1.1", Outcomes: []wire.ItemOutcome{{Index: 0}, {Index: 1, OK: true}}},
-		{Type: CmdRequeued, WorkID: 1, Count: 2},
+		{Type: CmdRequeued, WorkID: 1, Requeued: 2},
 		{Type: CmdOutcomes, WorkID: 1, ProcID: "1.1", Outcomes: []wire.ItemOutcome{{Index: 2, OK: true}, {Index: 3, OK: true}}},
 		{Type: CmdSubmit, Work: managed()},
 		{Type: CmdCancel, WorkID: 2, By: "alice"},

@@ -7,43 +7,56 @@ import (
 	"github.com/ducc-project/ducc/wire"
 )
 
-// Work states (docs/jobs.md; managed reservations use a subset).
+// WorkState is the state of a piece of work (docs/jobs.md; managed
+// reservations use a subset). It is stored as its name, a CBOR text
+// string, as the plain strings before it were.
+type WorkState string
+
+// Work states.
 const (
-	StateReceived            = "Received"
-	StateWaitingForServices  = "WaitingForServices"
-	StateWaitingForResources = "WaitingForResources"
-	StateAssigned            = "Assigned"
-	StateInitializing        = "Initializing"
-	StateRunning             = "Running"
-	StateCompleting          = "Completing"
-	StateCompleted           = "Completed"
+	StateReceived            WorkState = "Received"
+	StateWaitingForServices  WorkState = "WaitingForServices"
+	StateWaitingForResources WorkState = "WaitingForResources"
+	StateAssigned            WorkState = "Assigned"
+	StateInitializing        WorkState = "Initializing"
+	StateRunning             WorkState = "Running"
+	StateCompleting          WorkState = "Completing"
+	StateCompleted           WorkState = "Completed"
 
 	// StateWaitingForDriver: a job's driver process is being placed, started
 	// or initialized (docs/jobs.md, "Driver process protocol"); it comes
 	// before WaitingForResources.
-	StateWaitingForDriver = "WaitingForDriver"
+	StateWaitingForDriver WorkState = "WaitingForDriver"
 )
 
-// Completion reasons (docs/jobs.md).
+func (s WorkState) String() string { return string(s) }
+
+// Completion is how a piece of work ended (docs/jobs.md), "" while it
+// has not. Stored as its name, a CBOR text string.
+type Completion string
+
+// Completion reasons.
 const (
-	CompletionEndOfJob         = "EndOfJob"
-	CompletionError            = "Error"
-	CompletionCanceledByUser   = "CanceledByUser"
-	CompletionCanceledByAdmin  = "CanceledByAdministrator"
-	CompletionResourcesUnavail = "ResourcesUnavailable"
-	CompletionLaunchFailure    = "LaunchFailure"
-	CompletionProgramExit      = "ProgramExit"
-	CompletionProcessFailure   = "ProcessFailure"
-	CompletionServicesUnavail  = "ServicesUnavailable"
-	CompletionNoWorkItemsFound = "NoWorkItemsFound"
-	CompletionCanceledByDriver = "CanceledByDriver"
-	CompletionInitFailure      = "ProcessInitializationFailure"
-	CompletionCanceledBySystem = "CanceledBySystem"
+	CompletionEndOfJob         Completion = "EndOfJob"
+	CompletionError            Completion = "Error"
+	CompletionCanceledByUser   Completion = "CanceledByUser"
+	CompletionCanceledByAdmin  Completion = "CanceledByAdministrator"
+	CompletionResourcesUnavail Completion = "ResourcesUnavailable"
+	CompletionLaunchFailure    Completion = "LaunchFailure"
+	CompletionProgramExit      Completion = "ProgramExit"
+	CompletionProcessFailure   Completion = "ProcessFailure"
+	CompletionServicesUnavail  Completion = "ServicesUnavailable"
+	CompletionNoWorkItemsFound Completion = "NoWorkItemsFound"
+	CompletionCanceledByDriver Completion = "CanceledByDriver"
+	CompletionInitFailure      Completion = "ProcessInitializationFailure"
+	CompletionCanceledBySystem Completion = "CanceledBySystem"
 	// A job's driver process ended before it said ready, or after that
 	// before its last item (docs/jobs.md).
-	CompletionDriverInitFailure = "DriverInitializationFailure"
-	CompletionDriverFailed      = "DriverProcessFailed"
+	CompletionDriverInitFailure Completion = "DriverInitializationFailure"
+	CompletionDriverFailed      Completion = "DriverProcessFailed"
 )
+
+func (c Completion) String() string { return string(c) }
 
 // Work is one piece of work: a job, a service, a managed reservation or a
 // reservation.
@@ -65,18 +78,18 @@ type Work struct {
 	Description string        `cbor:"15,keyasint,omitempty"`
 	MachineList []string      `cbor:"16,keyasint,omitempty"`
 
-	State       string  `cbor:"17,keyasint"`
-	Completion  string  `cbor:"18,keyasint,omitempty"`
-	Reason      string  `cbor:"19,keyasint,omitempty"` // durable reason (completion text)
-	ExitCode    int     `cbor:"20,keyasint"`
-	SubmittedAt int64   `cbor:"21,keyasint"` // unix ms
-	StartedAt   int64   `cbor:"22,keyasint,omitempty"`
-	EndedAt     int64   `cbor:"23,keyasint,omitempty"`
-	Canceling   bool    `cbor:"24,keyasint,omitempty"`
-	CancelBy    string  `cbor:"25,keyasint,omitempty"`
-	Procs       []*Proc `cbor:"26,keyasint,omitempty"`
-	NextProc    int     `cbor:"27,keyasint,omitempty"`
-	Job         *Job    `cbor:"28,keyasint,omitempty"`
+	State       WorkState  `cbor:"17,keyasint"`
+	Completion  Completion `cbor:"18,keyasint,omitempty"`
+	Reason      string     `cbor:"19,keyasint,omitempty"` // durable reason (completion text)
+	ExitCode    int        `cbor:"20,keyasint"`
+	SubmittedAt int64      `cbor:"21,keyasint"` // unix ms
+	StartedAt   int64      `cbor:"22,keyasint,omitempty"`
+	EndedAt     int64      `cbor:"23,keyasint,omitempty"`
+	Canceling   bool       `cbor:"24,keyasint,omitempty"`
+	CancelBy    string     `cbor:"25,keyasint,omitempty"`
+	Procs       []*Proc    `cbor:"26,keyasint,omitempty"`
+	NextProc    int        `cbor:"27,keyasint,omitempty"`
+	Job         *Job       `cbor:"28,keyasint,omitempty"`
 	// Service is set for wire.WorkService: the registration and its durable
 	// state (docs/services.md).
 	Service *Service `cbor:"29,keyasint,omitempty"`
@@ -214,70 +227,19 @@ type LaterApplier interface {
 	ApplyLater(cmds []Command, within time.Duration, then func([]Result, error))
 }
 
-// Command types.
+// NodeAdminState is the admin state of a node (docs/scheduling.md,
+// Nodes): NodeNormal, NodeVariedOff or NodeQuiescing. Stored as its name,
+// a CBOR text string.
+type NodeAdminState string
+
+// Node admin states.
 const (
-	CmdSubmit      = 1
-	CmdAssign      = 2
-	CmdProc        = 3
-	CmdCancel      = 4
-	CmdFinish      = 5
-	CmdStopProc    = 6
-	CmdItems       = 7  // more items of a job (Items, Last)
-	CmdOutcomes    = 8  // item outcomes of one job process (Outcomes)
-	CmdReady       = 9  // a job process became ready (ProcID, Count = init ms)
-	CmdRequeued    = 10 // items re-queued after their process went away (Count)
-	CmdConfig      = 11 // the scheduler configuration (Config, YAML)
-	CmdNodeAdmin   = 12 // an admin state of a node (Node, Reason = state)
-	CmdSvcRegister = 13 // register a service (Work with Service)
-	CmdSvcChange   = 14 // change a service (WorkID, Service)
-	CmdDepsMet     = 15 // the services a work waits for are available (WorkID)
-	CmdPurge       = 16 // retention: purge finished work, held results, records (Purge)
-	// CmdIncarnation names the cluster's incarnation (Reason = its id)
-	// unless it has a name already; CmdIDFloor makes the next work id at
-	// least WorkID, so that ids continue above those of an earlier
-	// incarnation still seen on the nodes (docs/decisions.md).
-	CmdIncarnation = 30
-	CmdIDFloor     = 31
-	// CmdDriverItems: items from a job's driver process (ProcID, Items,
-	// Count = the driver's number of the first, Last, Reason = a failure
-	// the agent saw); a chunk applied again adds nothing.
-	CmdDriverItems = 17
+	NodeNormal    NodeAdminState = ""
+	NodeVariedOff NodeAdminState = "VariedOff"
+	NodeQuiescing NodeAdminState = "Quiescing"
 )
 
-// Command is one durable change. Exactly the fields its Type needs are set.
-// Time is stamped by the leader so that every replica applies the same
-// state.
-type Command struct {
-	Type   int              `cbor:"1,keyasint"`
-	Time   int64            `cbor:"2,keyasint"` // unix ms
-	Work   *Work            `cbor:"3,keyasint,omitempty"`
-	WorkID uint64           `cbor:"4,keyasint,omitempty"`
-	Assign *Assignment      `cbor:"5,keyasint,omitempty"`
-	Proc   *wire.ProcStatus `cbor:"6,keyasint,omitempty"`
-	// Cancel / finish / stop
-	By         string `cbor:"7,keyasint,omitempty"`
-	Completion string `cbor:"8,keyasint,omitempty"`
-	Reason     string `cbor:"9,keyasint,omitempty"`
-	ProcID     string `cbor:"10,keyasint,omitempty"`
-	// Jobs
-	Items    []string           `cbor:"11,keyasint,omitempty"`
-	Last     bool               `cbor:"12,keyasint,omitempty"`
-	Outcomes []wire.ItemOutcome `cbor:"13,keyasint,omitempty"`
-	Count    int64              `cbor:"14,keyasint,omitempty"`
-	Counts   bool               `cbor:"15,keyasint,omitempty"` // CmdStopProc: the stop counts as a failure
-	Config   []byte             `cbor:"16,keyasint,omitempty"`
-	Node     string             `cbor:"17,keyasint,omitempty"`
-	Service  *ServiceChange     `cbor:"18,keyasint,omitempty"`
-	Purge    *Purge             `cbor:"19,keyasint,omitempty"`
-	// CmdDriverItems: the driver's {"total": N}, 0 if not said.
-	Total int `cbor:"20,keyasint,omitempty"`
-}
-
-// Node admin states (docs/scheduling.md, Nodes); "" means normal.
-const (
-	NodeVariedOff = "VariedOff"
-	NodeQuiescing = "Quiescing"
-)
+func (s NodeAdminState) String() string { return string(s) }
 
 // Assignment places a new process of a piece of work on a node.
 type Assignment struct {
@@ -287,12 +249,6 @@ type Assignment struct {
 	Instance    int    `cbor:"4,keyasint,omitempty"` // service instance id
 	// Kind is wire.ProcDriver to place a job's driver process.
 	Kind wire.ProcKind `cbor:"5,keyasint,omitempty"`
-}
-
-// Batch is the payload of one Raft log entry: many commands applied in
-// order, atomically.
-type Batch struct {
-	Commands []Command `cbor:"1,keyasint"`
 }
 
 // Result is what Apply returns for each command of a batch.

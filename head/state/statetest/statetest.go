@@ -89,7 +89,7 @@ func JobHistory(jobs, items int) [][]state.Command {
 				Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 1 << 30}}})
 			out = append(out, []state.Command{{Type: state.CmdProc, Time: t + 2,
 				Proc: &wire.ProcStatus{ID: pid(p), WorkID: id, State: wire.ProcRunning, PID: 100 + p}}})
-			out = append(out, []state.Command{{Type: state.CmdReady, Time: t + 3, WorkID: id, ProcID: pid(p), Count: 40}})
+			out = append(out, []state.Command{{Type: state.CmdReady, Time: t + 3, WorkID: id, ProcID: pid(p), InitMS: 40}})
 		}
 		for lo := 0; lo < items; lo += batch {
 			var oc []wire.ItemOutcome
