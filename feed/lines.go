@@ -267,7 +267,7 @@ func (s *lineScanner) number() bool {
 
 // appendItemLine appends the line that hands it to a worker,
 // {"id":"<index>","item":<the item as a JSON string>}, as encoding/json
-// writes it.
+// writes it (a stream.ItemLine).
 func appendItemLine(b []byte, it wire.WorkItem) []byte {
 	b = append(b, `{"id":"`...)
 	b = strconv.AppendInt(b, int64(it.Index), 10)

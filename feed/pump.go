@@ -244,7 +244,7 @@ func (p *driverPump) run(events <-chan driverEvent) {
 		// Ask in batches: a small room fills up again by itself, and the
 		// next long poll returns when the job has room for a batch.
 		if ask := rep.Room - p.owed - len(p.pending); !p.end && ask > 0 && ask >= pumpMinAsk {
-			if _, err := fmt.Fprintf(p.in, "{\"more\": %d}\n", ask); err != nil {
+			if _, err := fmt.Fprintf(p.in, "{\"more\": %d}\n", ask); err != nil { // a stream.MoreLine
 				p.log.Warn("cannot ask the driver for more items", "err", err)
 				p.sleep()
 				continue
