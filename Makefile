@@ -13,8 +13,8 @@ SHIM_BIN  := bin/ducc-shim
 # Packages with goroutines and locks run under the race detector (and
 # only there: running them twice cost a minute of make test); the others,
 # e2e included, run once without it.
-RACE_PKGS  := ./wire/... ./head/... ./agent/... ./proc/... ./cgroup/... ./cmd/internal/sockhttp/
-OTHER_PKGS  = $(shell $(GO) list ./... | grep -v -E '/ducc/(wire|head|agent|proc|cgroup|cmd/internal/sockhttp)(/|$$)')
+RACE_PKGS  := ./wire/... ./head/... ./agent/... ./feed/... ./proc/... ./cgroup/... ./cmd/internal/sockhttp/
+OTHER_PKGS  = $(shell $(GO) list ./... | grep -v -E '/ducc/(wire|head|agent|feed|proc|cgroup|cmd/internal/sockhttp)(/|$$)')
 
 include Makefile.ops
 
@@ -73,7 +73,7 @@ bench-e2e: build
 
 # Fuzz every decoder and parser of user input, 20 s each.
 fuzz:
-	for p in ./wire/ ./spec/ ./units/ ./classfile/ ./head/rm/ ./agent/ ./proc/ ./cmd/internal/sockhttp/; do \
+	for p in ./wire/ ./spec/ ./units/ ./classfile/ ./head/rm/ ./agent/ ./feed/ ./proc/ ./cmd/internal/sockhttp/; do \
 		for f in $$($(GO) test -list 'Fuzz.*' $$p | grep ^Fuzz); do \
 			$(GO) test -run XXX -fuzz "^$$f$$" -fuzztime 20s $$p || exit 1; done; done
 

@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/ducc-project/ducc/cgroup"
+	"github.com/ducc-project/ducc/feed"
 	"github.com/ducc-project/ducc/head/server"
 	"github.com/ducc-project/ducc/proc"
 	"github.com/ducc-project/ducc/wire"
@@ -46,8 +47,7 @@ type Agent struct {
 	reports  *reporter      // process states on their way to the head (reportLoop)
 	starting *busySet       // processes being started
 	stopping *busySet       // processes being stopped
-	feeders  *feeders       // job processes being fed
-	pumps    *pumps         // driver processes being pumped
+	streams  *feed.Streams  // the job streams: job processes fed, driver processes pumped
 	obs      *agentObs      // metrics
 	joiner   *joiner        // keeps us connected to the join peers
 	inc      *incarnation   // the cluster incarnation followed
@@ -71,12 +71,14 @@ func New(cfg *Config, version string, logger *slog.Logger) (*Agent, error) {
 	inc := newIncarnation(cfg.DataDir)
 	led := newLedger()
 	led.inc = inc.current()
-	return &Agent{
+	a := &Agent{
 		cfg: cfg, version: version, log: logger.With("component", "agent", "node", cfg.Node), lock: lock,
 		base: logger.With("node", cfg.Node), obs: newAgentObs(version),
 		desire: make(chan wire.DesiredState, 1), leader: newLeaderTracker(), ledger: led, reports: newReporter(),
-		starting: newBusySet(), stopping: newBusySet(), feeders: newFeeders(), inc: inc, pumps: newPumps(),
-	}, nil
+		starting: newBusySet(), stopping: newBusySet(), inc: inc,
+	}
+	a.streams = feed.New(feed.Config{Node: cfg.Node, Host: streamHost{a}, Logger: a.base})
+	return a, nil
 }
 
 // Run runs the agent until ctx ends. It never stops managed processes on
@@ -129,6 +131,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer a.removeCgroupRoot()
 	defer a.procs.Close()
 	defer a.bg.Wait()
+	defer a.streams.Wait() // first: the streams stop processes through bg
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -260,7 +263,7 @@ func (a *Agent) onExit(st proc.Status) {
 	}
 	a.obs.agent.ProcEnded(st.OOMKills)
 	ps := toWire(st, a.cfg.Node)
-	a.feeders.stop(st.ID)
+	a.streams.StopFeeder(st.ID)
 	a.bg.Add(1)
 	go func() {
 		defer a.bg.Done()

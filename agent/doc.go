@@ -18,12 +18,12 @@
 // controls is on the path and the file is a regular file of the work's
 // owner (openLog).
 //
-// It feeds job processes their items (feeder.go) and pumps the items of a
-// job's driver process to the job driver on the head (pump.go; docs/jobs.md,
-// "Driver process protocol"): it asks the driver for items only while the
-// head has room for them, sends them in numbered chunks, and reports the
-// driver's exit only after the items it printed last, with the last lines
-// of its log when it failed.
+// Its job streams (package feed) feed job processes their items and pump
+// the items of a job's driver process to the job driver on the head
+// (docs/jobs.md); the agent starts them with its processes, gives them the
+// processes' pipes and logs and its calls to the head (streams.go), and
+// reports a driver's exit only after the items it printed last, with the
+// last lines of its log when it failed.
 //
 // An agent never kills work because it stops or loses the head: processes
 // keep running, and the next agent on the same data dir re-adopts them.

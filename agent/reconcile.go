@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/ducc-project/ducc/feed"
 	"github.com/ducc-project/ducc/proc"
 	"github.com/ducc-project/ducc/wire"
 )
@@ -99,9 +100,9 @@ func (a *Agent) reconcile(ctx context.Context, ds wire.DesiredState) {
 		case !spec.Stop && !running:
 			a.start(ctx, spec)
 		case !spec.Stop && running && st.State == proc.Running && spec.Kind == wire.ProcJob:
-			a.startFeeder(ctx, spec, st) // a re-adopted job process
+			a.streams.StartFeeder(ctx, spec, st.StartedAt) // a re-adopted job process
 		case !spec.Stop && running && st.State == proc.Running && spec.Kind == wire.ProcDriver:
-			a.startPump(ctx, spec, st.StartedAt) // a re-adopted driver process
+			a.streams.StartPump(ctx, spec, st.StartedAt) // a re-adopted driver process
 		}
 	}
 	for id, st := range have {
@@ -133,12 +134,12 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 			a.log.Warn("bad umask from the head; using 0022", "proc", spec.ID, "umask", spec.Umask)
 		}
 	}
-	var pe *pumpEntry
+	var pump *feed.Pump
 	if spec.Kind == wire.ProcDriver {
 		ps.Stdin = true // the agent pumps its items over FIFOs
 		// Registered first: a driver that fails at once is reported with
 		// the end of its log, after its pump saw its output.
-		if pe = a.pumps.register(spec.ID, spec.UID); pe == nil {
+		if pump = a.streams.RegisterPump(spec.ID, spec.UID); pump == nil {
 			return
 		}
 	}
@@ -151,9 +152,8 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 		}
 	}
 	st, err := a.procs.Start(ctx, ps)
-	if pe != nil && (err != nil || st.State != proc.Running) {
-		close(pe.done) // no pump will run
-		a.pumps.take(spec.ID)
+	if pump != nil && (err != nil || st.State != proc.Running) {
+		pump.Cancel() // no pump will run
 	}
 	if err != nil {
 		// The process manager could not even try (e.g. the data dir is
@@ -169,10 +169,10 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 		a.obs.agent.ProcStarted()
 		a.log.Info("process started", "proc", spec.ID, "pid", st.PID, "user", spec.User, "memory_limit", spec.MemoryLimit)
 		if spec.Kind == wire.ProcJob {
-			a.startFeeder(ctx, spec, st)
+			a.streams.StartFeeder(ctx, spec, st.StartedAt)
 		}
-		if pe != nil {
-			a.launchPump(ctx, pe, spec, st.StartedAt)
+		if pump != nil {
+			pump.Start(ctx, spec, st.StartedAt)
 		}
 		a.reports.add(toWire(st, a.cfg.Node))
 	}
@@ -193,23 +193,5 @@ func (a *Agent) stop(ctx context.Context, id string, grace time.Duration, why st
 		if err := a.procs.Stop(ctx, id, grace); err != nil && ctx.Err() == nil {
 			a.log.Warn("cannot stop process", "proc", id, "err", err)
 		}
-	}()
-}
-
-// startFeeder starts feeding a job process unless a feeder already runs.
-// The feeder stops when the process ends (onExit) or the agent stops.
-func (a *Agent) startFeeder(ctx context.Context, spec wire.ProcSpec, st proc.Status) {
-	fctx, cancel := context.WithCancel(ctx)
-	if !a.feeders.add(spec.ID, cancel) {
-		cancel()
-		return
-	}
-	if cur, ok := a.procs.Status(spec.ID); !ok || cur.State.Ended() {
-		cancel() // it ended before the feeder started
-	}
-	a.bg.Add(1)
-	go func() {
-		defer a.bg.Done()
-		a.feed(fctx, spec, st.StartedAt)
 	}()
 }

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,8 +14,9 @@ import (
 
 // The agent's mutable state is split by owner, each piece with its own
 // lock: the head it follows (leaderTracker), what its heartbeats tell the
-// head (ledger), and the processes being started, stopped or fed
-// (busySet, feeders).
+// head (ledger), and the processes being started or stopped (busySet).
+// The job processes being fed and the driver processes being pumped are
+// the job streams' (package feed).
 
 // leaderTracker is the head this agent follows, from the leader
 // announcements.
@@ -185,34 +185,4 @@ func (b *busySet) end(id string) {
 	b.mu.Lock()
 	delete(b.ids, id)
 	b.mu.Unlock()
-}
-
-// feeders are the job processes being fed, with what stops their feeder.
-type feeders struct {
-	mu     sync.Mutex
-	cancel map[string]context.CancelFunc
-}
-
-func newFeeders() *feeders { return &feeders{cancel: map[string]context.CancelFunc{}} }
-
-// add registers the feeder of a process; false means one already runs.
-func (f *feeders) add(id string, cancel context.CancelFunc) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.cancel[id]; ok {
-		return false
-	}
-	f.cancel[id] = cancel
-	return true
-}
-
-// stop stops the feeder of a process, if one runs.
-func (f *feeders) stop(id string) {
-	f.mu.Lock()
-	cancel, ok := f.cancel[id]
-	delete(f.cancel, id)
-	f.mu.Unlock()
-	if ok {
-		cancel()
-	}
 }

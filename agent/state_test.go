@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -67,7 +66,7 @@ func TestLedger(t *testing.T) {
 	}
 }
 
-func TestBusySetAndFeeders(t *testing.T) {
+func TestBusySet(t *testing.T) {
 	b := newBusySet()
 	if !b.begin("1.1") || b.begin("1.1") {
 		t.Error("begin twice")
@@ -75,23 +74,6 @@ func TestBusySetAndFeeders(t *testing.T) {
 	b.end("1.1")
 	if !b.begin("1.1") {
 		t.Error("begin after end")
-	}
-
-	f := newFeeders()
-	ctx, cancel := context.WithCancel(context.Background())
-	if !f.add("1.1", cancel) || f.add("1.1", func() {}) {
-		t.Error("add twice")
-	}
-	f.stop("1.2") // none: nothing happens
-	if ctx.Err() != nil {
-		t.Error("stopped the wrong feeder")
-	}
-	f.stop("1.1")
-	if ctx.Err() == nil {
-		t.Error("the feeder was not stopped")
-	}
-	if !f.add("1.1", func() {}) {
-		t.Error("add after stop")
 	}
 }
 

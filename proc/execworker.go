@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/ducc-project/ducc/wire/stream"
 )
 
 // Exec worker: the job process for `worker_protocol: exec` (docs/jobs.md).
@@ -41,20 +43,6 @@ const (
 // it returns the exit code for os.Exit.
 func RunExecWorker(args []string) int {
 	return runExecWorker(args, os.Stdin, os.Stdout, os.Stderr, os.Environ())
-}
-
-// execRequest is one line from the agent.
-type execRequest struct {
-	ID   json.RawMessage `json:"id"`
-	Item *string         `json:"item"`
-}
-
-// execReply is one line to the agent.
-type execReply struct {
-	ID     json.RawMessage `json:"id"`
-	OK     bool            `json:"ok,omitempty"`
-	Result *string         `json:"result,omitempty"`
-	Error  string          `json:"error,omitempty"`
 }
 
 type execWorker struct {
@@ -123,7 +111,7 @@ func runExecWorker(args []string, stdin io.Reader, stdout, stderr io.Writer, env
 
 	writerDone := make(chan error, 1)
 	go func() { writerDone <- w.writeLoop(stdout) }()
-	w.out <- []byte(`{"ready": true}` + "\n")
+	w.out <- []byte(stream.ReadyLine + "\n")
 
 	sem := make(chan struct{}, pipes)
 	var wg sync.WaitGroup
@@ -133,11 +121,11 @@ func runExecWorker(args []string, stdin io.Reader, stdout, stderr io.Writer, env
 		line, err := readFullLine(rd)
 		if len(line) > 0 {
 			lineNo++
-			var req execRequest
+			var req stream.ItemLine
 			if jerr := json.Unmarshal(line, &req); jerr != nil || len(req.ID) == 0 {
 				w.logf("ducc exec-worker: input line %d is not {\"id\": ..., \"item\": ...}: %.200q", lineNo, line)
 			} else if req.Item == nil {
-				w.reply(execReply{ID: req.ID, Error: "no \"item\" in the request"})
+				w.reply(execError(req.ID, "no \"item\" in the request"))
 			} else {
 				sem <- struct{}{}
 				wg.Add(1)
@@ -212,12 +200,17 @@ func (w *execWorker) writeLoop(stdout io.Writer) error {
 	return werr
 }
 
-func (w *execWorker) reply(r execReply) {
+func (w *execWorker) reply(r stream.WorkerLine) {
 	b, err := json.Marshal(r)
 	if err != nil { // cannot happen: strings and raw JSON from the agent
-		b, _ = json.Marshal(execReply{ID: r.ID, Error: "cannot encode the result: " + err.Error()})
+		b, _ = json.Marshal(execError(r.ID, "cannot encode the result: "+err.Error()))
 	}
 	w.out <- append(b, '\n')
+}
+
+// execError is the answer of an item that failed.
+func execError(id json.RawMessage, msg string) stream.WorkerLine {
+	return stream.WorkerLine{ID: id, Error: &msg}
 }
 
 func (w *execWorker) logf(format string, args ...any) {
@@ -227,7 +220,7 @@ func (w *execWorker) logf(format string, args ...any) {
 }
 
 // runItem runs the command for one item.
-func (w *execWorker) runItem(id json.RawMessage, item string, track func(*exec.Cmd, bool)) execReply {
+func (w *execWorker) runItem(id json.RawMessage, item string, track func(*exec.Cmd, bool)) stream.WorkerLine {
 	argv := make([]string, 1+len(w.args))
 	argv[0] = w.path
 	for i, a := range w.args {
@@ -252,7 +245,7 @@ func (w *execWorker) runItem(id json.RawMessage, item string, track func(*exec.C
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
 	if err := cmd.Start(); err != nil {
-		return execReply{ID: id, Error: fmt.Sprintf("cannot run %s: %v", w.path, err)}
+		return execError(id, fmt.Sprintf("cannot run %s: %v", w.path, err))
 	}
 	track(cmd, true)
 	err := cmd.Wait()
@@ -263,10 +256,10 @@ func (w *execWorker) runItem(id json.RawMessage, item string, track func(*exec.C
 		if tail := errw.tail(); tail != "" {
 			msg += ": " + tail
 		}
-		return execReply{ID: id, Error: msg}
+		return execError(id, msg)
 	}
-	res := resultString(out.buf.Bytes(), out.dropped)
-	return execReply{ID: id, OK: true, Result: &res}
+	res, _ := json.Marshal(resultString(out.buf.Bytes(), out.dropped))
+	return stream.WorkerLine{ID: id, OK: true, Result: res}
 }
 
 // resultString trims the output and cuts it so that its JSON encoding

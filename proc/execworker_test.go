@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ducc-project/ducc/wire/stream"
 )
 
 // runExec runs the exec worker on the given input lines and returns its
@@ -27,29 +29,43 @@ func runExec(t testing.TB, args []string, env []string, input ...string) ([]stri
 	return lines, errb.String(), code
 }
 
+// execAnswer is an answer the exec worker printed (a stream.WorkerLine),
+// with its result read as the JSON string it must be.
 type execAnswer struct {
-	ID     any     `json:"id"`
-	OK     bool    `json:"ok"`
-	Result *string `json:"result"`
-	Error  string  `json:"error"`
-	Ready  bool    `json:"ready"`
+	OK     bool
+	Result *string
+	Error  string
 }
 
 func byID(t testing.TB, lines []string) map[string]execAnswer {
 	t.Helper()
 	m := map[string]execAnswer{}
 	for i, l := range lines {
-		var a execAnswer
-		if err := json.Unmarshal([]byte(l), &a); err != nil {
+		var wl stream.WorkerLine
+		if err := json.Unmarshal([]byte(l), &wl); err != nil {
 			t.Fatalf("line %d %q is not JSON: %v", i, l, err)
 		}
 		if i == 0 {
-			if !a.Ready {
+			if wl.Ready == nil || !*wl.Ready {
 				t.Fatalf("first line %q is not {\"ready\": true}", l)
 			}
 			continue
 		}
-		m[fmt.Sprint(a.ID)] = a
+		var id any
+		if err := json.Unmarshal(wl.ID, &id); err != nil {
+			t.Fatalf("line %d %q has no id: %v", i, l, err)
+		}
+		a := execAnswer{OK: wl.OK}
+		if wl.Result != nil {
+			a.Result = new(string)
+			if err := json.Unmarshal(wl.Result, a.Result); err != nil {
+				t.Fatalf("line %d %q: the result is not a string: %v", i, l, err)
+			}
+		}
+		if wl.Error != nil {
+			a.Error = *wl.Error
+		}
+		m[fmt.Sprint(id)] = a
 	}
 	return m
 }
@@ -142,9 +158,7 @@ func TestExecWorkerLargeOutputIsCut(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("want ready + 1 answer, got %d lines", len(lines))
 	}
-	var raw struct {
-		Result json.RawMessage `json:"result"`
-	}
+	var raw stream.WorkerLine
 	if err := json.Unmarshal([]byte(lines[1]), &raw); err != nil {
 		t.Fatal(err)
 	}

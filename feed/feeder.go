@@ -1,18 +1,12 @@
-package agent
+package feed
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -20,7 +14,7 @@ import (
 	"github.com/ducc-project/ducc/wire"
 )
 
-// The agent feeds work items to a job process over the stream protocol of
+// A feeder feeds work items to a job process over the stream protocol of
 // docs/jobs.md: the worker prints {"ready": true} once initialized, then reads
 // {"id": "...", "item": "..."} lines on stdin and answers each with
 // {"id": "...", "ok": true, "result": ...} or {"id": "...", "error": "..."}
@@ -54,15 +48,6 @@ const (
 	overlongError = "the worker printed a line of more than 4 MiB (results are limited to 64 KiB); its process was stopped"
 )
 
-// workerLine is one line a worker prints.
-type workerLine struct {
-	Ready  *bool           `json:"ready"`
-	ID     *string         `json:"id"`
-	OK     bool            `json:"ok"`
-	Result json.RawMessage `json:"result"`
-	Error  *string         `json:"error"`
-}
-
 type feedEvent struct {
 	ready    bool
 	outcome  *wire.ItemOutcome
@@ -77,9 +62,9 @@ type exchangeResult struct {
 }
 
 // feed runs until ctx ends (the process ended or the agent stops).
-func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time) {
-	log := a.log.With("proc", spec.ID, "job", spec.WorkID)
-	inPath, outPath := a.procs.Pipes(spec.ID)
+func (s *Streams) feed(ctx context.Context, spec wire.ProcSpec, started time.Time) {
+	log := s.log.With("proc", spec.ID, "job", spec.WorkID)
+	inPath, outPath := s.host.Pipes(spec.ID)
 	// Non-blocking opens: they fail (or see EOF) instead of hanging when the
 	// shim is already gone, and Go's poller makes reads and writes block.
 	in, err := os.OpenFile(inPath, os.O_WRONLY|syscall.O_NONBLOCK, 0)
@@ -94,7 +79,7 @@ func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time)
 		return
 	}
 	// Closing out unblocks the reader when ctx ends.
-	go func() { <-ctx.Done(); out.Close(); in.Close() }()
+	s.wg.Go(func() { <-ctx.Done(); out.Close(); in.Close() })
 
 	jr, err := openJournal(filepath.Dir(inPath), log)
 	if err != nil {
@@ -102,16 +87,16 @@ func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time)
 		return
 	}
 	defer jr.close()
-	f := newFeeder(ctx, a, log, spec, started, in, jr)
+	f := newFeeder(ctx, s, log, spec, started, in, jr)
 	// The reader hands each read's answers to the feeder itself (emit),
 	// so that an answer and the item it makes room for cost no hand-over
 	// between goroutines.
 	readerDone := make(chan struct{})
-	openLog := func() (*os.File, error) { return a.procs.AppendLog(spec.ID) }
-	go func() {
+	openLog := func() (*os.File, error) { return s.host.AppendLog(spec.ID) }
+	s.wg.Go(func() {
 		defer close(readerDone)
 		readWorker(log, out, openLog, f.emit)
-	}()
+	})
 	f.run(readerDone)
 }
 
@@ -125,7 +110,7 @@ func (a *Agent) feed(ctx context.Context, spec wire.ProcSpec, started time.Time)
 // the batch and retry timers; each then starts the exchange that is due
 // (kick). run only waits for the end.
 type feeder struct {
-	a       *Agent
+	s       *Streams // its goroutines are theirs (wg)
 	ctx     context.Context
 	log     *slog.Logger
 	spec    wire.ProcSpec
@@ -182,9 +167,9 @@ type feeder struct {
 	retrying    bool // waiting for backoff before the next exchange
 }
 
-func newFeeder(ctx context.Context, a *Agent, log *slog.Logger, spec wire.ProcSpec, started time.Time, in *os.File, jr *journal) *feeder {
+func newFeeder(ctx context.Context, s *Streams, log *slog.Logger, spec wire.ProcSpec, started time.Time, in *os.File, jr *journal) *feeder {
 	f := &feeder{
-		a: a, ctx: ctx, log: log, spec: spec, started: started, in: in, jr: jr,
+		s: s, ctx: ctx, log: log, spec: spec, started: started, in: in, jr: jr,
 		pipelines: max(spec.Pipelines, 1), outstanding: map[int]time.Time{}, finish: make(chan struct{}),
 		feed: rand.Uint64() | 1,
 	}
@@ -222,7 +207,7 @@ func (f *feeder) run(readerDone <-chan struct{}) {
 		case <-f.ctx.Done():
 			return
 		case <-f.finish:
-			f.a.stop(f.ctx, f.spec.ID, time.Duration(f.spec.GraceMS)*time.Millisecond, "the worker printed a line of more than 4 MiB")
+			f.s.host.Stop(f.ctx, f.spec.ID, time.Duration(f.spec.GraceMS)*time.Millisecond, "the worker printed a line of more than 4 MiB")
 			return
 		case <-readerDone:
 			readerDone = nil
@@ -303,7 +288,7 @@ func (f *feeder) nextExchange() (wire.ExchangeRequest, bool) {
 	f.batchGen++
 	f.due = false
 	f.seq++
-	req := wire.ExchangeRequest{JobID: f.spec.WorkID, ProcID: f.spec.ID, Node: f.a.cfg.Node, Ready: true, InitMS: f.initMS, Outcomes: f.outcomes,
+	req := wire.ExchangeRequest{JobID: f.spec.WorkID, ProcID: f.spec.ID, Node: f.s.node, Ready: true, InitMS: f.initMS, Outcomes: f.outcomes,
 		Feed: f.feed, Seq: f.seq, HeldSame: f.tracked, HeldCount: held}
 	if need {
 		req.Want = room - held
@@ -354,15 +339,15 @@ func (f *feeder) room() int {
 // lasts no longer than the feeder's context.
 func (f *feeder) call(req wire.ExchangeRequest) {
 	f.calling = true
-	go func() {
+	f.s.wg.Go(func() {
 		var rep wire.ExchangeReply
-		err := f.a.callHead(f.ctx, wire.MethodExchange, wire.Caller{Node: f.a.cfg.Node}, req, &rep)
+		err := f.s.host.Exchange(f.ctx, req, &rep)
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if !f.stopped && f.answered(exchangeResult{rep: rep, err: err, want: req.Want, same: req.HeldSame}) {
 			f.kick()
 		}
-	}()
+	})
 }
 
 // take folds in the events of one read, then journals once. f.mu is held.
@@ -502,7 +487,7 @@ func (f *feeder) toWorker(b []byte) {
 			return
 		}
 		f.flushing = true
-		go f.flush()
+		f.s.wg.Go(f.flush)
 	}
 	f.pending = append(f.pending, b...)
 }
@@ -557,31 +542,6 @@ func (f *feeder) flush() {
 	}
 }
 
-// appendItemLine appends the line that hands it to a worker,
-// {"id":"<index>","item":<the item as a JSON string>}, as encoding/json
-// writes it.
-func appendItemLine(b []byte, it wire.WorkItem) []byte {
-	b = append(b, `{"id":"`...)
-	b = strconv.AppendInt(b, int64(it.Index), 10)
-	b = append(b, `","item":`...)
-	plain := true
-	for i := 0; i < len(it.Item) && plain; i++ {
-		c := it.Item[i]
-		// What encoding/json writes as it is: printable ASCII but for
-		// the quote, the backslash and its HTML escapes.
-		plain = c >= 0x20 && c <= 0x7e && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
-	}
-	if plain {
-		b = append(b, '"')
-		b = append(b, it.Item...)
-		b = append(b, '"')
-	} else {
-		q, _ := json.Marshal(it.Item)
-		b = append(b, q...)
-	}
-	return append(b, "}\n"...)
-}
-
 // commit writes the journal records of this batch. A journal that cannot
 // be written (a full disk) is said once, and again when it is written
 // again: every batch retries.
@@ -603,99 +563,4 @@ func (f *feeder) snapshot() feedState {
 		st.Held = append(st.Held, i)
 	}
 	return st
-}
-
-// readWorker parses the worker's stdout and hands emit the events of each
-// read at once (a read brings one answer or many); lines that are not
-// protocol go to the process's log (otherLines). Lines end with "\n" or
-// "\r\n", and the last one may end with the output instead. A line longer
-// than maxLine ends the reading with an overlong event. It returns when
-// the output ends or cannot be read, or when emit returns false.
-func readWorker(log *slog.Logger, out io.Reader, openLog func() (*os.File, error), emit func([]feedEvent) bool) {
-	other := &otherLines{open: openLog, log: log, who: "worker"}
-	defer other.close()
-	var evs []feedEvent
-	line := func(l []byte) {
-		l = bytes.TrimSuffix(l, []byte{'\r'})
-		if ev, ok := decodeLine(l); ok {
-			evs = append(evs, ev)
-		} else {
-			other.write(l)
-		}
-	}
-	buf := make([]byte, 64<<10)
-	start, end := 0, 0 // buf[start:end] is read and not yet split
-	for {
-		n, err := out.Read(buf[end:])
-		end += n
-		for {
-			i := bytes.IndexByte(buf[start:end], '\n')
-			if i < 0 {
-				break
-			}
-			line(buf[start : start+i])
-			start += i + 1
-		}
-		if errors.Is(err, io.EOF) && start < end {
-			line(buf[start:end])
-		}
-		if len(evs) > 0 {
-			if !emit(evs) {
-				return
-			}
-			evs = evs[:0]
-		}
-		if err != nil {
-			return
-		}
-		// Keep the start of the next line; make room for a long one.
-		end = copy(buf, buf[start:end])
-		start = 0
-		if end == len(buf) {
-			if len(buf) >= maxLine {
-				emit([]feedEvent{{overlong: true}})
-				return
-			}
-			grown := make([]byte, min(2*len(buf), maxLine))
-			copy(grown, buf[:end])
-			buf = grown
-		}
-	}
-}
-
-// otherLines writes the lines of a process's stdout that are not protocol
-// to the process's log, opened by open on the first such line (as the
-// process's user, never through a symlink: proc.Manager.AppendLog). A log
-// that cannot be opened or written is said once in the agent's log, and
-// the lines are dropped from then on.
-type otherLines struct {
-	open   func() (*os.File, error)
-	log    *slog.Logger
-	who    string // "worker", "driver": for the agent's log
-	f      *os.File
-	opened bool
-}
-
-func (o *otherLines) write(line []byte) {
-	if !o.opened {
-		o.opened = true
-		var err error
-		if o.f, err = o.open(); err != nil {
-			o.log.Warn("the "+o.who+"'s output that is not protocol is dropped: its log cannot be written", "err", err)
-		}
-	}
-	if o.f == nil {
-		return
-	}
-	if _, err := fmt.Fprintf(o.f, "%s\n", line); err != nil {
-		o.log.Warn("cannot write the "+o.who+"'s output to its log", "err", err)
-		o.f.Close()
-		o.f = nil
-	}
-}
-
-func (o *otherLines) close() {
-	if o.f != nil {
-		o.f.Close()
-	}
 }

@@ -1,4 +1,4 @@
-package agent
+package feed
 
 import (
 	"bytes"
@@ -160,7 +160,7 @@ func TestJournalTorn(t *testing.T) {
 func rec(body ...byte) []byte {
 	b := binary.AppendUvarint(nil, uint64(len(body)))
 	b = append(b, body...)
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(body, castagnoli))
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
 }
 
 func TestJournalGarbage(t *testing.T) {
@@ -317,9 +317,9 @@ func TestFeederJournalMatchesState(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(jr.close)
-	a := &Agent{cfg: &Config{Node: "n1"}, log: log}
+	s := &Streams{node: "n1", log: log}
 	spec := wire.ProcSpec{ID: "3.1", WorkID: 3, Pipelines: 2}
-	f := newFeeder(context.Background(), a, log, spec, time.Now(), w, jr)
+	f := newFeeder(context.Background(), s, log, spec, time.Now(), w, jr)
 	// The test drives the feeder by hand: its retry timer must not start
 	// an exchange.
 	f.stopped = true
@@ -386,7 +386,7 @@ func TestFeederJournalMatchesState(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer jr2.close()
-	f2 := newFeeder(context.Background(), a, log, spec, time.Now(), w, jr2)
+	f2 := newFeeder(context.Background(), s, log, spec, time.Now(), w, jr2)
 	if !reflect.DeepEqual(sorted(f2.snapshot()), sorted(f.snapshot())) {
 		t.Fatalf("resumed with %+v, want %+v", f2.snapshot(), f.snapshot())
 	}

@@ -1,4 +1,4 @@
-package agent
+package feed
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/stream"
 )
 
 func TestDecodeLine(t *testing.T) {
@@ -42,11 +43,15 @@ func TestDecodeLine(t *testing.T) {
 		{line: `{"id": "+3", "ok": true}`, protocol: true, want: &wire.ItemOutcome{Index: 3, OK: true}},
 		{line: `{"id": "x", "ok": true}`, protocol: true},
 		{line: `{"ready": true}`, protocol: true, ready: true},
+		{line: `{"ready": true, "id": null}`, protocol: true, ready: true},
 		// Not protocol.
 		{line: ``},
 		{line: `hello`},
 		{line: `{"other": 1}`},
 		{line: `{"id": 3, "ok": true}`},
+		{line: `{"id": null, "ok": true}`},
+		{line: `{"ready": true, "id": 3}`},
+		{line: `{"id": ["3"], "ok": true}`},
 		{line: `{"id": "3", "ok": true} trailing`},
 		{line: `{"id": "3", "ok": true,}`},
 		{line: `{"id": "3", "ok": tru}`},
@@ -69,7 +74,7 @@ func TestDecodeLine(t *testing.T) {
 // FuzzQuickAnswer: every line quickAnswer takes, encoding/json reads
 // alike.
 //
-//	go test -fuzz FuzzQuickAnswer ./agent/
+//	go test -fuzz FuzzQuickAnswer ./feed/
 func FuzzQuickAnswer(f *testing.F) {
 	for _, s := range []string{
 		`{"id": "3", "ok": true}`, `{"id":"12","ok":false,"error":"e"}`, `{"result": 1e5, "id": "0"}`,
@@ -90,14 +95,11 @@ func FuzzQuickAnswer(f *testing.F) {
 }
 
 // TestAppendItemLine: the line that hands an item to a worker is what
-// encoding/json writes for it, byte for byte.
+// encoding/json writes for it (stream.ItemLine), byte for byte.
 func TestAppendItemLine(t *testing.T) {
 	for _, item := range []string{"", "x", "a b c 0123456789 ~!@#$%^*()", `say "hi"`, `back\slash`, "<a href=x>&", "tab\there", "line\nbreak", "café", "\xff\xfe", "\u2028"} {
 		it := wire.WorkItem{Index: 12345, Item: item}
-		want, err := json.Marshal(struct {
-			ID   string `json:"id"`
-			Item string `json:"item"`
-		}{"12345", item})
+		want, err := json.Marshal(stream.ItemLine{ID: json.RawMessage(`"12345"`), Item: &item})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package agent
+package feed
 
 import (
 	"bytes"
@@ -132,8 +132,8 @@ func TestToWorkerDoesNotBlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer jr.close()
-	a := &Agent{cfg: &Config{Node: "n1"}, log: log}
-	f := newFeeder(context.Background(), a, log, wire.ProcSpec{ID: "3.1", WorkID: 3}, time.Now(), w, jr)
+	s := &Streams{node: "n1", log: log}
+	f := newFeeder(context.Background(), s, log, wire.ProcSpec{ID: "3.1", WorkID: 3}, time.Now(), w, jr)
 	want := bytes.Repeat([]byte("0123456789abcde\n"), 1<<14) // 256 KiB: more than a pipe holds
 	written := make(chan struct{})
 	go func() {

@@ -1,4 +1,4 @@
-package agent
+package feed
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/stream"
 )
 
 // fakeJD is the job driver's side of the driver protocol: it keeps the
@@ -51,6 +52,19 @@ func (j *fakeJD) call(_ context.Context, req wire.DriverRequest, rep *wire.Drive
 	return nil
 }
 
+// fakeHost is the agent for a pump: its calls to the job driver go to
+// driver; it stops no process.
+type fakeHost struct {
+	Host
+	driver func(ctx context.Context, req wire.DriverRequest, rep *wire.DriverReply) error
+}
+
+func (h fakeHost) Driver(ctx context.Context, req wire.DriverRequest, rep *wire.DriverReply) error {
+	return h.driver(ctx, req, rep)
+}
+
+func (fakeHost) Stop(context.Context, string, time.Duration, string) {}
+
 // fakeDriver plays a driver process of n items: it reads {"more": N} from
 // the pump and answers with N items (fewer and the end at the end of its
 // collection), as events; it asserts it is never asked for more than it
@@ -66,7 +80,7 @@ func fakeDriver(t *testing.T, n int, in io.Reader, events chan<- driverEvent) {
 	sc := bufio.NewScanner(in)
 	i := 0
 	for sc.Scan() {
-		var m struct{ More int }
+		var m stream.MoreLine
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil || m.More <= 0 {
 			t.Errorf("driver read %q", sc.Text())
 			return
@@ -101,7 +115,7 @@ func TestPumpSendsEveryItemOnceWithBackPressure(t *testing.T) {
 			events := make(chan driverEvent, 4096)
 			go fakeDriver(t, tc.n, pr, events)
 			p := &driverPump{ctx: ctx, log: slog.New(slog.DiscardHandler), node: "n1", spec: wire.ProcSpec{ID: "1.1", WorkID: 1},
-				started: time.Now(), in: pw, callHeadF: jd.call}
+				started: time.Now(), in: pw, host: fakeHost{driver: jd.call}}
 			p.run(events)
 			pr.Close()
 			jd.mu.Lock()
@@ -133,7 +147,7 @@ func TestPumpDriverGone(t *testing.T) {
 	pr, pw := io.Pipe()
 	go io.Copy(io.Discard, pr)
 	p := &driverPump{ctx: context.Background(), log: slog.New(slog.DiscardHandler), node: "n1", spec: wire.ProcSpec{ID: "1.1", WorkID: 1},
-		started: time.Now(), in: pw, callHeadF: jd.call}
+		started: time.Now(), in: pw, host: fakeHost{driver: jd.call}}
 	p.run(events)
 	if jd.ended || len(jd.items) != 0 {
 		t.Errorf("after a driver died: ended %v, items %v", jd.ended, jd.items)
@@ -168,7 +182,7 @@ func TestPumpProtocolErrors(t *testing.T) {
 			pr, pw := io.Pipe()
 			go io.Copy(io.Discard, pr)
 			p := &driverPump{ctx: context.Background(), log: slog.New(slog.DiscardHandler), node: "n1", spec: wire.ProcSpec{ID: "1.1", WorkID: 1},
-				started: time.Now(), in: pw, callHeadF: call}
+				started: time.Now(), in: pw, host: fakeHost{driver: call}}
 			p.run(events)
 			if failed == "" {
 				t.Errorf("no failure reported")

@@ -1,4 +1,4 @@
-package agent
+package feed
 
 import (
 	"bytes"
@@ -64,7 +64,10 @@ const (
 	giveChunk  = 4096
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// checksum is a record's checksum, CRC-32C.
+func checksum(body []byte) uint32 {
+	return crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)) // the table is made once
+}
 
 // feedState is what the journal's records add up to.
 type feedState struct {
@@ -170,7 +173,7 @@ func (j *journal) record(typ byte, body func([]byte) []byte) {
 	j.buf = append(j.buf, typ)
 	j.buf = body(j.buf)
 	n := len(j.buf) - bodyAt
-	j.buf = binary.LittleEndian.AppendUint32(j.buf, crc32.Checksum(j.buf[bodyAt:], castagnoli))
+	j.buf = binary.LittleEndian.AppendUint32(j.buf, checksum(j.buf[bodyAt:]))
 	var lb [binary.MaxVarintLen64]byte
 	ln := binary.PutUvarint(lb[:], uint64(n))
 	// Move the record left over the unused length bytes.
@@ -301,7 +304,7 @@ func decodeJournal(b []byte) (feedState, int, error) {
 			return st.withHeld(held), off, nil // cut short
 		}
 		body := b[off+ln : end-4]
-		if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[end-4:end]) {
+		if checksum(body) != binary.LittleEndian.Uint32(b[end-4:end]) {
 			return feedState{}, off, fmt.Errorf("record at offset %d: checksum mismatch", off)
 		}
 		if err := st.apply(body, held, &order); err != nil {
