@@ -25,6 +25,7 @@ func TestLinksNoDaemonCode(t *testing.T) {
 		"go.etcd.io/bbolt",
 		"github.com/containerd/",
 		"github.com/ducc-project/ducc/agent",
+		"github.com/ducc-project/ducc/feed",
 		"github.com/ducc-project/ducc/sim",
 		"github.com/ducc-project/ducc/proc",
 		"github.com/ducc-project/ducc/cgroup",
