@@ -164,11 +164,7 @@ func checkACL(_ *Head, a *admission) *wire.CodedError {
 	if needGroups {
 		a.groups = groupNames(a.caller.Groups)
 	}
-	// rm.CheckSubmit checks the submit_acl, then the limits: asked of the
-	// class without its limits, it checks the ACL alone.
-	acl := *a.class
-	acl.Limits = nil
-	if err := (&rm.Config{Classes: []rm.Class{acl}}).CheckSubmit(a.caller.User, a.groups, acl.Name, a.memory, rm.Usage{}); err != nil {
+	if err := a.class.CheckACL(a.caller.User, a.groups); err != nil {
 		return wire.Errorf(wire.CodeUsage, "%v", err)
 	}
 	return nil
@@ -182,11 +178,7 @@ func checkLimits(h *Head, a *admission) *wire.CodedError {
 		return nil
 	}
 	usage := h.usage(a.caller, a.groups, a.class.Name)
-	// Asked of the class without its submit_acl (checkACL passed it),
-	// rm.CheckSubmit checks the limits alone.
-	limits := *a.class
-	limits.SubmitACL = ""
-	if err := (&rm.Config{Classes: []rm.Class{limits}}).CheckSubmit(a.caller.User, a.groups, limits.Name, a.memory, usage); err != nil {
+	if err := a.class.CheckLimits(a.caller.User, a.groups, a.memory, usage); err != nil {
 		return wire.Errorf(wire.CodeUsage, "%v", err)
 	}
 	return nil

@@ -23,7 +23,7 @@
 //     node is exactly that size);
 //  4. items: a job's items are well-formed, or its driver process can be
 //     placed and the request sends none;
-//  5. acl: the class's submit_acl admits the caller (rm.Config.CheckSubmit);
+//  5. acl: the class's submit_acl admits the caller (rm.Class.CheckACL);
 //  6. limits: the caller's and its groups' limits in the class;
 //  7. services: which of a job's service dependencies are registered (it
 //     refuses nothing: a job with an unknown one ends ServicesUnavailable).

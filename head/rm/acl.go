@@ -173,15 +173,31 @@ func (c *Config) SubmitNeeds(class string) (groups, usage bool) {
 
 // CheckSubmit decides whether user (in groups) may submit one more piece of
 // work of memory bytes (total, all processes it asks for up front) to class,
-// given current usage in that class. The error says why not and what to do.
+// given current usage in that class: CheckACL, then CheckLimits. The error
+// says why not and what to do.
 func (c *Config) CheckSubmit(user string, groups []string, class string, memory int64, usage Usage) error {
 	cl, err := c.Class(class)
 	if err != nil {
 		return err
 	}
+	if err := cl.CheckACL(user, groups); err != nil {
+		return err
+	}
+	return cl.CheckLimits(user, groups, memory, usage)
+}
+
+// CheckACL decides whether the class's submit_acl admits user (in groups).
+func (cl *Class) CheckACL(user string, groups []string) error {
 	if !aclAllows(cl.SubmitACL, user, groups) {
 		return fmt.Errorf("user %s may not submit to class %q (submit_acl %q); ask an administrator or use another class", user, cl.Name, cl.SubmitACL)
 	}
+	return nil
+}
+
+// CheckLimits decides whether the class's per-user and per-group limits
+// leave room for one more piece of work of memory bytes, given what user
+// and its groups already have in the class.
+func (cl *Class) CheckLimits(user string, groups []string, memory int64, usage Usage) error {
 	for _, l := range cl.Limits {
 		var t Tally
 		var who string
