@@ -13,7 +13,7 @@ import org.apache.uima.resource.metadata.ProcessingResourceMetaData;
  * Spike: a UIMA-AS client over Debian's UIMA-AS 2.3.1.
  *
  * <pre>
- * SpikeClient BROKER_URL QUEUE meta [TIMEOUT_MS]          getMeta only (the "alive" check of DUCC's UIMA-AS pinger)
+ * SpikeClient BROKER_URL QUEUE meta [TIMEOUT_MS] [N]      getMeta only (the "alive" check of DUCC's UIMA-AS pinger), N times, a new engine each time
  * SpikeClient BROKER_URL QUEUE process TEXT [N] [TIMEOUT_MS]  getMeta, then N CASes (sendAndReceiveCAS)
  * </pre>
  *
@@ -33,6 +33,18 @@ public final class SpikeClient {
     String text = "";
     if (mode.equals("meta")) {
       if (args.length > 3) timeout = Integer.parseInt(args[3]);
+      if (args.length > 4) n = Integer.parseInt(args[4]);
+      for (int i = 1; i < n; i++) { // the warm rounds; the last one runs below
+        BaseUIMAAsynchronousEngine_impl e = new BaseUIMAAsynchronousEngine_impl();
+        long t = System.nanoTime();
+        try {
+          e.initialize(context(broker, queue, timeout));
+          System.out.println("getmeta-ms " + ms(t));
+        } catch (Exception x) {
+          System.out.println("getmeta failed-after-ms " + ms(t) + " " + x);
+        }
+        e.stop();
+      }
     } else {
       text = args.length > 3 ? args[3] : "hello UIMA-AS world";
       if (args.length > 4) n = Integer.parseInt(args[4]);
@@ -42,13 +54,7 @@ public final class SpikeClient {
     System.out.println("jvm-to-main-ms " + (System.currentTimeMillis() - jvmStart));
 
     BaseUIMAAsynchronousEngine_impl engine = new BaseUIMAAsynchronousEngine_impl();
-    Map<String, Object> ctx = new HashMap<>();
-    ctx.put(UimaAsynchronousEngine.ServerUri, broker);
-    ctx.put(UimaAsynchronousEngine.Endpoint, queue);
-    ctx.put(UimaAsynchronousEngine.GetMetaTimeout, timeout);
-    ctx.put(UimaAsynchronousEngine.Timeout, timeout);
-    ctx.put(UimaAsynchronousEngine.CpcTimeout, timeout);
-    ctx.put(UimaAsynchronousEngine.CasPoolSize, 1);
+    Map<String, Object> ctx = context(broker, queue, timeout);
     int rc = 0;
     long t0 = System.nanoTime();
     try {
@@ -90,6 +96,17 @@ public final class SpikeClient {
     System.out.println("stop-ms " + ms(t2));
     System.out.println("total-jvm-ms " + (System.currentTimeMillis() - jvmStart));
     System.exit(rc);
+  }
+
+  private static Map<String, Object> context(String broker, String queue, int timeout) {
+    Map<String, Object> ctx = new HashMap<>();
+    ctx.put(UimaAsynchronousEngine.ServerUri, broker);
+    ctx.put(UimaAsynchronousEngine.Endpoint, queue);
+    ctx.put(UimaAsynchronousEngine.GetMetaTimeout, timeout);
+    ctx.put(UimaAsynchronousEngine.Timeout, timeout);
+    ctx.put(UimaAsynchronousEngine.CpcTimeout, timeout);
+    ctx.put(UimaAsynchronousEngine.CasPoolSize, 1);
+    return ctx;
   }
 
   private static long ms(long since) {
