@@ -75,7 +75,13 @@ else bad "hooks (rc $rc), want $want"; fi
 state "CUSTOM:x" true >"$TMP/in"; host ducc.pinger.test.TestPings\$Scaling <"$TMP/in"
 if [ $rc = 0 ] && ! grep -q autostart "$TMP/out"; then ok "unchanged autostart left out"; else bad "unchanged autostart (rc $rc)"; fi
 
-# 7. Failures.
+# 7. The context class loader is the pinger's (JNDI, ServiceLoader: the UIMA-AS client needs it).
+state "$EP" >"$TMP/in"; host ducc.pinger.test.TestPings\$ContextLoader <"$TMP/in"
+if [ $rc = 0 ] && grep -qx '{"alive": true, "healthy": true, "info": "context class loader ok"}' "$TMP/out"; then
+  ok "calls run with the pinger's class loader as the thread's context class loader"
+else bad "context class loader (rc $rc)"; fi
+
+# 8. Failures.
 state "$EP" >"$TMP/in"; host no.such.Pinger <"$TMP/in"
 if [ $rc = 2 ] && grep -q '^ducc-pinger: pinger class no.such.Pinger not found in classpath' "$TMP/err" && [ ! -s "$TMP/out" ]; then
   ok "missing class: exit 2, says so"

@@ -96,6 +96,7 @@ public final class PingerHost {
   private boolean doLog = false;
 
   private AServicePing pinger;
+  private ClassLoader pingerLoader;
   private boolean initialized;
 
   private PingerHost(PrintStream answers, PrintStream log) {
@@ -224,6 +225,7 @@ public final class PingerHost {
   /** Loads and makes the pinger; every failure is a Fatal with a clear message. */
   private AServicePing load() throws Fatal {
     ClassLoader cl = loader();
+    pingerLoader = cl;
     Class<?> c;
     try {
       c = Class.forName(className, true, cl);
@@ -377,9 +379,18 @@ public final class PingerHost {
     return MiniJson.quote(new StringBuilder("{\"alive\": false, \"healthy\": false, \"info\": "), why).append('}').toString();
   }
 
-  /** Runs one call into the pinger, on the call thread, within the timeout. */
+  /**
+   * Runs one call into the pinger, on the call thread, within the timeout.
+   * The thread's context class loader is the pinger's: libraries that load
+   * classes through it (JNDI, as the UIMA-AS client does for ActiveMQ's
+   * InitialContextFactory; ServiceLoader) find the pinger's classpath.
+   */
   private <T> T call(String what, Callable<T> c) throws Exception {
-    Future<T> f = calls.submit(c);
+    ClassLoader cl = pingerLoader;
+    Future<T> f = calls.submit(() -> {
+      Thread.currentThread().setContextClassLoader(cl);
+      return c.call();
+    });
     try {
       return f.get(timeoutMs, TimeUnit.MILLISECONDS);
     } catch (TimeoutException e) {

@@ -115,6 +115,31 @@ public final class TestPings {
     }
   }
 
+  /**
+   * Alive when the thread's context class loader finds this class (which
+   * only the pinger's classpath has), as JNDI and ServiceLoader need.
+   */
+  public static class ContextLoader extends AServicePing {
+    @Override
+    public void init(String arguments, String endpoint) throws Exception {
+      Class.forName(ContextLoader.class.getName(), false, Thread.currentThread().getContextClassLoader());
+    }
+
+    @Override
+    public void stop() {}
+
+    @Override
+    public IServiceStatistics getStatistics() {
+      ClassLoader cl = Thread.currentThread().getContextClassLoader();
+      try {
+        Class.forName(ContextLoader.class.getName(), false, cl);
+        return new ServiceStatistics(true, true, "context class loader ok");
+      } catch (ClassNotFoundException e) {
+        return new ServiceStatistics(false, false, "context class loader " + cl + " lacks the pinger's classpath");
+      }
+    }
+  }
+
   /** Not a pinger. */
   public static class NotAPinger {}
 }
