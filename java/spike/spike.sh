@@ -104,6 +104,7 @@ all() {
 
 case "${1:-}" in
   build) build ;;
+  cp) echo "$UIMAAS_CP" ;;
   all) all ;;
-  *) echo "usage: $0 build|all"; exit 2 ;;
+  *) echo "usage: $0 build|all|cp"; exit 2 ;;
 esac
