@@ -115,6 +115,39 @@ dist/ducc-uima-test.jar: dist/ducc-uima.jar $(JAVA_TEST_SRC) $(JAVA_TEST_RES)
 	cp -r java/test/resources/. dist/java/test/
 	$(JAR) --create --file $@ -C dist/java/test .
 
+# DUCC's Java pinger API (docs: java/pinger/README.md): the classes custom
+# pingers compile against (dist/ducc-pinger-api.jar: AServicePing,
+# ServiceStatistics, IServiceStatistics, DuccLogger) and the host that runs
+# one as a ducc custom pinger (dist/ducc-pinger.jar: the API plus
+# ducc.pinger.PingerHost, its Main-Class). JDK only, no UIMA needed.
+# java-pinger-test compiles the fixtures (DUCC's CustomPing sample, a
+# loopback stats server, pingers that throw or hang) and runs
+# java/pinger/test/run.sh against them.
+.PHONY: java-pinger java-pinger-test
+PINGER_API_SRC  := $(shell find java/pinger/src/org -name '*.java' 2>/dev/null | sort)
+PINGER_HOST_SRC := $(shell find java/pinger/src/ducc -name '*.java' 2>/dev/null | sort)
+PINGER_TEST_SRC := $(shell find java/pinger/test/src -name '*.java' 2>/dev/null | sort)
+
+java-pinger: dist/ducc-pinger-api.jar dist/ducc-pinger.jar
+
+java-pinger-test: dist/ducc-pinger.jar dist/ducc-pinger-test.jar
+	java/pinger/test/run.sh dist/ducc-pinger.jar dist/ducc-pinger-test.jar
+
+dist/ducc-pinger-api.jar: $(PINGER_API_SRC)
+	rm -rf dist/java/pinger-api && mkdir -p dist/java/pinger-api
+	$(JAVAC) --release 17 -Xlint:all -Werror -d dist/java/pinger-api $(PINGER_API_SRC)
+	$(JAR) --create --file $@ -C dist/java/pinger-api .
+
+dist/ducc-pinger.jar: $(PINGER_API_SRC) $(PINGER_HOST_SRC)
+	rm -rf dist/java/pinger && mkdir -p dist/java/pinger
+	$(JAVAC) --release 17 -Xlint:all -Werror -d dist/java/pinger $(PINGER_API_SRC) $(PINGER_HOST_SRC)
+	$(JAR) --create --file $@ --main-class ducc.pinger.PingerHost -C dist/java/pinger .
+
+dist/ducc-pinger-test.jar: dist/ducc-pinger-api.jar $(PINGER_TEST_SRC)
+	rm -rf dist/java/pinger-test && mkdir -p dist/java/pinger-test
+	$(JAVAC) --release 17 -Xlint:all -Werror -cp dist/ducc-pinger-api.jar -d dist/java/pinger-test $(PINGER_TEST_SRC)
+	$(JAR) --create --file $@ -C dist/java/pinger-test .
+
 # Simulated cluster: a real head and 1,000 fake agents (docs/performance.md).
 .PHONY: sim
 sim: build

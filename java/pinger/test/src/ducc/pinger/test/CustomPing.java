@@ -1,0 +1,56 @@
+package ducc.pinger.test;
+
+import java.io.DataInputStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+
+import org.apache.uima.ducc.cli.AServicePing;
+import org.apache.uima.ducc.cli.ServiceStatistics;
+
+/**
+ * Test fixture: DUCC's documented CustomPing sample, written from its
+ * description. The endpoint is CUSTOM:name:host:port; each ping connects
+ * to host:port, reads four statistics (64-bit, little-endian) and answers
+ * alive and healthy with them as info ("S1[..] S2[..] S3[..] S4[..]");
+ * when that fails the service is not alive and the info says why.
+ * getStatistics() is declared with the covariant return type
+ * ServiceStatistics, as the sample does.
+ */
+public class CustomPing extends AServicePing {
+  private String host;
+  private int port;
+
+  @Override
+  public void init(String arguments, String endpoint) throws Exception {
+    String[] parts = endpoint.split(":");
+    if (parts.length < 4) {
+      throw new IllegalArgumentException("endpoint " + endpoint + " is not CUSTOM:name:host:port");
+    }
+    host = parts[2];
+    port = Integer.parseInt(parts[3]);
+    doLog("init", "pinging", host + ":" + port, "arguments", arguments);
+  }
+
+  @Override
+  public void stop() {}
+
+  @Override
+  public ServiceStatistics getStatistics() {
+    ServiceStatistics stats = new ServiceStatistics(false, false, "<NA>");
+    try (Socket s = new Socket()) {
+      s.connect(new InetSocketAddress(host, port), 2000);
+      s.setSoTimeout(2000);
+      DataInputStream in = new DataInputStream(s.getInputStream());
+      long[] v = new long[4];
+      for (int i = 0; i < 4; i++) {
+        v[i] = Long.reverseBytes(in.readLong());
+      }
+      stats.setAlive(true);
+      stats.setHealthy(true);
+      stats.setInfo("S1[" + v[0] + "] S2[" + v[1] + "] S3[" + v[2] + "] S4[" + v[3] + "]");
+    } catch (Exception e) {
+      stats.setInfo(host + ":" + port + ": " + e);
+    }
+    return stats;
+  }
+}
