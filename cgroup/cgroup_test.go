@@ -413,10 +413,20 @@ func assertInEvery(t *testing.T, m *Manager, pid int, name string) {
 			}
 		}
 	}
-	for _, n := range m.backend.(*v1Backend).names {
-		if !in[string(n)] {
-			t.Errorf("pid %d not in %s of controller %s:\n%s", pid, want, n, raw)
+	switch b := m.backend.(type) {
+	case *v1Backend:
+		for _, n := range b.names {
+			if !in[string(n)] {
+				t.Errorf("pid %d not in %s of controller %s:\n%s", pid, want, n, raw)
+			}
 		}
+	case *v2Backend:
+		// One hierarchy, whose line has no controllers: "0::/path".
+		if !in[""] {
+			t.Errorf("pid %d not in %s of the unified hierarchy:\n%s", pid, want, raw)
+		}
+	default:
+		t.Fatalf("backend %T", b)
 	}
 }
 
