@@ -103,8 +103,11 @@ func TestLogDirAsUser(t *testing.T) {
 					t.Errorf("status %s %q, want LaunchFailed %q...", s.State, s.Reason, c.want)
 				}
 			}
-			if !strings.HasSuffix(end.Reason, "as ducctest: permission denied") {
+			if !strings.Contains(end.Reason, "as ducctest: permission denied") {
 				t.Errorf("reason %q does not say as whom and why", end.Reason)
+			}
+			if strings.HasPrefix(c.want, "cannot create log directory") && !strings.HasSuffix(end.Reason, "; give the work a log directory ducctest may create (the default, ~/ducc/logs, needs a home ducctest may write)") {
+				t.Errorf("reason %q does not say what to do", end.Reason)
 			}
 			if names := entries(t, c.untouched); len(names) != 0 {
 				t.Errorf("created in %s: %v", c.untouched, names)
