@@ -56,160 +56,185 @@ const (
 // and after it. Each entry is one batch; every command type is applied
 // in both parts.
 func fixtureHistory() (before, after [][]state.Command) {
-	now := int64(fixtureT0)
-	var out *[][]state.Command
-	add := func(cmds ...state.Command) int64 {
-		for i := range cmds {
-			cmds[i].Time = now
-		}
-		*out = append(*out, cmds)
-		t := now
-		now += 1000
-		return t
+	l := &fixtureLog{now: fixtureT0, out: &before}
+	end100 := fixtureBefore(l)
+	l.out = &after
+	fixtureAfter(l, end100)
+	return before, after
+}
+
+// fixtureLog collects the fixture's entries, one second apart.
+type fixtureLog struct {
+	now int64              // the time of the next entry (unix ms)
+	out *[][]state.Command // where entries go
+}
+
+// add appends one entry of cmds, stamped with its time, and returns it.
+func (l *fixtureLog) add(cmds ...state.Command) int64 {
+	for i := range cmds {
+		cmds[i].Time = l.now
 	}
-	job := func(user string, items ...string) *state.Work {
-		w := &state.Work{Kind: wire.WorkJob, User: user, UID: 1000, GID: 1000, Groups: []uint32{1000, 27}, Home: "/home/" + user,
-			Class: "normal", Memory: 1 << 30, Dir: "/home/" + user, LogDir: "/home/" + user + "/ducc/logs", Description: "fixture job",
-			Umask: "0022",
-			Job: &state.Job{Spec: wire.JobSpec{Executable: "/usr/bin/python3", Args: []string{"worker.py"}, Memory: 1 << 30,
-				MaxJobErrors: 15, FailuresLimit: 3, MaxItemRetries: 1, Pipelines: 1, WorkerProtocol: "jsonl"}}}
-		for _, it := range items {
-			w.Job.Items = append(w.Job.Items, state.Item{Data: it})
-		}
-		return w
+	*l.out = append(*l.out, cmds)
+	t := l.now
+	l.now += 1000
+	return t
+}
+
+// running is a process's start as its agent reports it.
+func (l *fixtureLog) running(id string, work uint64, pid int) state.Command {
+	return state.Command{Type: state.CmdProc, Proc: &wire.ProcStatus{ID: id, WorkID: work, State: wire.ProcRunning, PID: pid,
+		StartedAt: l.now - 10, LogPath: "/home/alice/ducc/logs/" + id + ".log", Node: "n1"}}
+}
+
+// exited is a process's end as its agent reports it.
+func (l *fixtureLog) exited(id string, work uint64, code int, reason string) state.Command {
+	return state.Command{Type: state.CmdProc, Proc: &wire.ProcStatus{ID: id, WorkID: work, State: wire.ProcExited, ExitCode: code,
+		Reason: reason, EndedAt: l.now - 5, MaxRSS: 300 << 20, CPUSeconds: 12.5}}
+}
+
+// fixtureJob is a job of user's with items.
+func fixtureJob(user string, items ...string) *state.Work {
+	w := &state.Work{Kind: wire.WorkJob, User: user, UID: 1000, GID: 1000, Groups: []uint32{1000, 27}, Home: "/home/" + user,
+		Class: "normal", Memory: 1 << 30, Dir: "/home/" + user, LogDir: "/home/" + user + "/ducc/logs", Description: "fixture job",
+		Umask: "0022",
+		Job: &state.Job{Spec: wire.JobSpec{Executable: "/usr/bin/python3", Args: []string{"worker.py"}, Memory: 1 << 30,
+			MaxJobErrors: 15, FailuresLimit: 3, MaxItemRetries: 1, Pipelines: 1, WorkerProtocol: "jsonl"}}}
+	for _, it := range items {
+		w.Job.Items = append(w.Job.Items, state.Item{Data: it})
 	}
-	running := func(id string, work uint64, pid int) state.Command {
-		return state.Command{Type: state.CmdProc, Proc: &wire.ProcStatus{ID: id, WorkID: work, State: wire.ProcRunning, PID: pid,
-			StartedAt: now - 10, LogPath: "/home/alice/ducc/logs/" + id + ".log", Node: "n1"}}
-	}
-	exited := func(id string, work uint64, code int, reason string) state.Command {
-		return state.Command{Type: state.CmdProc, Proc: &wire.ProcStatus{ID: id, WorkID: work, State: wire.ProcExited, ExitCode: code,
-			Reason: reason, EndedAt: now - 5, MaxRSS: 300 << 20, CPUSeconds: 12.5}}
-	}
-	const endpoint = "UIMA-AS:fixture.queue"
-	svc := wire.ServiceSpec{Endpoint: endpoint, Description: "fixture service", Executable: "/opt/svc/run", Args: []string{"--port", "0"},
+	return w
+}
+
+// fixtureEndpoint is the fixture's service.
+const fixtureEndpoint = "UIMA-AS:fixture.queue"
+
+// fixtureBefore adds the entries before the snapshot and returns the time
+// job 100 ended.
+func fixtureBefore(l *fixtureLog) (end100 int64) {
+	svc := wire.ServiceSpec{Endpoint: fixtureEndpoint, Description: "fixture service", Executable: "/opt/svc/run", Args: []string{"--port", "0"},
 		Memory: 2 << 30, Class: "fixed", Instances: 1, MaxInstances: 3, FailuresLimit: 2, FailuresWindowMS: 600_000,
 		InitFailuresLimit: 1, LingerMS: 30_000, PingIntervalMS: 60_000, PingTimeoutMS: 5_000}
-
-	out = &before
-	add(state.Command{Type: state.CmdIncarnation, Incarnation: "3f9c2a7e-fixture"}, state.Command{Type: state.CmdIDFloor, IDFloor: 100})
-	add(state.Command{Type: state.CmdConfig, Config: []byte("classes:\n  normal: {policy: FAIR_SHARE, weight: 1}\n")})
-	add(state.Command{Type: state.CmdNodeAdmin, Node: "n2", NodeState: state.NodeVariedOff},
+	l.add(state.Command{Type: state.CmdIncarnation, Incarnation: "3f9c2a7e-fixture"}, state.Command{Type: state.CmdIDFloor, IDFloor: 100})
+	l.add(state.Command{Type: state.CmdConfig, Config: []byte("classes:\n  normal: {policy: FAIR_SHARE, weight: 1}\n")})
+	l.add(state.Command{Type: state.CmdNodeAdmin, Node: "n2", NodeState: state.NodeVariedOff},
 		state.Command{Type: state.CmdNodeAdmin, Node: "n3", NodeState: state.NodeQuiescing})
 	// Job 100: three items, one retried, ends EndOfJob.
-	add(state.Command{Type: state.CmdSubmit, Work: job("alice", "a", "b", "c"), Last: true})
-	add(state.Command{Type: state.CmdAssign, WorkID: 100, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 1 << 30}})
-	add(running("100.1", 100, 4100))
-	add(state.Command{Type: state.CmdReady, WorkID: 100, ProcID: "100.1", InitMS: 250})
-	add(state.Command{Type: state.CmdOutcomes, WorkID: 100, ProcID: "100.1", Outcomes: []wire.ItemOutcome{
+	l.add(state.Command{Type: state.CmdSubmit, Work: fixtureJob("alice", "a", "b", "c"), Last: true})
+	l.add(state.Command{Type: state.CmdAssign, WorkID: 100, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 1 << 30}})
+	l.add(l.running("100.1", 100, 4100))
+	l.add(state.Command{Type: state.CmdReady, WorkID: 100, ProcID: "100.1", InitMS: 250})
+	l.add(state.Command{Type: state.CmdOutcomes, WorkID: 100, ProcID: "100.1", Outcomes: []wire.ItemOutcome{
 		{Index: 0, OK: true, Millis: 12, Result: `{"n": 0}`}, {Index: 1, Error: "boom", Millis: 3}, {Index: 2, OK: true, Millis: 9}}})
-	end100 := add(state.Command{Type: state.CmdOutcomes, WorkID: 100, ProcID: "100.1", Outcomes: []wire.ItemOutcome{{Index: 1, OK: true, Millis: 11}}})
-	add(exited("100.1", 100, 0, ""))
+	end100 = l.add(state.Command{Type: state.CmdOutcomes, WorkID: 100, ProcID: "100.1", Outcomes: []wire.ItemOutcome{{Index: 1, OK: true, Millis: 11}}})
+	l.add(l.exited("100.1", 100, 0, ""))
 	// Job 101: items in two chunks, two processes, one lost.
-	add(state.Command{Type: state.CmdSubmit, Work: job("alice", "1", "2")})
-	add(state.Command{Type: state.CmdItems, WorkID: 101, Items: []string{"3", "4"}, Last: true})
-	add(state.Command{Type: state.CmdAssign, WorkID: 101, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 1 << 30}},
+	l.add(state.Command{Type: state.CmdSubmit, Work: fixtureJob("alice", "1", "2")})
+	l.add(state.Command{Type: state.CmdItems, WorkID: 101, Items: []string{"3", "4"}, Last: true})
+	l.add(state.Command{Type: state.CmdAssign, WorkID: 101, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 1 << 30}},
 		state.Command{Type: state.CmdAssign, WorkID: 101, Assign: &state.Assignment{Node: "n4", Shares: 2, MemoryLimit: 1 << 30}})
-	add(running("101.1", 101, 4200), running("101.2", 101, 4201))
-	add(state.Command{Type: state.CmdReady, WorkID: 101, ProcID: "101.1", InitMS: 300},
+	l.add(l.running("101.1", 101, 4200), l.running("101.2", 101, 4201))
+	l.add(state.Command{Type: state.CmdReady, WorkID: 101, ProcID: "101.1", InitMS: 300},
 		state.Command{Type: state.CmdReady, WorkID: 101, ProcID: "101.2", InitMS: 320})
-	add(state.Command{Type: state.CmdOutcomes, WorkID: 101, ProcID: "101.1", Outcomes: []wire.ItemOutcome{{Index: 0, OK: true, Millis: 40}}})
-	add(state.Command{Type: state.CmdProc, Proc: &wire.ProcStatus{ID: "101.2", WorkID: 101, State: wire.ProcLost, ExitCode: -1, Reason: "node n4 is down"}},
+	l.add(state.Command{Type: state.CmdOutcomes, WorkID: 101, ProcID: "101.1", Outcomes: []wire.ItemOutcome{{Index: 0, OK: true, Millis: 40}}})
+	l.add(state.Command{Type: state.CmdProc, Proc: &wire.ProcStatus{ID: "101.2", WorkID: 101, State: wire.ProcLost, ExitCode: -1, Reason: "node n4 is down"}},
 		state.Command{Type: state.CmdRequeued, WorkID: 101, Requeued: 1})
 	// Managed reservation 102: its program exits 3.
-	add(state.Command{Type: state.CmdSubmit, Work: &state.Work{Kind: wire.WorkManaged, User: "bob", UID: 1001, GID: 1001, Class: "normal",
+	l.add(state.Command{Type: state.CmdSubmit, Work: &state.Work{Kind: wire.WorkManaged, User: "bob", UID: 1001, GID: 1001, Class: "normal",
 		Memory: 512 << 20, Path: "/bin/sh", Args: []string{"-c", "exit 3"}, Env: []string{"A=1"}, Dir: "/tmp", Description: "fixture managed"}})
-	add(state.Command{Type: state.CmdAssign, WorkID: 102, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 512 << 20}},
-		running("102.1", 102, 4300))
-	end102 := add(exited("102.1", 102, 3, "exit code 3"))
+	l.add(state.Command{Type: state.CmdAssign, WorkID: 102, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 512 << 20}},
+		l.running("102.1", 102, 4300))
+	end102 := l.add(l.exited("102.1", 102, 3, "exit code 3"))
 	// Reservation 103.
-	add(state.Command{Type: state.CmdSubmit, Work: &state.Work{Kind: wire.WorkReservation, User: "carol", UID: 1002, GID: 1002,
+	l.add(state.Command{Type: state.CmdSubmit, Work: &state.Work{Kind: wire.WorkReservation, User: "carol", UID: 1002, GID: 1002,
 		Class: "reserve", Memory: 8 << 30, MachineList: []string{"n3"}}})
-	add(state.Command{Type: state.CmdAssign, WorkID: 103, Assign: &state.Assignment{Node: "n3", Shares: 8, MemoryLimit: 8 << 30}})
+	l.add(state.Command{Type: state.CmdAssign, WorkID: 103, Assign: &state.Assignment{Node: "n3", Shares: 8, MemoryLimit: 8 << 30}})
 	// Service 104.
-	add(state.Command{Type: state.CmdSvcRegister, Work: &state.Work{Kind: wire.WorkService, User: "alice", UID: 1000, GID: 1000,
+	l.add(state.Command{Type: state.CmdSvcRegister, Work: &state.Work{Kind: wire.WorkService, User: "alice", UID: 1000, GID: 1000,
 		Class: "fixed", Memory: 2 << 30, Path: svc.Executable, Args: svc.Args, Description: svc.Description,
 		Env: state.ServiceEnv("alice", "/home/alice", nil), Service: &state.Service{Spec: svc}}})
-	add(state.Command{Type: state.CmdSvcChange, WorkID: 104, Service: &state.ServiceChange{Op: state.SvcOpStart}})
-	add(state.Command{Type: state.CmdAssign, WorkID: 104, Assign: &state.Assignment{Node: "n1", Shares: 2, MemoryLimit: 2 << 30}},
-		running("104.1", 104, 4400))
-	add(state.Command{Type: state.CmdSvcChange, WorkID: 104, ProcID: "104.1", Service: &state.ServiceChange{Op: state.SvcOpReady}})
-	add(state.Command{Type: state.CmdSvcChange, WorkID: 104, Service: &state.ServiceChange{Op: state.SvcOpModify,
-		Spec: &wire.ServiceSpec{Endpoint: endpoint, Description: "fixture service, modified"}, Keys: []string{"description"}}})
-	add(state.Command{Type: state.CmdSvcChange, WorkID: 104, Service: &state.ServiceChange{Op: state.SvcOpLastUse, N: now - 500}})
+	l.add(state.Command{Type: state.CmdSvcChange, WorkID: 104, Service: &state.ServiceChange{Op: state.SvcOpStart}})
+	l.add(state.Command{Type: state.CmdAssign, WorkID: 104, Assign: &state.Assignment{Node: "n1", Shares: 2, MemoryLimit: 2 << 30}},
+		l.running("104.1", 104, 4400))
+	l.add(state.Command{Type: state.CmdSvcChange, WorkID: 104, ProcID: "104.1", Service: &state.ServiceChange{Op: state.SvcOpReady}})
+	l.add(state.Command{Type: state.CmdSvcChange, WorkID: 104, Service: &state.ServiceChange{Op: state.SvcOpModify,
+		Spec: &wire.ServiceSpec{Endpoint: fixtureEndpoint, Description: "fixture service, modified"}, Keys: []string{"description"}}})
+	l.add(state.Command{Type: state.CmdSvcChange, WorkID: 104, Service: &state.ServiceChange{Op: state.SvcOpLastUse, N: l.now - 500}})
 	// Job 105 waits for the service.
-	j105 := job("dave", "x")
-	j105.Deps = []string{endpoint}
+	j105 := fixtureJob("dave", "x")
+	j105.Deps = []string{fixtureEndpoint}
 	j105.Job.Spec.ServiceDependency = j105.Deps
-	add(state.Command{Type: state.CmdSubmit, Work: j105, Last: true})
-	add(state.Command{Type: state.CmdDepsMet, WorkID: 105})
+	l.add(state.Command{Type: state.CmdSubmit, Work: j105, Last: true})
+	l.add(state.Command{Type: state.CmdDepsMet, WorkID: 105})
 	// Job 106 with a driver process.
-	j106 := job("erin")
+	j106 := fixtureJob("erin")
 	j106.Job.Spec.DriverExecutable, j106.Job.Spec.DriverMemory, j106.Job.DriverClass = "/opt/drv/run", 512<<20, "fixed"
-	add(state.Command{Type: state.CmdSubmit, Work: j106, Last: true})
-	add(state.Command{Type: state.CmdAssign, WorkID: 106, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 512 << 20, Kind: wire.ProcDriver}})
-	add(running("106.1", 106, 4600))
-	add(state.Command{Type: state.CmdReady, WorkID: 106, ProcID: "106.1", InitMS: 40})
-	add(state.Command{Type: state.CmdDriverItems, WorkID: 106, ProcID: "106.1", FirstItem: 0, Items: []string{"d0", "d1"}, Total: 5})
-	add(state.Command{Type: state.CmdDriverItems, WorkID: 106, ProcID: "106.1", FirstItem: 2, Items: []string{"d2", "d3"}})
+	l.add(state.Command{Type: state.CmdSubmit, Work: j106, Last: true})
+	l.add(state.Command{Type: state.CmdAssign, WorkID: 106, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 512 << 20, Kind: wire.ProcDriver}})
+	l.add(l.running("106.1", 106, 4600))
+	l.add(state.Command{Type: state.CmdReady, WorkID: 106, ProcID: "106.1", InitMS: 40})
+	l.add(state.Command{Type: state.CmdDriverItems, WorkID: 106, ProcID: "106.1", FirstItem: 0, Items: []string{"d0", "d1"}, Total: 5})
+	l.add(state.Command{Type: state.CmdDriverItems, WorkID: 106, ProcID: "106.1", FirstItem: 2, Items: []string{"d2", "d3"}})
 	// Job 107, canceled by an administrator.
-	add(state.Command{Type: state.CmdSubmit, Work: job("alice", "q"), Last: true},
+	l.add(state.Command{Type: state.CmdSubmit, Work: fixtureJob("alice", "q"), Last: true},
 		state.Command{Type: state.CmdAssign, WorkID: 107, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 1 << 30}})
-	add(state.Command{Type: state.CmdCancel, WorkID: 107, By: "root"})
-	add(exited("107.1", 107, -1, "killed by signal 15"))
+	l.add(state.Command{Type: state.CmdCancel, WorkID: 107, By: "root"})
+	l.add(l.exited("107.1", 107, -1, "killed by signal 15"))
 	// Job 108, refused at once.
-	j108 := job("frank", "z")
+	j108 := fixtureJob("frank", "z")
 	j108.Deps = []string{"UIMA-AS:gone"}
-	add(state.Command{Type: state.CmdSubmit, Work: j108, Last: true, Completion: state.CompletionServicesUnavail,
+	l.add(state.Command{Type: state.CmdSubmit, Work: j108, Last: true, Completion: state.CompletionServicesUnavail,
 		Reason: "service UIMA-AS:gone is not registered"})
-	add(state.Command{Type: state.CmdStopProc, WorkID: 101, ProcID: "101.1", Reason: "work item 1 timed out", Counts: true})
-	add(state.Command{Type: state.CmdFinish, WorkID: 105, Completion: state.CompletionCanceledBySystem, Reason: "fixture: finished by the system"})
+	l.add(state.Command{Type: state.CmdStopProc, WorkID: 101, ProcID: "101.1", Reason: "work item 1 timed out", Counts: true})
+	l.add(state.Command{Type: state.CmdFinish, WorkID: 105, Completion: state.CompletionCanceledBySystem, Reason: "fixture: finished by the system"})
 	// Work that ended by 102's end leaves the state; its items are held.
-	add(state.Command{Type: state.CmdPurge, Purge: &state.Purge{Work: end102 + 1}})
+	l.add(state.Command{Type: state.CmdPurge, Purge: &state.Purge{Work: end102 + 1}})
 
-	out = &after
-	add(state.Command{Type: state.CmdIncarnation, Incarnation: "not-this-one"}) // named already: ignored
-	add(state.Command{Type: state.CmdIDFloor, IDFloor: 50})                     // below the next id: ignored
-	add(state.Command{Type: state.CmdConfig, Config: []byte("classes:\n  normal: {policy: FAIR_SHARE, weight: 2}\n")})
-	add(state.Command{Type: state.CmdNodeAdmin, Node: "n3"}, state.Command{Type: state.CmdNodeAdmin, Node: "n2", NodeState: state.NodeQuiescing})
+	return end100
+}
+
+// fixtureAfter adds the entries after the snapshot.
+func fixtureAfter(l *fixtureLog, end100 int64) {
+	l.add(state.Command{Type: state.CmdIncarnation, Incarnation: "not-this-one"}) // named already: ignored
+	l.add(state.Command{Type: state.CmdIDFloor, IDFloor: 50})                     // below the next id: ignored
+	l.add(state.Command{Type: state.CmdConfig, Config: []byte("classes:\n  normal: {policy: FAIR_SHARE, weight: 2}\n")})
+	l.add(state.Command{Type: state.CmdNodeAdmin, Node: "n3"}, state.Command{Type: state.CmdNodeAdmin, Node: "n2", NodeState: state.NodeQuiescing})
 	// Job 109: one item fails for good, the job ends Error.
-	j109 := job("alice", "p", "q")
+	j109 := fixtureJob("alice", "p", "q")
 	j109.Job.Spec.MaxItemRetries = 0
-	add(state.Command{Type: state.CmdSubmit, Work: j109})
-	add(state.Command{Type: state.CmdItems, WorkID: 109, Items: []string{"r"}, Last: true})
-	add(state.Command{Type: state.CmdAssign, WorkID: 109, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 1 << 30}})
-	add(running("109.1", 109, 4900))
-	add(state.Command{Type: state.CmdReady, WorkID: 109, ProcID: "109.1", InitMS: 500})
-	add(state.Command{Type: state.CmdOutcomes, WorkID: 109, ProcID: "109.1", Outcomes: []wire.ItemOutcome{
+	l.add(state.Command{Type: state.CmdSubmit, Work: j109})
+	l.add(state.Command{Type: state.CmdItems, WorkID: 109, Items: []string{"r"}, Last: true})
+	l.add(state.Command{Type: state.CmdAssign, WorkID: 109, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 1 << 30}})
+	l.add(l.running("109.1", 109, 4900))
+	l.add(state.Command{Type: state.CmdReady, WorkID: 109, ProcID: "109.1", InitMS: 500})
+	l.add(state.Command{Type: state.CmdOutcomes, WorkID: 109, ProcID: "109.1", Outcomes: []wire.ItemOutcome{
 		{Index: 0, OK: true, Millis: 5}, {Index: 1, OK: true, Millis: 7}, {Index: 2, Error: "bad input", Millis: 1}}})
-	add(exited("109.1", 109, 0, ""))
+	l.add(l.exited("109.1", 109, 0, ""))
 	// Job 101 goes on: the stopped process ends (a failure), its item is
 	// re-queued, a new process is placed and stopped again.
-	add(exited("101.1", 101, -1, "killed by signal 15"), state.Command{Type: state.CmdRequeued, WorkID: 101, Requeued: 1})
-	add(state.Command{Type: state.CmdAssign, WorkID: 101, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 1 << 30}})
-	add(running("101.3", 101, 4203))
-	add(state.Command{Type: state.CmdStopProc, WorkID: 101, ProcID: "101.3", Reason: "shrink"})
-	add(state.Command{Type: state.CmdCancel, WorkID: 103, By: "carol"})
-	add(state.Command{Type: state.CmdSvcRegister, Work: &state.Work{Kind: wire.WorkService, User: "bob", UID: 1001, GID: 1001, Class: "fixed",
+	l.add(l.exited("101.1", 101, -1, "killed by signal 15"), state.Command{Type: state.CmdRequeued, WorkID: 101, Requeued: 1})
+	l.add(state.Command{Type: state.CmdAssign, WorkID: 101, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 1 << 30}})
+	l.add(l.running("101.3", 101, 4203))
+	l.add(state.Command{Type: state.CmdStopProc, WorkID: 101, ProcID: "101.3", Reason: "shrink"})
+	l.add(state.Command{Type: state.CmdCancel, WorkID: 103, By: "carol"})
+	l.add(state.Command{Type: state.CmdSvcRegister, Work: &state.Work{Kind: wire.WorkService, User: "bob", UID: 1001, GID: 1001, Class: "fixed",
 		Service: &state.Service{Spec: wire.ServiceSpec{Endpoint: "CUSTOM:ping-only", PingExecutable: "/opt/ping", MaxInstances: 1}}}})
-	add(state.Command{Type: state.CmdSvcChange, WorkID: 104, Service: &state.ServiceChange{Op: state.SvcOpDisable, Reason: "maintenance"}})
-	j111 := job("dave", "y")
-	j111.Deps = []string{endpoint}
-	add(state.Command{Type: state.CmdSubmit, Work: j111, Last: true})
-	add(state.Command{Type: state.CmdDepsMet, WorkID: 111})
+	l.add(state.Command{Type: state.CmdSvcChange, WorkID: 104, Service: &state.ServiceChange{Op: state.SvcOpDisable, Reason: "maintenance"}})
+	j111 := fixtureJob("dave", "y")
+	j111.Deps = []string{fixtureEndpoint}
+	l.add(state.Command{Type: state.CmdSubmit, Work: j111, Last: true})
+	l.add(state.Command{Type: state.CmdDepsMet, WorkID: 111})
 	// Job 106: a chunk sent again adds nothing; the last one commits.
-	add(state.Command{Type: state.CmdDriverItems, WorkID: 106, ProcID: "106.1", FirstItem: 2, Items: []string{"d2", "d3"}})
-	add(state.Command{Type: state.CmdDriverItems, WorkID: 106, ProcID: "106.1", FirstItem: 4, Items: []string{"d4"}, Last: true})
-	add(state.Command{Type: state.CmdFinish, WorkID: 110, Completion: state.CompletionCanceledByUser, Reason: "unregistered"})
-	// All work ended (and stopped) by now leaves the state; 100's held
+	l.add(state.Command{Type: state.CmdDriverItems, WorkID: 106, ProcID: "106.1", FirstItem: 2, Items: []string{"d2", "d3"}})
+	l.add(state.Command{Type: state.CmdDriverItems, WorkID: 106, ProcID: "106.1", FirstItem: 4, Items: []string{"d4"}, Last: true})
+	l.add(state.Command{Type: state.CmdFinish, WorkID: 110, Completion: state.CompletionCanceledByUser, Reason: "unregistered"})
+	// All work ended (and stopped) by l.now leaves the state; 100's held
 	// items and its record are dropped.
-	add(state.Command{Type: state.CmdPurge, Purge: &state.Purge{Work: now, Results: end100 + 1, History: end100 + 1}})
-	// Job 112, refused at once, stays in the state for now.
-	j112 := job("frank", "z")
+	l.add(state.Command{Type: state.CmdPurge, Purge: &state.Purge{Work: l.now, Results: end100 + 1, History: end100 + 1}})
+	// Job 112, refused at once, stays in the state for l.now.
+	j112 := fixtureJob("frank", "z")
 	j112.Deps = []string{"UIMA-AS:gone"}
-	add(state.Command{Type: state.CmdSubmit, Work: j112, Last: true, Completion: state.CompletionServicesUnavail,
+	l.add(state.Command{Type: state.CmdSubmit, Work: j112, Last: true, Completion: state.CompletionServicesUnavail,
 		Reason: "service UIMA-AS:gone is not registered"})
-	return before, after
 }
 
 // fixtureDump is what the fixture's golden file records of the state.
