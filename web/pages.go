@@ -253,6 +253,12 @@ func fillJob(s *server, r *http.Request, d *pageData) error {
 		return err
 	}
 	d.Title = kindTitle(w.Kind) + " " + strconv.FormatUint(w.ID, 10)
+	switch w.Kind {
+	case wire.WorkService:
+		d.Active = "/services"
+	case wire.WorkReservation:
+		d.Active = "/reservations"
+	}
 	// An identified user gets links to the logs and results; the head
 	// decides when they are followed whether this user may read them.
 	mine := callerOf(r).User != ""

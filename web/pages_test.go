@@ -159,17 +159,24 @@ func TestStaticAssets(t *testing.T) {
 }
 
 // TestTitlesByKind: a work's page is titled by its kind, as the CLI
-// names it: a service's and a reservation's page is not "Job N".
+// names it (a service's and a reservation's page is not "Job N"), and
+// the navigation marks its list.
 func TestTitlesByKind(t *testing.T) {
 	src := newFake()
 	src.work = append(src.work,
 		wire.WorkInfo{ID: 7, Kind: wire.WorkService, User: "alice", Class: "fixed", State: "Running", Command: []string{"/srv/db"}},
 		wire.WorkInfo{ID: 9, Kind: wire.WorkReservation, User: "dave", Class: "reserve", State: "WaitingForResources"})
 	srv, _ := newTestServer(t, src, nil)
-	for path, want := range map[string]string{"/jobs/5": "Job 5", "/jobs/2": "Managed reservation 2", "/jobs/7": "Service 7", "/jobs/9": "Reservation 9"} {
-		_, body, _ := get(t, srv.URL+path)
-		if !strings.Contains(body, "<title>"+want+" · ducc</title>") || !strings.Contains(body, "<h1>"+want+"</h1>") {
-			t.Errorf("%s: not titled %q:\n%.400s", path, want, body)
+	for _, tc := range []struct{ path, title, nav string }{
+		{"/jobs/5", "Job 5", "Jobs"}, {"/jobs/2", "Managed reservation 2", "Jobs"},
+		{"/jobs/7", "Service 7", "Services"}, {"/jobs/9", "Reservation 9", "Reservations"},
+	} {
+		_, body, _ := get(t, srv.URL+tc.path)
+		if !strings.Contains(body, "<title>"+tc.title+" · ducc</title>") || !strings.Contains(body, "<h1>"+tc.title+"</h1>") {
+			t.Errorf("%s: not titled %q:\n%.400s", tc.path, tc.title, body)
+		}
+		if !strings.Contains(body, `class="active" aria-current="page">`+tc.nav+"<") {
+			t.Errorf("%s: the navigation does not mark %s", tc.path, tc.nav)
 		}
 	}
 }
