@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -107,6 +108,20 @@ type WebConfig struct {
 	// TrustedProxies are the addresses (or CIDR prefixes) of the reverse
 	// proxies allowed to reach a private dashboard and to name the user.
 	TrustedProxies []string `yaml:"trusted_proxies"`
+	// LocalUsers identifies a browser on the node by the user who owns
+	// its loopback connection (web.Config.LocalUsers). Nil: on in dev
+	// mode, off otherwise.
+	LocalUsers *bool `yaml:"local_users"`
+}
+
+// localUsers is web.local_users with its default: on in dev mode (one
+// user's cluster on loopback), off otherwise (a proxy on the node would
+// make its users look like the proxy's owner).
+func (w WebConfig) localUsers(dev bool) bool {
+	if w.LocalUsers != nil {
+		return *w.LocalUsers
+	}
+	return dev
 }
 
 // trustedProxies parses web.trusted_proxies: addresses or prefixes.
@@ -300,6 +315,65 @@ func (c *Config) CheckRunnable() error {
 		return fmt.Errorf("join: an agent that is not head-eligible needs the address of at least one other agent to join through (or set head.eligible: true for a one-node cluster)")
 	}
 	return nil
+}
+
+// DevSections are the parts of a config file that `ducc agent --dev
+// --config FILE` uses; the rest describe a multi-node cluster (its name
+// and key, this node's addresses and data, joining, the head group's
+// timing), which a dev cluster makes for itself: one node on loopback,
+// set with the agent's flags.
+var DevSections = []string{"scheduler", "administrators", "web", "head.retention"}
+
+// LoadDevConfig reads path for `ducc agent --dev --config FILE`: the dev
+// configuration of dataDir with the file's DevSections. Ignored lists
+// the keys of the file it does not use (node.memory, join, ...), for
+// the caller to report: nothing in the file is dropped silently.
+func LoadDevConfig(path, dataDir string) (cfg *Config, ignored []string, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read config: %w", err)
+	}
+	c, err := ParseConfig(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	ignored, err = devIgnored(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	cfg = DevConfig(dataDir)
+	cfg.Scheduler, cfg.Administrators, cfg.Web, cfg.Retention = c.Scheduler, c.Administrators, c.Web, c.Retention
+	return cfg, ignored, nil
+}
+
+// devIgnored lists the keys of a config file outside DevSections: a
+// whole top-level key, or SECTION.KEY within a section (head.eligible).
+func devIgnored(data []byte) ([]string, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	used := func(key string) bool { return slices.Contains(DevSections, key) }
+	var out []string
+	top := doc.Content[0].Content
+	for i := 0; i+1 < len(top); i += 2 {
+		key, val := top[i].Value, top[i+1]
+		switch {
+		case used(key):
+		case val.Kind == yaml.MappingNode:
+			for j := 0; j+1 < len(val.Content); j += 2 {
+				if k := key + "." + val.Content[j].Value; !used(k) {
+					out = append(out, k)
+				}
+			}
+		default:
+			out = append(out, key)
+		}
+	}
+	return out, nil
 }
 
 // DevConfig is the configuration of `ducc agent --dev`: one node that is

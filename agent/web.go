@@ -66,6 +66,16 @@ func (a *Agent) webLookupUser(name string) (wire.Caller, error) {
 	return a.userCaller(u), nil
 }
 
+// webLookupUID is the caller of the user who owns a loopback connection
+// to the dashboard (web.local_users), from this node's user database.
+func (a *Agent) webLookupUID(uid uint32) (wire.Caller, error) {
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil {
+		return wire.Caller{}, fmt.Errorf("uid %d owns the connection but is unknown on node %s", uid, a.cfg.Node)
+	}
+	return a.userCaller(u), nil
+}
+
 // webLog writes the log of a process of work id to w for the dashboard's
 // identified user c: the head decides whether c may read it
 // (MethodLogAccess), and the file is opened as for `ducc logs`, on this
@@ -148,6 +158,7 @@ func (a *Agent) serveWeb(ctx context.Context) (stop func(), err error) {
 		Version: a.version, Node: a.cfg.Node,
 		TokenKey: a.webKey, UserHeader: a.cfg.Web.UserHeader, TrustedProxies: proxies,
 		LookupUser: a.webLookupUser, Logs: a.webLog,
+		LocalUsers: a.cfg.Web.localUsers(a.cfg.Dev), LookupUID: a.webLookupUID,
 	})
 	srv := &http.Server{
 		Handler:           h,
@@ -170,7 +181,8 @@ func (a *Agent) serveWeb(ctx context.Context) (stop func(), err error) {
 			log.Error("web dashboard stopped", "err", err)
 		}
 	}()
-	log.Info("web dashboard ready", "url", url, "listen", ln.Addr().String(), "private", a.cfg.Web.Private)
+	log.Info("web dashboard ready", "url", url, "listen", ln.Addr().String(), "private", a.cfg.Web.Private,
+		"local_users", a.cfg.Web.localUsers(a.cfg.Dev))
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

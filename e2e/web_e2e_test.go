@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
@@ -283,24 +281,23 @@ func grep(m map[string]float64, prefix string) []string {
 	return out
 }
 
-// TestWebDashboardBrowser opens every page of a private dev dashboard in
-// Debian's chromium at 800 px wide with a running managed reservation, a
-// running job, a job with a failed item, a service and a pending
-// reservation: first anonymously (no arguments, no items), then signed in
-// with a `ducc web-token` token. It checks that no page scrolls sideways,
-// that the charts have data points, that the work-item table lists the
-// failed item and that the log of a process opens, and saves a screenshot
-// of every page under $DUCC_ARTIFACTS/dashboard (a temporary directory
-// when unset; docs/operations.md).
+// TestWebDashboardBrowser opens every page of a plain dev cluster's
+// dashboard (`ducc agent --dev`, no config) in Debian's chromium at 800
+// px wide, with a running managed reservation, a running job, a job with
+// a failed item, a service and a pending reservation. The browser runs
+// on the node as the user who submitted the work (root), and the dev
+// dashboard knows it by the owner of its loopback connection
+// (web.local_users): the owner's job page lists the failed item with its
+// error and time, its process's log opens, and no page says to sign in.
+// It checks the overview page, the titles by kind, the charts' y axes,
+// that no page scrolls sideways and no state pill breaks at 800 px, and
+// saves a screenshot of every page under $DUCC_ARTIFACTS/dashboard (a
+// temporary directory when unset; docs/operations.md).
 func TestWebDashboardBrowser(t *testing.T) {
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Skipf("browser test skipped: %s not installed (apt-get install chromium)", chromiumPath)
 	}
-	cfg := filepath.Join(scratchDir(t), "ducc.yaml")
-	if err := os.WriteFile(cfg, []byte("web:\n  private: true\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f := newJobFixture(t, "--config", cfg)
+	f := newJobFixture(t)
 	base := f.webURL()
 	shots := artifactDir(t, "dashboard")
 
@@ -318,7 +315,7 @@ func TestWebDashboardBrowser(t *testing.T) {
 	f.mustDucc(t, "services", "start", svc)
 	t.Cleanup(func() { f.ducc("services", "stop", svc) })
 	f.waitService(svc, 30*time.Second, "available", available)
-	out, errs, code := f.ducc("run", "--detach", "--", "sleep", "300")
+	out, errs, code := f.ducc("run", "--detach", "--log-dir", filepath.Join(f.dir, "logs"), "--", "sh", "-c", "echo hello-from-the-log; exec sleep 300")
 	if code != 0 {
 		t.Fatalf("ducc run --detach: %d %s", code, errs)
 	}
@@ -336,10 +333,6 @@ func TestWebDashboardBrowser(t *testing.T) {
 	}
 	res := strings.TrimSuffix(strings.Fields(out)[1], ":")
 	t.Cleanup(func() { f.ducc("cancel", res) })
-	tok, errs, code := f.ducc("web-token")
-	if code != 0 {
-		t.Fatalf("ducc web-token: exit %d %s", code, errs)
-	}
 
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath), chromedp.UserDataDir(t.TempDir()),
@@ -366,19 +359,28 @@ func TestWebDashboardBrowser(t *testing.T) {
 	}
 	run("viewport", chromedp.EmulateViewport(800, 1000))
 
+	// signIn is text that would tell the page's user to sign in, or that
+	// their own work is private to them: none of it on a dev dashboard.
+	signIn := regexp.MustCompile(`(?i)sign in|web-token|private to its owner|are private`)
 	// visit opens a page, checks that it does not scroll sideways at 800
-	// px and saves its screenshot.
+	// px, that no state pill breaks over lines and that nothing asks to
+	// sign in, and saves its screenshot.
 	n := 0
-	visit := func(name, path string, actions ...chromedp.Action) {
+	visit := func(name, path, title string, actions ...chromedp.Action) {
 		t.Helper()
 		var width, client int
-		var wide []string
+		var wide, broken []string
 		var shot []byte
+		var text, h1 string
 		all := append([]chromedp.Action{chromedp.Navigate(base + path), chromedp.WaitVisible("#content", chromedp.ByQuery)}, actions...)
 		all = append(all, chromedp.Evaluate(`document.documentElement.scrollWidth`, &width),
 			chromedp.Evaluate(`document.documentElement.clientWidth`, &client),
 			// A table may scroll inside its box; none should have to.
 			chromedp.Evaluate(`Array.from(document.querySelectorAll(".tablewrap")).filter(e => e.scrollWidth > e.clientWidth).map(e => e.firstElementChild.id)`, &wide),
+			// A pill on two lines has two boxes.
+			chromedp.Evaluate(`Array.from(document.querySelectorAll(".state")).filter(e => e.getClientRects().length > 1).map(e => e.textContent)`, &broken),
+			chromedp.Text("body", &text, chromedp.ByQuery),
+			chromedp.Text("h1", &h1, chromedp.ByQuery),
 			chromedp.FullScreenshot(&shot, 100))
 		run(path, all...)
 		if width > 800 || width > client {
@@ -386,6 +388,15 @@ func TestWebDashboardBrowser(t *testing.T) {
 		}
 		if len(wide) > 0 {
 			t.Errorf("%s: tables %v are wider than the page at 800 px", path, wide)
+		}
+		if len(broken) > 0 {
+			t.Errorf("%s: state pills %q break over two lines at 800 px", path, broken)
+		}
+		if m := signIn.FindString(text); m != "" {
+			t.Errorf("%s: the dev dashboard's owner is told %q:\n%s", path, m, text)
+		}
+		if title != "" && h1 != title {
+			t.Errorf("%s is titled %q, want %q", path, h1, title)
 		}
 		n++
 		p := filepath.Join(shots, fmt.Sprintf("%02d-%s.png", n, name))
@@ -400,86 +411,131 @@ func TestWebDashboardBrowser(t *testing.T) {
 	points := func(chart string) string {
 		return `Math.max(0, ...Array.from(document.querySelectorAll("#` + chart + ` polyline")).map(e => Number(e.dataset.n)))`
 	}
+	// textOf is the text shown in the element sel, "" when there is none.
+	textOf := func(sel string, s *string) chromedp.Action {
+		return chromedp.Evaluate(`(document.querySelector(`+strconv.Quote(sel)+`) || {}).innerText || ""`, s)
+	}
+	// yAxis is the labels of a chart's y axis, top to bottom.
+	yAxis := func(chart string, labels *[]string) chromedp.Action {
+		return chromedp.Evaluate(`Array.from(document.querySelectorAll("#`+chart+` .yaxis span")).map(e => e.textContent)`, labels)
+	}
 
-	// Anonymous: the work without its arguments, no items.
+	// The overview: the cluster at a glance, linked to the lists.
+	var nodesText, memText, workText, pendingText, failText, svcText string
+	visit("overview", "/", "Overview",
+		chromedp.WaitVisible("#failed-"+failedJob, chromedp.ByQuery),
+		textOf("#ov-nodes", &nodesText), textOf("#ov-memory", &memText), textOf("#ov-work", &workText),
+		textOf("#ov-pending", &pendingText), textOf("#ov-failures", &failText), textOf("#ov-services", &svcText))
+	for what, c := range map[string]struct{ text, want string }{
+		"nodes": {nodesText, "1 of 1 up"}, "memory": {memText, "Free to schedule"}, "work": {workText, "Running"},
+		"pending": {pendingText, res}, "failures": {failText, "1 of 12 items failed"}, "services": {svcText, "Available"},
+	} {
+		if !strings.Contains(c.text, c.want) {
+			t.Errorf("overview %s: %q lacks %q", what, c.text, c.want)
+		}
+	}
+
+	// Who the dashboard takes the browser for, and why.
+	var who, signedIn string
+	visit("login", "/login", "Who you are", chromedp.WaitVisible("#signed-in", chromedp.ByQuery),
+		chromedp.Text("#who", &who, chromedp.ByQuery), chromedp.Text("#signed-in", &signedIn, chromedp.ByQuery))
+	if who != "root" || !strings.Contains(signedIn, "You are root") || !strings.Contains(signedIn, "owns its connection") {
+		t.Errorf("the dev dashboard takes the browser for %q: %q", who, signedIn)
+	}
+
+	// The jobs list shows the kind of work at 800 px, the arguments of
+	// the owner's own commands where the column shows.
 	row := "#work-" + managed
-	var rowText, state, liveBadge, procText, private string
-	visit("jobs-anonymous", "/jobs",
+	var rowText, state, liveBadge, kind string
+	visit("jobs", "/jobs", "Jobs",
 		chromedp.WaitVisible(row, chromedp.ByQuery),
-		chromedp.TextContent(row, &rowText, chromedp.ByQuery), // Kind and Command hide at 800 px
+		chromedp.Text(row, &rowText, chromedp.ByQuery), // the text shown
+		chromedp.Text(row+" td.kind", &kind, chromedp.ByQuery),
 		chromedp.AttributeValue(row, "data-state", &state, nil, chromedp.ByQuery),
 		// live.js marks the page live after its first poll of the JSON API.
 		chromedp.Poll(`document.getElementById("live").textContent === "live"`, nil, chromedp.WithPollingTimeout(10*time.Second)),
 		chromedp.Text("#live", &liveBadge, chromedp.ByQuery))
-	// The dashboard does not know who looks: the executable, not its
-	// arguments (docs/decisions.md, "Who sees what").
-	if state != "Running" || !strings.Contains(rowText, "sleep …") || strings.Contains(rowText, "sleep 300") || !strings.Contains(rowText, "managed") {
-		t.Errorf("job row: state %q text %q", state, rowText)
+	if state != "Running" || kind != "managed" || !strings.Contains(rowText, "managed") {
+		t.Errorf("job row at 800 px: state %q, kind %q, shown %q", state, kind, rowText)
 	}
 	if liveBadge != "live" {
 		t.Errorf("live badge %q", liveBadge)
 	}
-	visit("job-anonymous", "/jobs/"+failedJob, chromedp.Text("#items-private", &private, chromedp.ByQuery))
-	if !strings.Contains(private, "Sign in") {
-		t.Errorf("anonymous item table: %q", private)
-	}
+	visit("jobs-all", "/jobs?all=1", "Jobs", chromedp.WaitVisible("#work-"+failedJob, chromedp.ByQuery))
 
-	// Signed in with the token (root: an administrator, who sees all): the
-	// cookie the sign-in form sets (web/identity_test.go tests the form).
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run("sign in", chromedp.ActionFunc(func(ctx context.Context) error {
-		return network.SetCookie("ducc_token", strings.TrimSpace(tok)).WithDomain(u.Hostname()).WithPath("/").
-			WithHTTPOnly(true).WithSameSite(network.CookieSameSiteStrict).Do(ctx)
-	}))
-	var who string
-	visit("login", "/login", chromedp.WaitVisible("#signed-in", chromedp.ByQuery), chromedp.Text("#who", &who, chromedp.ByQuery))
-	if !strings.Contains(who, "root") {
-		t.Errorf("signed in as %q, want root", who)
-	}
-	visit("jobs", "/jobs", chromedp.WaitVisible("#work-"+job, chromedp.ByQuery))
-	visit("jobs-all", "/jobs?all=1", chromedp.WaitVisible("#work-"+failedJob, chromedp.ByQuery))
-	// The PID column hides at 800 px: read the text, shown or not.
-	visit("managed", "/jobs/"+managed, chromedp.WaitVisible("#procs", chromedp.ByQuery), chromedp.TextContent("#procs", &procText, chromedp.ByQuery))
+	// The managed reservation: its pid, and its log in the browser.
+	var procText, logHref, logText string
+	var ok bool
+	visit("managed", "/jobs/"+managed, "Managed reservation "+managed, chromedp.WaitVisible("#procs", chromedp.ByQuery),
+		chromedp.TextContent("#procs", &procText, chromedp.ByQuery), // the PID column hides at 800 px
+		chromedp.AttributeValue(`#procs a[href^="/jobs/`+managed+`/log"]`, "href", &logHref, &ok, chromedp.ByQuery))
 	if pid := strconv.Itoa(w.Procs[0].PID); !strings.Contains(procText, pid) || !strings.Contains(procText, "n1") {
 		t.Errorf("details lack pid %s on n1: %q", pid, procText)
 	}
+	if !ok {
+		t.Fatalf("managed reservation %s: no link to its log", managed)
+	}
+	run("managed log", chromedp.Navigate(base+logHref),
+		chromedp.Poll(`document.body.innerText.includes("hello-from-the-log")`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Text("body", &logText, chromedp.ByQuery))
+	if !strings.Contains(logText, "hello-from-the-log") {
+		t.Errorf("the log of %s in the browser: %q", managed, logText)
+	}
 
-	// The running job: progress and items/s over time. The head samples
-	// every few seconds and live.js swaps the page in as it changes.
+	// The running job: progress and items/s over time with y axes. The
+	// head samples every few seconds and live.js swaps the page in as it
+	// changes.
 	var progressN, rateN, logLinks int
-	visit("job-running", "/jobs/"+job,
+	var progressY, rateY []string
+	visit("job-running", "/jobs/"+job, "Job "+job,
 		chromedp.Poll(points("chart-progress")+` >= 3`, nil, chromedp.WithPollingTimeout(60*time.Second)),
 		chromedp.Evaluate(points("chart-progress"), &progressN),
 		chromedp.Evaluate(points("chart-rate"), &rateN),
+		yAxis("chart-progress", &progressY), yAxis("chart-rate", &rateY),
 		count(`#procs a[href^="/jobs/`+job+`/log"]`, &logLinks))
 	if progressN < 3 || rateN < 2 {
 		t.Errorf("job %s charts: %d progress points, %d rate points; want at least 3 and 2", job, progressN, rateN)
 	}
+	if len(progressY) != 3 || !strings.HasSuffix(progressY[0], " items") || progressY[2] != "0" {
+		t.Errorf("job %s progress chart's y axis: %q, want a top in items down to 0", job, progressY)
+	}
+	if len(rateY) != 3 || !strings.HasSuffix(rateY[0], "/s") {
+		t.Errorf("job %s rate chart's y axis: %q, want items per second", job, rateY)
+	}
 	if logLinks == 0 {
 		t.Errorf("job %s: no link to a process log", job)
 	}
-	var logHref, logText string
-	var ok bool
-	run("log link", chromedp.AttributeValue(`#procs a[href^="/jobs/`+job+`/log"]`, "href", &logHref, &ok, chromedp.ByQuery))
-	run("log", chromedp.Navigate(base+logHref), chromedp.Text("body", &logText, chromedp.ByQuery))
-	if strings.Contains(logText, "private") || strings.Contains(logText, "not serve") {
-		t.Errorf("the log of job %s: %q", job, logText)
-	}
 
-	// The failed item is in the work-item table, alone when asked.
-	var failedState, itemsText, failedOnly string
+	// The owner's failed job: the failed item with its error, its time
+	// and its process, whose log opens; alone when asked.
+	var failedState, itemRow, itemTime, procHref, failedOnly string
 	var failedRows int
-	visit("job-failed-item", "/jobs/"+failedJob,
+	visit("job-failed-item", "/jobs/"+failedJob, "Job "+failedJob,
 		chromedp.WaitVisible("#items-table", chromedp.ByQuery),
 		chromedp.AttributeValue("#item-5", "data-state", &failedState, nil, chromedp.ByQuery),
-		chromedp.Text("#items-table", &itemsText, chromedp.ByQuery))
-	if failedState != "Failed" || !strings.Contains(itemsText, "bad") {
-		t.Errorf("work-item table of job %s: item 5 %q; table %q", failedJob, failedState, itemsText)
+		chromedp.Text("#item-5", &itemRow, chromedp.ByQuery),
+		chromedp.Text("#item-5 td:nth-child(3)", &itemTime, chromedp.ByQuery),
+		chromedp.AttributeValue("#item-5 td:nth-child(5) a", "href", &procHref, &ok, chromedp.ByQuery))
+	if failedState != "Failed" || !strings.Contains(itemRow, "bad item") || !strings.Contains(itemRow, "bad") {
+		t.Errorf("work-item table of job %s: item 5 %q: %q", failedJob, failedState, itemRow)
 	}
-	visit("job-failed-only", "/jobs/"+failedJob+"?items=failed",
+	if !regexp.MustCompile(`^\d+(\.\d)? (ms|s)$`).MatchString(itemTime) {
+		t.Errorf("item 5 of job %s: time %q, want e.g. 12 ms", failedJob, itemTime)
+	}
+	if !ok || !strings.HasPrefix(procHref, "/jobs/"+failedJob+"/log?process=") {
+		t.Errorf("item 5 of job %s: process link %q, want its log", failedJob, procHref)
+	} else {
+		var status int
+		var ctype string
+		run("failed item's log", chromedp.Navigate(base+procHref),
+			chromedp.Evaluate(`document.contentType`, &ctype),
+			chromedp.Evaluate(`performance.getEntriesByType("navigation")[0].responseStatus`, &status),
+			chromedp.Text("body", &logText, chromedp.ByQuery))
+		if status != 200 || ctype != "text/plain" || signIn.MatchString(logText) {
+			t.Errorf("the log of job %s's failed item: %d %s %q", failedJob, status, ctype, logText)
+		}
+	}
+	visit("job-failed-only", "/jobs/"+failedJob+"?items=failed", "Job "+failedJob,
 		chromedp.WaitVisible("#items-table", chromedp.ByQuery),
 		count("#items-table tbody tr", &failedRows),
 		chromedp.Text("#items-table", &failedOnly, chromedp.ByQuery))
@@ -490,27 +546,31 @@ func TestWebDashboardBrowser(t *testing.T) {
 	// The other pages, their links and charts.
 	var svcLinks, resLinks, nodeLinks, classN, sharesN, bars int
 	var peers string
-	visit("services", "/services", chromedp.WaitVisible("#svc-"+svc, chromedp.ByQuery),
+	var sharesY []string
+	visit("services", "/services", "Services", chromedp.WaitVisible("#svc-"+svc, chromedp.ByQuery),
 		count(`#svc-`+svc+` a[href="/jobs/`+svc+`"]`, &svcLinks))
-	visit("service", "/jobs/"+svc, chromedp.WaitVisible("#procs", chromedp.ByQuery))
-	visit("reservations", "/reservations", chromedp.WaitVisible("#res-"+res, chromedp.ByQuery),
+	visit("service", "/jobs/"+svc, "Service "+svc, chromedp.WaitVisible("#procs", chromedp.ByQuery))
+	visit("reservations", "/reservations", "Reservations", chromedp.WaitVisible("#res-"+res, chromedp.ByQuery),
 		count(`#res-`+res+` a[href="/jobs/`+res+`"]`, &resLinks))
-	visit("reservation", "/jobs/"+res, chromedp.WaitVisible("#work-facts", chromedp.ByQuery))
-	visit("machines", "/machines", chromedp.WaitVisible("#node-n1", chromedp.ByQuery),
+	visit("reservation", "/jobs/"+res, "Reservation "+res, chromedp.WaitVisible("#work-facts", chromedp.ByQuery))
+	visit("machines", "/machines", "Machines", chromedp.WaitVisible("#node-n1", chromedp.ByQuery),
 		count(`#node-n1 a[href="/machines/n1"]`, &nodeLinks),
 		count(`#chart-nodes rect.bar-used`, &bars),
 		chromedp.Poll(points("chart-shares")+` >= 1`, nil, chromedp.WithPollingTimeout(30*time.Second)),
-		chromedp.Evaluate(points("chart-shares"), &sharesN))
-	visit("node", "/machines/n1", chromedp.WaitVisible("#node-procs", chromedp.ByQuery))
-	visit("classes", "/classes", chromedp.WaitVisible("#classes", chromedp.ByQuery),
+		chromedp.Evaluate(points("chart-shares"), &sharesN), yAxis("chart-shares", &sharesY))
+	visit("node", "/machines/n1", "Node n1", chromedp.WaitVisible("#node-procs", chromedp.ByQuery))
+	visit("classes", "/classes", "Classes", chromedp.WaitVisible("#classes", chromedp.ByQuery),
 		chromedp.Poll(points("chart-classes")+` >= 1`, nil, chromedp.WithPollingTimeout(30*time.Second)),
 		chromedp.Evaluate(points("chart-classes"), &classN))
-	visit("cluster", "/cluster", chromedp.WaitVisible("#peers", chromedp.ByQuery), chromedp.Text("#peers", &peers, chromedp.ByQuery))
+	visit("cluster", "/cluster", "Cluster", chromedp.WaitVisible("#peers", chromedp.ByQuery), chromedp.Text("#peers", &peers, chromedp.ByQuery))
 	if svcLinks == 0 || resLinks == 0 || nodeLinks == 0 {
 		t.Errorf("links: service %d, reservation %d, node %d; want each page linked", svcLinks, resLinks, nodeLinks)
 	}
 	if bars == 0 || sharesN == 0 || classN == 0 {
 		t.Errorf("charts: %d node bars, %d shares points, %d class points", bars, sharesN, classN)
+	}
+	if len(sharesY) != 3 || !strings.HasSuffix(sharesY[0], " shares") {
+		t.Errorf("the shares chart's y axis: %q", sharesY)
 	}
 	if !strings.Contains(peers, "n1") || !strings.Contains(peers, "Leader") || !strings.Contains(peers, "voter") {
 		t.Errorf("Raft peers by node name: %q", peers)

@@ -63,7 +63,9 @@ func TestWebIdentity(t *testing.T) {
 	ensureGroup(t, group, other)
 
 	cfg := filepath.Join(scratchDir(t), "ducc.yaml")
-	if err := os.WriteFile(cfg, []byte("web:\n  private: true\n  token_validity: 1h\n"), 0o644); err != nil {
+	// local_users off: the test's own requests (root's, on loopback)
+	// are anonymous unless they carry a token.
+	if err := os.WriteFile(cfg, []byte("web:\n  private: true\n  token_validity: 1h\n  local_users: false\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	f := newJobFixture(t, "--config", cfg)
@@ -172,5 +174,28 @@ func TestWebIdentity(t *testing.T) {
 	}
 	if _, errs, code := f.ducc("run", "--share-with-group", "no-such-group-e2e", "--", "true"); code != 2 || !strings.Contains(errs, "no such group") {
 		t.Errorf("an unknown group: exit %d %q", code, errs)
+	}
+}
+
+// TestDevConfigSaysWhatItIgnores: `ducc agent --dev --config FILE` uses
+// the file's web section (here a private dashboard, which offers the
+// token form) and names the keys it ignores instead of dropping them
+// silently.
+func TestDevConfigSaysWhatItIgnores(t *testing.T) {
+	cfg := filepath.Join(scratchDir(t), "ducc.yaml")
+	if err := os.WriteFile(cfg, []byte("node:\n  memory: 8G\njoin: [/ip4/10.0.0.1/tcp/42134]\nweb:\n  private: true\n  local_users: false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := startCluster(t, "--config", cfg)
+	code, body := webGet(t, c.webURL()+"/login", "")
+	if code != 200 || !strings.Contains(body, `<textarea id="token"`) {
+		t.Errorf("the web section of a dev config is not used: /login %d\n%s", code, body)
+	}
+	log := c.agentLog()
+	for _, want := range []string{"dev mode: using the config file's scheduler, administrators, web, head.retention",
+		"dev mode ignores these keys of the config file", `ignored="node.memory, join"`} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the agent's log lacks %q:\n%s", want, tail(log, 30))
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -129,6 +130,11 @@ func (s *server) apiResults(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error(), Code: wire.CodeUsage})
 		return
 	}
+	if v := viewerOf(r); v.c.User == "" {
+		writeJSON(w, http.StatusForbidden, apiError{Code: wire.CodeUsage,
+			Error: fmt.Sprintf("the results of work %d are private to its owner, those it is shared with and administrators: %s", id, s.seeYours(v))})
+		return
+	}
 	q := r.URL.Query()
 	req := wire.ResultsRequest{ID: id}
 	req.Failed, _ = strconv.ParseBool(q.Get("failed"))
@@ -153,13 +159,14 @@ func (s *server) procLog(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	c := callerOf(r)
+	v := viewerOf(r)
+	c := v.c
 	switch {
 	case s.cfg.Logs == nil:
 		http.Error(w, "this dashboard does not serve logs: use `ducc logs`", http.StatusNotFound)
 		return
 	case c.User == "":
-		http.Error(w, "logs are private: sign in (`ducc web-token`) to read your own", http.StatusForbidden)
+		http.Error(w, "logs are private to the work's owner, those it is shared with and administrators: "+s.seeYours(v), http.StatusForbidden)
 		return
 	}
 	lw := &lazyWriter{w: w}

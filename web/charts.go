@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -26,9 +27,11 @@ const (
 type chart struct {
 	ID, Title string
 	Lines     []chartLine
-	YMax      string // the top of the y axis, formatted
-	From, To  string // the first and last time
+	YMax      string   // the top of the y axis, formatted
+	YTicks    []string // the y axis's labels, top to bottom (top, half, zero), with units
+	From, To  string   // the first and last time
 	W, H      int
+	HalfH     int // the y of the half-way grid line
 }
 
 // chartLine is one series: its name, its SVG points and its last value.
@@ -49,9 +52,30 @@ type chartSeries struct {
 	v      []float64
 }
 
-// newChart scales series to one chart; format prints a y value. It
-// returns nil when no series has a point.
-func newChart(id, title string, format func(float64) string, ss ...chartSeries) *chart {
+// yScale is how a chart's values read: format prints a value (the keys
+// and the axis labels), unit names what is counted on the top label
+// ("items"; "" when format says it, as "4 GiB" does), and top rounds the
+// largest value up to the top of the axis.
+type yScale struct {
+	format func(float64) string
+	unit   string
+	top    func(float64) float64
+}
+
+var (
+	// itemScale counts work items.
+	itemScale = yScale{format: formatCount, unit: "items", top: niceCeil}
+	// shareScale counts shares.
+	shareScale = yScale{format: formatCount, unit: "shares", top: niceCeil}
+	// rateScale is items per second (the labels say "/s").
+	rateScale = yScale{format: formatRate, top: niceCeil}
+	// sizeScale is bytes.
+	sizeScale = yScale{format: formatSize, top: niceSize}
+)
+
+// newChart scales series to one chart with a y axis from zero to a
+// round top. It returns nil when no series has a point.
+func newChart(id, title string, sc yScale, ss ...chartSeries) *chart {
 	var t0, t1 int64
 	ymax := 0.0
 	any := false
@@ -73,7 +97,12 @@ func newChart(id, title string, format func(float64) string, ss ...chartSeries) 
 	if ymax <= 0 {
 		ymax = 1
 	}
-	c := &chart{ID: id, Title: title, YMax: format(ymax), W: chartW, H: chartH,
+	ymax = sc.top(ymax)
+	top := sc.format(ymax)
+	if sc.unit != "" {
+		top += " " + sc.unit
+	}
+	c := &chart{ID: id, Title: title, YMax: top, YTicks: []string{top, sc.format(ymax / 2), sc.format(0)}, W: chartW, H: chartH, HalfH: chartH / 2,
 		From: time.UnixMilli(t0).Format("15:04:05"), To: time.UnixMilli(t1).Format("15:04:05")}
 	span := float64(max(t1-t0, 1))
 	for i, s := range ss {
@@ -93,15 +122,50 @@ func newChart(id, title string, format func(float64) string, ss ...chartSeries) 
 			}
 			fmt.Fprintf(&b, "%.1f,%.1f", x, y)
 		}
-		c.Lines = append(c.Lines, chartLine{Name: s.name, Last: format(s.v[len(s.v)-1]), Points: b.String(), N: len(s.at), Color: i % 6, Dashed: s.dashed,
+		c.Lines = append(c.Lines, chartLine{Name: s.name, Last: sc.format(s.v[len(s.v)-1]), Points: b.String(), N: len(s.at), Color: i % 6, Dashed: s.dashed,
 			X: strconv.FormatFloat(x, 'f', 1, 64), Y: strconv.FormatFloat(y, 'f', 1, 64)})
 	}
 	return c
 }
 
-func formatCount(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+// niceCeil is the smallest of 1, 2, 2.5, 4, 5, 6, 8 and 10 times a power
+// of ten that is at least v (v > 0).
+func niceCeil(v float64) float64 {
+	e := math.Floor(math.Log10(v))
+	// Below 1 divide by a power of ten: 4 × 0.1 is not 0.4 in floats.
+	scale := func(m float64) float64 {
+		if e >= 0 {
+			return m * math.Pow(10, e)
+		}
+		return m / math.Pow(10, -e)
+	}
+	for _, m := range []float64{1, 2, 2.5, 4, 5, 6, 8} {
+		if t := scale(m); t >= v*(1-1e-9) {
+			return t
+		}
+	}
+	return scale(10)
+}
+
+// niceSize rounds a size up to a round number of its binary unit (GiB,
+// MiB, ...), so the labels read "8 GiB", "4 GiB".
+func niceSize(v float64) float64 {
+	for _, u := range []float64{1 << 40, 1 << 30, 1 << 20, 1 << 10} {
+		if v >= u {
+			return niceCeil(v/u) * u
+		}
+	}
+	return niceCeil(v)
+}
+
+func formatCount(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 func formatRate(v float64) string  { return strconv.FormatFloat(v, 'f', 1, 64) + "/s" }
-func formatSize(v float64) string  { return formatBytes(int64(v)) }
+func formatSize(v float64) string {
+	if v == 0 {
+		return "0"
+	}
+	return formatBytes(int64(v))
+}
 
 // charts asks the head for its samples; a head that cannot answer
 // (an older one) gives no charts, not a failed page.
@@ -140,8 +204,8 @@ func jobCharts(samples []wire.WorkSample, w wire.WorkInfo, now int64) (progress,
 			}
 		}
 	}
-	progress = newChart("chart-progress", "Work items", formatCount, done, failed, total)
-	rate = newChart("chart-rate", "Items per second", formatRate, items)
+	progress = newChart("chart-progress", "Work items", itemScale, done, failed, total)
+	rate = newChart("chart-rate", "Items per second", rateScale, items)
 	return progress, rate
 }
 
@@ -160,7 +224,7 @@ func classChart(cs []wire.ClassSeries) *chart {
 			ss = append(ss, s)
 		}
 	}
-	return newChart("chart-classes", "Allocation by class", formatSize, ss...)
+	return newChart("chart-classes", "Allocation by class", sizeScale, ss...)
 }
 
 // clusterChart is the shares used of the up nodes over time.
@@ -171,7 +235,7 @@ func clusterChart(cs []wire.ClusterSample) *chart {
 		used.at, used.v = append(used.at, p.At), append(used.v, float64(p.SharesUsed))
 		all.at, all.v = append(all.at, p.At), append(all.v, float64(p.Shares))
 	}
-	return newChart("chart-shares", "Shares used, all up nodes", formatCount, used, all)
+	return newChart("chart-shares", "Shares used, all up nodes", shareScale, used, all)
 }
 
 // bar is one bar of a bar chart (node shares used).

@@ -9,7 +9,8 @@
 //
 // Routes:
 //
-//	/                      redirect to /jobs
+//	/                      the overview: nodes, memory, work by state, why work
+//	                       waits, services, recent failures (overview.go)
 //	/jobs, /jobs/{id}      work (jobs, managed reservations) and one piece of work
 //	                       (a job's charts and work-item table: ?items=failed&offset=N)
 //	/machines, /machines/{name}, /cluster
@@ -35,11 +36,11 @@
 // add an entry to the pages table in pages.go with a handler that fills
 // the template data, and a row to navItems.
 //
-// Who is looking (identity.go): an anonymous visitor sees nothing private:
-// no arguments of work and no environment or arguments of services (the
-// head leaves them out for callers without a user name, and the fetcher
-// removes them again; wire.WorkInfo.Redact, wire.ServiceInfo.Redact), and
-// no items, results or logs.
+// Who is looking (identity.go, localuser.go): an anonymous visitor sees
+// nothing private: no arguments of work and no environment or arguments
+// of services (the head leaves them out for callers without a user name,
+// and the fetcher removes them again; wire.WorkInfo.Redact,
+// wire.ServiceInfo.Redact), and no items, results or logs.
 //
 // With Config.Private (web.private) the pages and the JSON API answer only
 // clients on loopback and Config.TrustedProxies, and a request names its
@@ -49,7 +50,11 @@
 // then answers for that user under its usual access rule (their own
 // arguments and service environments; logs and results of work they may
 // read, served through Config.Logs and wire.MethodResults). Bad
-// credentials get 401 on the API. Without Private nobody is identified.
+// credentials get 401 on the API. With Config.LocalUsers (web.local_users,
+// on in dev mode) a loopback client without a token is the user who owns
+// its connection, from the kernel's socket table (localuser.go). Without
+// either nobody is identified. server.seeYours is the one sentence every
+// page, the API and /login give a visitor the dashboard does not know.
 // /metrics and /healthz carry only counts and stay open so Prometheus can
 // scrape every node. docs/security.md says it for operators.
 //

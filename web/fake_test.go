@@ -135,7 +135,7 @@ func newFake() *fakeSource {
 				Procs: []wire.ProcInfo{{ID: "2.1", Node: "n1", State: "Running", PID: 4242, MemoryLimit: 4 << 30, RSS: 12 << 20,
 					CPUSeconds: 1.5, StartedAt: ms(90 * time.Second), LogPath: "/home/alice/ducc/logs/2/2-POP-n1-4242.log"}}},
 			{ID: 3, Kind: wire.WorkManaged, User: "bob", Class: "fixed", State: "WaitingForResources", Memory: 64 << 30,
-				Reason: "no node in pool default has 64 GiB", SubmittedAt: ms(time.Minute), Command: []string{"true"}},
+				Reason: "no node in pool default has 64 GiB", ReasonCode: wire.ReasonResources, SubmittedAt: ms(time.Minute), Command: []string{"true"}},
 			{ID: 1, Kind: wire.WorkManaged, User: "alice", Class: "fixed", State: "Completed", Completion: "ProgramExit",
 				Ended: true, ExitCode: 3, Memory: 1 << 30, SubmittedAt: ms(time.Hour), StartedAt: ms(time.Hour), EndedAt: ms(59 * time.Minute),
 				Command: []string{"sh", "-c", "exit 3"}},

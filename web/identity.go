@@ -21,9 +21,19 @@ const tokenCookie = "ducc_token"
 // anonymous visitor, who sees nothing private.
 type viewer struct {
 	c   wire.Caller
-	via string    // "token" or "proxy"
+	via string    // viaToken, viaProxy or viaLocal
 	exp time.Time // a token's expiry
+	// unknown says why a loopback client of a LocalUsers dashboard
+	// could not be identified (an anonymous viewer).
+	unknown string
 }
+
+// How a viewer was identified.
+const (
+	viaToken = "token" // a dashboard token (header or cookie)
+	viaProxy = "proxy" // a trusted proxy's user header
+	viaLocal = "local" // the owner of a loopback connection (LocalUsers)
+)
 
 type viewerKey struct{}
 
@@ -37,34 +47,49 @@ func viewerOf(r *http.Request) viewer {
 // or the zero Caller.
 func callerOf(r *http.Request) wire.Caller { return viewerOf(r).c }
 
-// guard enforces web.private and identifies the user: pages and the API
-// answer only loopback clients and the trusted proxies, and a request
-// carries a user only when it comes with a valid dashboard token (the
-// Authorization: Bearer header or the login cookie) or, from a trusted
-// proxy, the configured user header. Without web.private nobody is
-// identified and nothing private is shown.
+// guard enforces web.private and identifies the user. With web.private,
+// pages and the API answer only loopback clients and the trusted proxies,
+// and a request carries a user when it comes with a valid dashboard token
+// (the Authorization: Bearer header or the login cookie) or, from a
+// trusted proxy, the configured user header. With LocalUsers, a loopback
+// client without those is the user who owns its connection. Otherwise
+// nobody is identified and nothing private is shown.
 func (s *server) guard(h http.HandlerFunc) http.Handler {
-	if !s.cfg.Private {
+	if !s.cfg.Private && !s.cfg.LocalUsers {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		proxy := s.trustedProxy(r.RemoteAddr)
-		if !isLoopback(r.RemoteAddr) && !proxy {
-			http.Error(w, "this dashboard is private (web.private): open it from the node itself, "+
-				"e.g. through `ssh -L 42133:127.0.0.1:42133 NODE`, or through the proxy its operator set up", http.StatusForbidden)
-			return
-		}
-		v, err := s.identify(r, proxy)
-		if err != nil {
-			s.log.Info("dashboard request with bad credentials", "remote", r.RemoteAddr, "path", r.URL.Path, "err", err)
-			if strings.HasPrefix(r.URL.Path, "/api/") || r.Header.Get("Authorization") != "" {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="ducc"`)
-				writeJSON(w, http.StatusUnauthorized, apiError{Error: err.Error(), Code: wire.CodeUsage})
+		loopback := isLoopback(r.RemoteAddr)
+		var v viewer
+		if s.cfg.Private {
+			if !loopback && !proxy {
+				http.Error(w, "this dashboard is private (web.private): open it from the node itself, "+
+					"e.g. through `ssh -L 42133:127.0.0.1:42133 NODE`, or through the proxy its operator set up", http.StatusForbidden)
 				return
 			}
-			// A stale login cookie: forget it and show the public view.
-			s.clearTokenCookie(w, r)
-			v = viewer{}
+			var err error
+			v, err = s.identify(r, proxy)
+			if err != nil {
+				s.log.Info("dashboard request with bad credentials", "remote", r.RemoteAddr, "path", r.URL.Path, "err", err)
+				if strings.HasPrefix(r.URL.Path, "/api/") || r.Header.Get("Authorization") != "" {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="ducc"`)
+					writeJSON(w, http.StatusUnauthorized, apiError{Error: err.Error(), Code: wire.CodeUsage})
+					return
+				}
+				// A stale login cookie: forget it and show the public view.
+				s.clearTokenCookie(w, r)
+				v = viewer{}
+			}
+		}
+		// A trusted proxy's connection is the proxy's, not its users'.
+		if v.c.User == "" && s.cfg.LocalUsers && loopback && !proxy {
+			lv, err := s.localViewer(r)
+			if err != nil {
+				s.log.Debug("loopback client not identified", "remote", r.RemoteAddr, "err", err)
+				lv = viewer{unknown: err.Error()}
+			}
+			v = lv
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, v)))
 	})
@@ -82,7 +107,7 @@ func (s *server) identify(r *http.Request, proxy bool) (viewer, error) {
 			if err != nil {
 				return viewer{}, err
 			}
-			return viewer{c: c, via: "proxy"}, nil
+			return viewer{c: c, via: viaProxy}, nil
 		}
 	}
 	tok := ""
@@ -106,7 +131,7 @@ func (s *server) checkToken(tok string) (viewer, error) {
 	if err != nil {
 		return viewer{}, err
 	}
-	return viewer{c: c, via: "token", exp: exp}, nil
+	return viewer{c: c, via: viaToken, exp: exp}, nil
 }
 
 // trustedProxy reports whether remote is one of web.trusted_proxies.
@@ -140,21 +165,54 @@ func isLoopback(remote string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// seeYours says how the viewer of a request gets to see their own
+// private details (arguments, items, results, logs) on this dashboard,
+// or "" when they are identified (the head's refusals then say who may
+// read). The job page, the work-item table, the results API, the log
+// endpoint and /login all say it with these words, so they agree.
+func (s *server) seeYours(v viewer) string {
+	switch {
+	case v.c.User != "":
+		return ""
+	case v.unknown != "":
+		msg := "this dashboard knows a browser on node " + s.cfg.Node + " by the user who owns its connection, " +
+			"but could not tell who you are (" + v.unknown + ")"
+		if s.cfg.Private {
+			msg += "; sign in with a token from `ducc web-token` instead"
+		}
+		return msg
+	case s.cfg.Private:
+		return "sign in with a token from `ducc web-token` to see your own"
+	case s.cfg.LocalUsers:
+		return "this dashboard knows only a browser on node " + s.cfg.Node + ", by the user who owns its connection: " +
+			"open it there (or through `ssh -L`) to see your own"
+	default:
+		return "this dashboard is public (web.private is off) and knows nobody: read your own with `ducc results` and `ducc logs`, " +
+			"or run the dashboard privately (docs/security.md)"
+	}
+}
+
 // loginBody is the login page.
 type loginBody struct {
 	Private    bool
+	Local      bool // web.local_users
 	User       string
 	Via        string
 	Expires    int64 // unix ms
 	UserHeader string
 	Failed     string
+	Hint       string // seeYours
 }
 
 // fillLogin shows the login form, or who is signed in.
 func fillLogin(s *server, r *http.Request, d *pageData) error {
 	d.Title = "Sign in"
 	v := viewerOf(r)
-	b := &loginBody{Private: s.cfg.Private, User: v.c.User, Via: v.via, UserHeader: s.cfg.UserHeader, Failed: r.URL.Query().Get("failed")}
+	if v.via == viaLocal || (!s.cfg.Private && v.c.User == "") {
+		d.Title = "Who you are"
+	}
+	b := &loginBody{Private: s.cfg.Private, Local: s.cfg.LocalUsers, User: v.c.User, Via: v.via, UserHeader: s.cfg.UserHeader,
+		Failed: r.URL.Query().Get("failed"), Hint: s.seeYours(v)}
 	if !v.exp.IsZero() {
 		b.Expires = v.exp.UnixMilli()
 	}
@@ -166,7 +224,12 @@ func fillLogin(s *server, r *http.Request, d *pageData) error {
 // sends back only to this dashboard (HttpOnly, SameSite=Strict).
 func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	if !s.cfg.Private {
-		http.Error(w, "this dashboard is public (web.private is off): it shows nothing private to anyone, so there is nothing to sign in to", http.StatusForbidden)
+		v := viewerOf(r)
+		why := s.seeYours(v)
+		if why == "" {
+			why = "it knows you as " + v.c.User + " by the user who owns your connection"
+		}
+		http.Error(w, "this dashboard takes no tokens (web.private is off): "+why, http.StatusForbidden)
 		return
 	}
 	if !sameOrigin(r) {

@@ -31,7 +31,7 @@ func TestWorkItemTable(t *testing.T) {
 		{"another user", "/jobs/5", bobTok,
 			[]string{`id="items-private"`, "private to carol"}, []string{"worker raised", `id="items-table"`}},
 		{"anonymous", "/jobs/5", "",
-			[]string{`id="items-private"`, "Sign in to see your own"}, []string{"worker raised", `id="items-table"`}},
+			[]string{`id="items-private"`, "sign in with a token from `ducc web-token`"}, []string{"worker raised", `id="items-table"`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,7 +77,7 @@ func TestJobChartsAddThePresent(t *testing.T) {
 	if prog, rate := jobCharts(nil, wire.WorkInfo{}, 1); prog != nil || rate != nil {
 		t.Errorf("work without items got charts")
 	}
-	if c := newChart("x", "x", formatCount); c != nil {
+	if c := newChart("x", "x", itemScale); c != nil {
 		t.Errorf("a chart without points: %+v", c)
 	}
 }

@@ -31,7 +31,7 @@ func staticFS() fs.FS {
 type navItem struct{ Path, Label string }
 
 var navItems = []navItem{
-	{"/jobs", "Jobs"}, {"/services", "Services"}, {"/reservations", "Reservations"},
+	{"/", "Overview"}, {"/jobs", "Jobs"}, {"/services", "Services"}, {"/reservations", "Reservations"},
 	{"/machines", "Machines"}, {"/classes", "Classes"}, {"/cluster", "Cluster"},
 }
 
@@ -52,8 +52,12 @@ type pageData struct {
 	Now     int64  // unix ms
 	Private bool   // web.private: the header offers signing in
 	User    string // the identified user; empty: anonymous
-	Err     string
-	Body    any
+	Via     string // how User was identified (viaToken, viaProxy, viaLocal)
+	// Hint says how an anonymous viewer gets to see their own private
+	// details here (server.seeYours); empty for an identified user.
+	Hint string
+	Err  string
+	Body any
 }
 
 type pageSet struct {
@@ -71,6 +75,7 @@ func mustPages() *pageSet {
 
 func parsePages() (*pageSet, error) {
 	routes := []route{
+		{"/{$}", "overview", "/", fillOverview},
 		{"/jobs", "jobs", "/jobs", fillJobs},
 		{"/jobs/{id}", "job", "/jobs", fillJob},
 		{"/machines", "machines", "/machines", fillMachines},
@@ -105,8 +110,9 @@ func parsePages() (*pageSet, error) {
 // page renders one route; ?fragment=1 renders only its content (live.js).
 func (s *server) page(rt route) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		v := viewerOf(r)
 		d := &pageData{Nav: navItems, Active: rt.nav, Version: s.cfg.Version, Node: s.cfg.Node, Now: s.cfg.Now().UnixMilli(),
-			Private: s.cfg.Private, User: callerOf(r).User}
+			Private: s.cfg.Private, User: v.c.User, Via: v.via, Hint: s.seeYours(v)}
 		code := http.StatusOK
 		if err := rt.fill(s, r, d); err != nil {
 			code = httpStatus(err)
@@ -236,7 +242,7 @@ type procRow struct {
 
 func fillJob(s *server, r *http.Request, d *pageData) error {
 	raw := r.PathValue("id")
-	d.Title = "Job " + raw
+	d.Title = "Work " + raw
 	id, err := parseID(raw)
 	if err != nil {
 		return err
@@ -245,6 +251,13 @@ func fillJob(s *server, r *http.Request, d *pageData) error {
 	w, err := s.data.show(r.Context(), callerOf(r), id)
 	if err != nil {
 		return err
+	}
+	d.Title = kindTitle(w.Kind) + " " + strconv.FormatUint(w.ID, 10)
+	switch w.Kind {
+	case wire.WorkService:
+		d.Active = "/services"
+	case wire.WorkReservation:
+		d.Active = "/reservations"
 	}
 	// An identified user gets links to the logs and results; the head
 	// decides when they are followed whether this user may read them.
@@ -284,12 +297,11 @@ func (s *server) itemsPage(r *http.Request, b *jobBody) *itemsPage {
 	p := &itemsPage{Failed: q.Get("items") == "failed", Next: -1, Base: base, Filtered: base + "?items=failed"}
 	p.Offset, _ = strconv.Atoi(q.Get("offset"))
 	p.Offset = max(p.Offset, 0)
-	c := callerOf(r)
+	v := viewerOf(r)
+	c := v.c
 	if c.User == "" {
-		p.Private = "The items and results of work are private to its owner (and those it is shared with) and administrators."
-		if s.cfg.Private {
-			p.Private += " Sign in to see your own."
-		}
+		p.Private = "The items and results of work are private to its owner (and those it is shared with) and administrators: " +
+			s.seeYours(v) + "."
 		return p
 	}
 	rep, err := s.data.results(r.Context(), c, wire.ResultsRequest{ID: b.ID, Failed: p.Failed, Offset: p.Offset, Limit: itemsPageSize})
@@ -328,6 +340,22 @@ func (p *itemsPage) PageURL(offset int) string {
 		return p.Base
 	}
 	return p.Base + "?" + v.Encode()
+}
+
+// kindTitle names a kind of work in a page title: "Job 5", "Service 7".
+func kindTitle(k wire.WorkKind) string {
+	switch k {
+	case wire.WorkJob:
+		return "Job"
+	case wire.WorkService:
+		return "Service"
+	case wire.WorkManaged:
+		return "Managed reservation"
+	case wire.WorkReservation:
+		return "Reservation"
+	default:
+		return "Work"
+	}
 }
 
 // nodeURL is the page of a node.

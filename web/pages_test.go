@@ -23,10 +23,10 @@ func TestPages(t *testing.T) {
 		{"jobs all", "/jobs?all=1", 200, []string{`id="work-1"`, "ProgramExit", "<code>sh</code>", `data-api="/api/v1/jobs?all=1"`}, []string{"exit 3"}},
 		{"jobs of a user", "/jobs?user=bob", 200, []string{`id="work-3"`, "user bob"}, []string{`id="work-2"`}},
 		{"job details", "/jobs/2", 200,
-			[]string{"Job 2", `id="proc-2.1"`, "4242", "12 MiB", "4 GiB", "1.5 s", "ducc logs 2 --process 2.1",
+			[]string{"<h1>Managed reservation 2</h1>", "<title>Managed reservation 2 · ducc</title>", `id="proc-2.1"`, "4242", "12 MiB", "4 GiB", "1.5 s", "ducc logs 2 --process 2.1",
 				"/home/alice/ducc/logs/2/2-POP-n1-4242.log", `data-api="/api/v1/jobs/2"`, "n1"}, nil},
 		{"job of work items", "/jobs/5", 200,
-			[]string{"40 / 100 done, 2 errors", "mean 800 ms · min 120 ms · max 2.5 s · stddev 90 ms · 3.5 items/s",
+			[]string{"<h1>Job 5</h1>", "40 / 100 done, 2 errors", "mean 800 ms · min 120 ms · max 2.5 s · stddev 90 ms · 3.5 items/s",
 				"8 dispatched · 1 retried", "2 live × 4 pipelines · stream protocol · mean init 45.0 s", "Items done", "<td class=\"num\">25</td>"}, nil},
 		{"job pending", "/jobs/3", 200, []string{"No process yet.", "no node in pool default has 64 GiB"}, nil},
 		{"job unknown", "/jobs/99", 404, []string{"no work with id 99"}, nil},
@@ -38,8 +38,17 @@ func TestPages(t *testing.T) {
 		{"node", "/machines/n1", 200, []string{"Node n1", `id="proc-2.1"`, `<a href="/jobs/2">2</a>`, `id="proc-5.1"`, `id="proc-7.1"`, "4 / 16"}, nil},
 		{"node unknown", "/machines/nope", 404, []string{"no node &#34;nope&#34;"}, nil},
 		{"machines charts", "/machines", 200, []string{`id="chart-nodes"`, `href="/machines/n1"`, `id="chart-shares"`, `<polyline class="line line-0" data-n="2"`}, nil},
-		{"classes chart", "/classes", 200, []string{`id="chart-classes"`, "normal: 6 GiB"}, nil},
-		{"job charts", "/jobs/5", 200, []string{`id="chart-progress"`, `data-n="4"`, "done: 40", "failed: 2", `id="chart-rate"`, `id="items-private"`}, []string{"worker raised"}},
+		{"classes chart", "/classes", 200, []string{`id="chart-classes"`, "normal: 6 GiB",
+			`<div class="yaxis"><span>6 GiB</span><span>3 GiB</span><span>0</span></div>`}, nil},
+		{"job charts", "/jobs/5", 200, []string{`id="chart-progress"`, `data-n="4"`, "done: 40", "failed: 2", `id="chart-rate"`, `id="items-private"`,
+			`<div class="yaxis"><span>100 items</span><span>50</span><span>0</span></div>`, `<line class="axis" x1="0" y1="0" x2="0" y2="150">`}, []string{"worker raised"}},
+		{"machines y axis", "/machines", 200, []string{`<div class="yaxis"><span>20 shares</span><span>10</span><span>0</span></div>`}, nil},
+		{"overview", "/", 200, []string{"<h1>Overview</h1>", `class="active" aria-current="page">Overview`,
+			`id="ov-nodes"`, "1 of 2 up", `<a href="/machines/n2">n2</a> <span class="state state-down">Down</span>`, "Raft Leader, term 2",
+			`id="ov-mem-held">4 GiB`, `id="ov-mem-free">12 GiB`, "4 of 16 shares held",
+			`<li data-state="Running"><span class="state state-running">Running</span> <strong>3</strong> <small>1 job, 2 managed reservations</small></li>`,
+			`<li data-state="WaitingForResources">`, `id="reason-Resources"`, `<a href="/jobs/3">3</a>`, "no node in pool default has 64 GiB",
+			`id="ov-service-states"`, `<li data-state="Available">`, `id="failed-1"`, "ProgramExit", "exit 3", `<a href="/jobs?all=1">1 ended</a>`}, nil},
 		{"services", "/services", 200, []string{`id="svc-7"`, "HTTP:localhost:8080/", "Available", "reference", `<a href="/jobs/7#proc-7.1">7.1</a>`,
 			`<a href="/machines/n1">n1</a>`, `<a href="/jobs/7">7</a>`, `data-api="/api/v1/services"`}, []string{"s3cret"}},
 		{"reservations", "/reservations", 200, []string{"No reservations", "ducc reserve --memory"}, nil},
@@ -84,20 +93,14 @@ func TestPagesEscapeEverything(t *testing.T) {
 	}
 }
 
-func TestPagesFragmentAndRedirect(t *testing.T) {
+func TestPagesFragmentAndOverview(t *testing.T) {
 	srv, _ := newTestServer(t, newFake(), nil)
 	code, body, _ := get(t, srv.URL+"/jobs?fragment=1")
 	if code != 200 || strings.Contains(body, "<html") || !strings.Contains(body, `id="work-2"`) {
 		t.Errorf("fragment: %d %q", code, body)
 	}
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.Get(srv.URL + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/jobs" {
-		t.Errorf("/ → %d %q, want 302 /jobs", resp.StatusCode, resp.Header.Get("Location"))
+	if code, body, _ := get(t, srv.URL+"/"); code != 200 || !strings.Contains(body, "<h1>Overview</h1>") {
+		t.Errorf("/: %d, want the overview page\n%s", code, body)
 	}
 	if code, _, _ := get(t, srv.URL+"/nope"); code != 404 {
 		t.Errorf("/nope: %d", code)
@@ -152,5 +155,45 @@ func TestStaticAssets(t *testing.T) {
 	}
 	if code, _, _ := get(t, srv.URL+"/static/layout.html"); code == 200 {
 		t.Errorf("templates must not be served")
+	}
+}
+
+// TestTitlesByKind: a work's page is titled by its kind, as the CLI
+// names it (a service's and a reservation's page is not "Job N"), and
+// the navigation marks its list.
+func TestTitlesByKind(t *testing.T) {
+	src := newFake()
+	src.work = append(src.work,
+		wire.WorkInfo{ID: 7, Kind: wire.WorkService, User: "alice", Class: "fixed", State: "Running", Command: []string{"/srv/db"}},
+		wire.WorkInfo{ID: 9, Kind: wire.WorkReservation, User: "dave", Class: "reserve", State: "WaitingForResources"})
+	srv, _ := newTestServer(t, src, nil)
+	for _, tc := range []struct{ path, title, nav string }{
+		{"/jobs/5", "Job 5", "Jobs"}, {"/jobs/2", "Managed reservation 2", "Jobs"},
+		{"/jobs/7", "Service 7", "Services"}, {"/jobs/9", "Reservation 9", "Reservations"},
+	} {
+		_, body, _ := get(t, srv.URL+tc.path)
+		if !strings.Contains(body, "<title>"+tc.title+" · ducc</title>") || !strings.Contains(body, "<h1>"+tc.title+"</h1>") {
+			t.Errorf("%s: not titled %q:\n%.400s", tc.path, tc.title, body)
+		}
+		if !strings.Contains(body, `class="active" aria-current="page">`+tc.nav+"<") {
+			t.Errorf("%s: the navigation does not mark %s", tc.path, tc.nav)
+		}
+	}
+}
+
+// TestNiceAxis: the y axis tops are round numbers at or above the data.
+func TestNiceAxis(t *testing.T) {
+	for _, tc := range []struct{ in, want float64 }{
+		{1, 1}, {3, 4}, {7, 8}, {9, 10}, {40, 40}, {41, 50}, {100, 100}, {101, 200}, {0.3, 0.4}, {2.2, 2.5},
+	} {
+		if got := niceCeil(tc.in); got != tc.want {
+			t.Errorf("niceCeil(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+	if got := formatSize(niceSize(6 << 30)); got != "6 GiB" {
+		t.Errorf("niceSize(6 GiB) = %s", got)
+	}
+	if got := formatSize(niceSize(700 << 20)); got != "800 MiB" {
+		t.Errorf("niceSize(700 MiB) = %s", got)
 	}
 }

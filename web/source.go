@@ -81,7 +81,7 @@ func (f fetcher) services(ctx context.Context, c wire.Caller, r wire.ServiceQuer
 func (f fetcher) results(ctx context.Context, c wire.Caller, r wire.ResultsRequest) (wire.ResultsReply, error) {
 	var out wire.ResultsReply
 	if c.User == "" {
-		return out, wire.Errorf(wire.CodeUsage, "the results of work %d are private: sign in (`ducc web-token`) to see your own", r.ID)
+		return out, wire.Errorf(wire.CodeUsage, "the results of work %d are private to its owner, those it is shared with and administrators", r.ID)
 	}
 	err := f.call(ctx, c, wire.MethodResults, r, &out)
 	return out, err

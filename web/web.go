@@ -42,6 +42,15 @@ type Config struct {
 	// LookupUser turns the user name of UserHeader into a caller (uid,
 	// gid, groups) from this node's user database.
 	LookupUser func(name string) (wire.Caller, error)
+	// LocalUsers (web.local_users; on in dev mode) identifies a client
+	// on loopback by the user who owns its connection, as the kernel's
+	// socket tables say (localuser.go): a browser on the node is its
+	// user, with no token, the way the agent's socket knows a `ducc`
+	// command. A token or a trusted proxy's header still comes first.
+	LocalUsers bool
+	// LookupUID turns the uid that owns a loopback connection into a
+	// caller from this node's user database (LocalUsers).
+	LookupUID func(uid uint32) (wire.Caller, error)
 	// Logs, if set, writes the log of process proc (empty: the first) of
 	// work id to w, for c (an identified user); it refuses before writing
 	// anything when c may not read it.
@@ -86,7 +95,6 @@ func NewHandler(cfg Config) http.Handler {
 
 	mux := http.NewServeMux()
 	read := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.guard(h)) }
-	read("GET /{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/jobs", http.StatusFound) })
 	for _, p := range s.pages.routes {
 		read("GET "+p.path, s.page(p))
 	}

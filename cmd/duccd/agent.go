@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/ducc-project/ducc/agent"
@@ -27,15 +28,20 @@ func (daemon) Agent(ctx context.Context, o cli.AgentOptions) error {
 		// A dev cluster with the scheduler, administrators, web
 		// section and retention of a config file (to try classes
 		// and pools, or a private dashboard, on one machine).
-		c, err := agent.LoadConfig(o.Config)
-		if err != nil {
-			return cli.Usagef("%v", err)
-		}
 		if dataDir == "" {
 			dataDir = wire.DefaultDevDataDir()
 		}
-		cfg = agent.DevConfig(dataDir)
-		cfg.Scheduler, cfg.Administrators, cfg.Web, cfg.Retention = c.Scheduler, c.Administrators, c.Web, c.Retention
+		c, ignored, err := agent.LoadDevConfig(o.Config, dataDir)
+		if err != nil {
+			return cli.Usagef("%v", err)
+		}
+		logger.Info("dev mode: using the config file's "+strings.Join(agent.DevSections, ", "), "file", o.Config)
+		if len(ignored) > 0 {
+			logger.Warn("dev mode ignores these keys of the config file: a dev cluster is one node on loopback "+
+				"(set its memory, name, data dir and listen addresses with --memory, --node, --data-dir and --listen)",
+				"file", o.Config, "ignored", strings.Join(ignored, ", "))
+		}
+		cfg = c
 	case o.Config != "":
 		c, err := agent.LoadConfig(o.Config)
 		if err != nil {
