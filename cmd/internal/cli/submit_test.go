@@ -338,7 +338,7 @@ func TestSubmitCommand(t *testing.T) {
 			}},
 		{name: "json", args: []string{"--json", spec}, out: "{\n  \"id\": 17\n}\n", count: 2},
 		{name: "no items", args: []string{"--", "true"}, err: "no work items"},
-		{name: "bad flag value", args: []string{spec, "--process-pipeline-count", "-2"}, err: "--process-pipeline-count: process_pipeline_count: must be at least 1"},
+		{name: "bad flag value", args: []string{spec, "--process-pipeline-count", "-2"}, err: "--process-pipeline-count: must be at least 1"},
 		{name: "two spec files", args: []string{spec, spec}, err: "at most one spec file"},
 		{name: "command twice", args: []string{"--process-executable", "x", "--", "y"}, err: "not both"},
 	}
