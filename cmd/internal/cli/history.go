@@ -35,7 +35,7 @@ administrators see everyone's (--user narrows them).
 lists everything kept. --json prints every field, with times in unix ms.
 
 --state (comma-separated, case-insensitive) takes completion reasons or the
-table's short names:
+table's short names (in parentheses):
 ` + completionHelp() + `
 and sacct's states, each standing for the reasons listed:
 ` + slurmHelp() + `
@@ -73,7 +73,7 @@ Any other state is refused (exit 2) with the names above.`,
 	f.StringVar(&since, "since", "24h", "records of work that ended at or after this time")
 	f.StringVar(&until, "until", "", "records of work that ended before this time (default: now)")
 	f.StringVarP(&user, "user", "u", "", "only this user's records (root and administrators)")
-	f.StringSliceVar(&states, "state", nil, "only these completion reasons or sacct states, e.g. EndOfJob,Error or FAILED (listed above)")
+	f.StringSliceVar(&states, "state", nil, "only these completion reasons or sacct states (listed above)")
 	f.StringVar(&class, "class", "", "only this class")
 	return cmd
 }
@@ -168,11 +168,26 @@ var slurmNoMap = map[string]string{
 	"R":       "'ducc history' lists ended work; 'ducc jobs' lists work that waits or runs",
 }
 
+// helpWidth is the width the help's lists are wrapped to.
+const helpWidth = 80
+
+// helpItem is one entry of a list in the help: "  name: text", wrapped
+// to helpWidth with its continuation lines indented.
+func helpItem(b *strings.Builder, name, text string) {
+	for i, l := range wrap(name+": "+text, helpWidth-6) {
+		if i == 0 {
+			b.WriteString("  " + l + "\n")
+		} else {
+			b.WriteString("      " + l + "\n")
+		}
+	}
+}
+
 // completionHelp lists the completion reasons for --state's help.
 func completionHelp() string {
 	var b strings.Builder
 	for _, c := range wire.Completions() {
-		fmt.Fprintf(&b, "  %-29s %-12s %s\n", c, c.Short(), c.Means())
+		helpItem(&b, string(c)+" ("+c.Short()+")", c.Means())
 	}
 	return b.String()
 }
@@ -181,9 +196,9 @@ func completionHelp() string {
 func slurmHelp() string {
 	var b strings.Builder
 	for _, s := range slurmStates {
-		fmt.Fprintf(&b, "  %-18s %s\n", strings.Join(s.names, ", "), s.means)
+		helpItem(&b, strings.Join(s.names, ", "), s.means)
 	}
-	fmt.Fprintf(&b, "  %-18s %s\n", "TIMEOUT, TO", "none: "+slurmNoMap["TIMEOUT"])
+	helpItem(&b, "TIMEOUT, TO", "none: "+slurmNoMap["TIMEOUT"])
 	return b.String()
 }
 
