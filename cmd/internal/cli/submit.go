@@ -240,9 +240,10 @@ const (
 // peekStdin tells whether r, standard input, has data, without blocking
 // for more than wait: a terminal or an empty or ended input has none; a
 // regular file has data when it has bytes past its offset; a pipe or
-// socket, when a byte comes within wait (reading it: the caller refuses
-// the job then); an open pipe with nothing yet is pending. A reader that
-// is not a file (tests) has data when it has a length.
+// socket, when bytes come within wait (FIONREAD: nothing is read, so a
+// shared standard input is left as it was); an open pipe with nothing yet
+// is pending. A reader that is not a file (tests) has data when it has a
+// length.
 func peekStdin(r io.Reader, wait time.Duration) stdinState {
 	f, ok := r.(*os.File)
 	if !ok {
@@ -282,8 +283,10 @@ func peekStdin(r io.Reader, wait time.Duration) stdinState {
 	if fds[0].Revents&(unix.POLLIN|unix.POLLHUP) == 0 {
 		return stdinNone
 	}
-	var b [1]byte
-	if k, _ := f.Read(b[:]); k > 0 {
+	// How much is there (FIONREAD), without reading it:
+	// standard input may be shared (a script fed to a shell), and what
+	// ducc does not use is not its to take.
+	if k, err := unix.IoctlGetInt(int(f.Fd()), fionread); err == nil && k > 0 {
 		return stdinData
 	}
 	return stdinNone

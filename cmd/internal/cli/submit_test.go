@@ -427,8 +427,16 @@ func TestPeekStdin(t *testing.T) {
 		{"empty reader", func(*testing.T) io.Reader { return strings.NewReader("") }, stdinNone},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := peekStdin(tc.in(t), 50*time.Millisecond); got != tc.want {
+			in := tc.in(t)
+			if got := peekStdin(in, 50*time.Millisecond); got != tc.want {
 				t.Errorf("peekStdin = %d, want %d", got, tc.want)
+			}
+			// Nothing was read: standard input may be a script's.
+			if f, ok := in.(*os.File); ok && tc.want == stdinData {
+				b := make([]byte, 2)
+				if n, _ := io.ReadFull(f, b); n != 2 || (string(b) != "1\n" && string(b) != "x\n") {
+					t.Errorf("after peekStdin the input starts with %q", b[:n])
+				}
 			}
 		})
 	}
