@@ -20,10 +20,18 @@ include Makefile.ops
 
 .PHONY: build test test-short e2e vet staticcheck bench bench-e2e fuzz dev demo clean java java-test
 
+# build also builds dist/ducc-uima.jar, which UIMA jobs run (`ducc
+# submit` finds it beside bin/), whenever a JDK and Debian's UIMA are
+# there, and says so when they are not: ducc then refuses UIMA jobs.
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ducc
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DAEMON_BIN) ./cmd/duccd
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(SHIM_BIN) ./cmd/ducc-shim
+	@if command -v $(JAVAC) >/dev/null 2>&1 && command -v $(JAR) >/dev/null 2>&1 && [ -f $(UIMA_CP) ]; then \
+		$(MAKE) --no-print-directory java; \
+	else \
+		echo "make build: dist/ducc-uima.jar not built (no javac, jar or $(UIMA_CP)): ducc refuses UIMA jobs until it is; install a JDK and UIMA (Debian: apt install default-jdk-headless libuima-core-java), then make java"; \
+	fi
 
 # Every test: unit, race, and the end-to-end tests in e2e/ that start the
 # real binary. Run as root for cgroups, test users and network namespaces

@@ -41,13 +41,24 @@ func fixedClass(sc *rm.Config, name string) (*rm.Class, *wire.CodedError) {
 	}
 	c, err := sc.Class(name)
 	if err != nil {
-		return nil, wire.Errorf(wire.CodeUsage, "%v", err)
+		return nil, unknownClass(name, "'ducc run' and services", classesOf(sc, rm.FixedShare), rm.FixedShare)
 	}
 	if c.Policy != rm.FixedShare {
 		return nil, wire.Errorf(wire.CodeUsage, "class %q is %s; `ducc run` needs a FIXED_SHARE class (%s)",
 			name, c.Policy, strings.Join(classesOf(sc, rm.FixedShare), ", "))
 	}
 	return c, nil
+}
+
+// unknownClass is the error for a class that does not exist, naming only
+// the classes the kind of work (who) may use, of policies: the others
+// would be refused too.
+func unknownClass(name, who string, may []string, policies string) *wire.CodedError {
+	if len(may) == 0 {
+		return wire.Errorf(wire.CodeUsage, "unknown class %q, and no %s class is configured for %s", name, policies, who)
+	}
+	return wire.Errorf(wire.CodeUsage, "unknown class %q; the classes %s may use (%s) are: %s ('ducc classes' lists all)",
+		name, who, policies, strings.Join(may, ", "))
 }
 
 // classesOf names the classes of a policy, in the config's order.
@@ -69,8 +80,8 @@ func reserveClass(sc *rm.Config, name string) (*rm.Class, *wire.CodedError) {
 	var err error
 	if name == "" {
 		class, err = sc.DefaultClass(rm.Reserve)
-	} else {
-		class, err = sc.Class(name)
+	} else if class, err = sc.Class(name); err != nil {
+		return nil, unknownClass(name, "reservations", append(classesOf(sc, rm.Reserve), classesOf(sc, rm.FixedShare)...), rm.Reserve+" or "+rm.FixedShare)
 	}
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeUsage, "%v", err)

@@ -1,6 +1,8 @@
 package head
 
 import (
+	"strings"
+
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/wire"
 )
@@ -18,11 +20,20 @@ func (h *Head) History(c wire.Caller, r wire.HistoryRequest) (wire.HistoryReply,
 		}
 		r.User = c.User
 	}
+	// A reason the head does not know would select nothing: refuse it.
+	completions := make([]string, 0, len(r.Completions))
+	for _, s := range r.Completions {
+		cm, ok := wire.ParseCompletion(s)
+		if !ok {
+			return wire.HistoryReply{}, wire.Errorf(wire.CodeUsage, "%q is not a completion reason; they are: %s", s, completionNames())
+		}
+		completions = append(completions, string(cm))
+	}
 	limit := r.Limit
 	if limit <= 0 || limit > 5000 {
 		limit = 5000
 	}
-	q := state.HistoryQuery{Since: r.Since, Until: r.Until, User: r.User, Class: r.Class, Completions: r.Completions,
+	q := state.HistoryQuery{Since: r.Since, Until: r.Until, User: r.User, Class: r.Class, Completions: completions,
 		AfterEnd: r.AfterEnd, AfterID: r.AfterID, Limit: limit, Scan: 100_000}
 	var recs []state.Record
 	var out wire.HistoryReply
@@ -44,4 +55,13 @@ func toHistoryRecord(x state.Record) wire.HistoryRecord {
 		MaxRSS: x.MaxRSS, CPUSeconds: x.CPUSeconds, Items: x.Items, Done: x.Done, Failed: x.Failed, Retried: x.Retried,
 		Procs: x.Procs, Nodes: x.Nodes, NodeCount: x.NodeCount, WorkPurgedAt: x.WorkPurgedAt, ItemsPurgedAt: x.ItemsPurgedAt,
 	}
+}
+
+// completionNames lists the completion reasons, for messages.
+func completionNames() string {
+	var names []string
+	for _, c := range wire.Completions() {
+		names = append(names, string(c))
+	}
+	return strings.Join(names, ", ")
 }

@@ -248,10 +248,8 @@ func TestJobItemExchange(t *testing.T) {
 		t.Errorf("second page: %+v", res)
 	}
 	run := f.submitRun(t, alice, wire.RunRequest{Path: "/bin/true"})
-	for _, bad := range []uint64{run, 99} {
-		err := call(t, f.h, wire.MethodResults, alice, wire.ResultsRequest{ID: bad}, &res)
-		wantErr(t, err, wire.CodeUsage, "no job with id")
-	}
+	wantErr(t, call(t, f.h, wire.MethodResults, alice, wire.ResultsRequest{ID: run}, &res), wire.CodeUsage, "is a managed reservation ('ducc run'), not a job")
+	wantErr(t, call(t, f.h, wire.MethodResults, alice, wire.ResultsRequest{ID: 99}, &res), wire.CodeUsage, "no job with id 99")
 }
 
 func TestExchangeForAnUnknownProcess(t *testing.T) {

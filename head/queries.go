@@ -184,8 +184,14 @@ func (h *Head) Results(c wire.Caller, r wire.ResultsRequest) (wire.ResultsReply,
 	var found *state.Work // the job or its record, without its items
 	allowed := false
 	var purged *state.Record
+	var other wire.WorkKind // what r.ID is when it is not a job
 	h.cfg.FSM.View(func(v *state.View) {
 		var items []state.Item
+		if w := v.Work(r.ID); w != nil && w.Job == nil {
+			other = w.Kind
+		} else if rec := v.Record(r.ID); w == nil && rec != nil && rec.Kind != wire.WorkJob {
+			other = rec.Kind
+		}
 		if w := v.Work(r.ID); w != nil && w.Job != nil {
 			found, items = &state.Work{User: w.User, ShareGroup: w.ShareGroup, ShareGID: w.ShareGID}, w.Job.Items
 		} else if rec := v.Record(r.ID); w == nil && rec != nil && rec.Kind == wire.WorkJob {
@@ -215,6 +221,9 @@ func (h *Head) Results(c wire.Caller, r wire.ResultsRequest) (wire.ResultsReply,
 				Result: it.Result, Error: it.Error, Millis: it.Millis, Proc: it.Proc, Attempts: int(it.Attempts) + 1})
 		}
 	})
+	if found == nil && other != "" {
+		return out, notAJob(r.ID, other)
+	}
 	if found == nil {
 		return out, wire.Errorf(wire.CodeUsage, "no job with id %d", r.ID)
 	}
@@ -230,6 +239,22 @@ func (h *Head) Results(c wire.Caller, r wire.ResultsRequest) (wire.ResultsReply,
 		return wire.ResultsReply{Next: -1}, purgedResults(purged, h.cfg.Retention)
 	}
 	return out, nil
+}
+
+// notAJob is the answer to a request for a job's items or results about
+// work of another kind: what it is, and where its output is.
+func notAJob(id uint64, kind wire.WorkKind) *wire.CodedError {
+	switch kind {
+	case wire.WorkManaged:
+		return wire.Errorf(wire.CodeUsage, "%d is a managed reservation ('ducc run'), not a job: it has no work items or results; "+
+			"its output is its log: 'ducc logs %d' ('ducc show %d' says how it ended)", id, id, id)
+	case wire.WorkService:
+		return wire.Errorf(wire.CodeUsage, "%d is a service, not a job: it has no work items or results; "+
+			"its instances' output is in their logs: 'ducc logs %d --process ID' with an instance's process id from 'ducc services query %d'", id, id, id)
+	case wire.WorkReservation:
+		return wire.Errorf(wire.CodeUsage, "%d is a reservation, not a job: it runs nothing, so it has no work items, results or output ('ducc show %d')", id, id)
+	}
+	return wire.Errorf(wire.CodeUsage, "%d is a %s, not a job: it has no work items or results ('ducc show %d')", id, kind, id)
 }
 
 // plural is "1 process", "2 processes".

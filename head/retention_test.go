@@ -85,6 +85,8 @@ func TestRetentionAndHistory(t *testing.T) {
 		{name: "administrator", c: carol, want: []uint64{run, job, bobs}},
 		{name: "root, one user", c: root, r: wire.HistoryRequest{User: "bob"}, want: []uint64{bobs}},
 		{name: "state", c: root, r: wire.HistoryRequest{Completions: []string{"programexit"}}, want: []uint64{run}},
+		{name: "state by short name", c: root, r: wire.HistoryRequest{Completions: []string{"Exit"}}, want: []uint64{run}},
+		{name: "unknown state", c: root, r: wire.HistoryRequest{Completions: []string{"failed"}}, err: `"failed" is not a completion reason; they are: EndOfJob, Error`},
 		{name: "class", c: root, r: wire.HistoryRequest{Class: "normal"}, want: []uint64{job}},
 		{name: "until before", c: root, r: wire.HistoryRequest{Until: f.clock.Now().Add(-time.Minute).UnixMilli()}},
 		{name: "the dashboard", c: dashboard, err: "users only"},

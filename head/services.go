@@ -100,8 +100,8 @@ func (h *Head) ControlService(ctx context.Context, c wire.Caller, r wire.Service
 			return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "service %d is ping-only: it has no instances to start", w.ID)
 		}
 		if r.Instances > 0 && len(s.IDs)+r.Instances > s.Spec.MaxInstances {
-			return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "service %d has %d instances; %d more would pass max_instances %d (raise it with 'ducc services modify %d --max-instances N')",
-				w.ID, len(s.IDs), r.Instances, s.Spec.MaxInstances, w.ID)
+			return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "service %d has %s; %d more would pass max_instances %d (raise it with 'ducc services modify %d --max-instances N')",
+				w.ID, plural(len(s.IDs), "instance"), r.Instances, s.Spec.MaxInstances, w.ID)
 		}
 		cmd.Service = &state.ServiceChange{Op: state.SvcOpStart, N: int64(r.Instances)}
 	case wire.SvcStop:

@@ -34,7 +34,7 @@ func TestRunRefusesWhatCannotRun(t *testing.T) {
 	}{
 		{"no command", alice, wire.RunRequest{}, []string{"no command given", "ducc run [flags] -- CMD"}},
 		{"negative memory", alice, wire.RunRequest{Path: "/bin/true", Memory: -5}, []string{"process_memory_size must not be negative", "-5"}},
-		{"unknown class", alice, wire.RunRequest{Path: "/bin/true", Class: "hgih"}, []string{`unknown class "hgih"`, "classes are", "fixed"}},
+		{"unknown class", alice, wire.RunRequest{Path: "/bin/true", Class: "hgih"}, []string{`unknown class "hgih"; the classes 'ducc run' and services may use (FIXED_SHARE) are: fixed, private, capped, small ('ducc classes' lists all)`}},
 		{"fair-share class", alice, wire.RunRequest{Path: "/bin/true", Class: "normal"},
 			[]string{`class "normal" is FAIR_SHARE`, "needs a FIXED_SHARE class", "fixed, private, capped, small"}},
 		{"reserve class", alice, wire.RunRequest{Path: "/bin/true", Class: "reserve"}, []string{`class "reserve" is RESERVE`}},
@@ -153,7 +153,7 @@ func TestReserve(t *testing.T) {
 		parts []string
 	}{
 		{"no size", wire.ReserveRequest{}, []string{"say how big a machine to reserve", "--memory 64G"}},
-		{"unknown class", wire.ReserveRequest{Memory: gib, Class: "nope"}, []string{`unknown class "nope"`}},
+		{"unknown class", wire.ReserveRequest{Memory: gib, Class: "nope"}, []string{`unknown class "nope"; the classes reservations may use (RESERVE or FIXED_SHARE) are: reserve, fixed, `}},
 		{"a fair-share class", wire.ReserveRequest{Memory: gib, Class: "normal"},
 			[]string{`class "normal" is FAIR_SHARE`, "reservations need a RESERVE class (reserve) or a FIXED_SHARE class (fixed, "}},
 	}

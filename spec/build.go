@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/ducc-project/ducc/wire"
 )
@@ -25,6 +26,11 @@ func build(kind Kind, raw Raw, target any) ([]string, error) {
 		}
 		given = append(given, k.Name)
 		if err := set(k, u, target, v); err != nil {
+			// Name what the user wrote: the flag on the command line,
+			// the key (and where) in a file.
+			if isFlag(v.At) {
+				return nil, fmt.Errorf("%s: %w", v.At, err)
+			}
 			where := v.At
 			if where != "" {
 				where += ": "
@@ -43,6 +49,9 @@ func build(kind Kind, raw Raw, target any) ([]string, error) {
 	}
 	return given, nil
 }
+
+// isFlag reports whether a value's At names a command-line flag.
+func isFlag(at string) bool { return strings.HasPrefix(at, "-") }
 
 // BuildJob interprets a raw job spec. cwd is the caller's directory: the
 // default working directory. Defaults the head fills (JobDefaults) are

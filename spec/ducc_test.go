@@ -41,7 +41,7 @@ func TestDUCCSpecForms(t *testing.T) {
 				"all_in_one = local\nprocess_error_window_size = 3\nbogus_key = 1\nprocess_executable = x\n",
 			wantErr: []string{"4 keys are not taken by ducc", "line 1: key \"driver_exception_handler\" is not used by ducc",
 				"line 2: key \"all_in_one\" is not used by ducc", "line 3: key \"process_error_window_size\"", "line 4: unknown key \"bogus_key\"",
-				"valid keys are: description"},
+				"'ducc submit --help' lists the keys"},
 		},
 	}
 	for _, tc := range tests {

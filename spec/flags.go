@@ -59,7 +59,8 @@ func FlagValues(fs *pflag.FlagSet, kind Kind, raw Raw, cwd string) error {
 		if len(given) == 0 {
 			continue
 		}
-		at := "--" + u.flag
+		// The flag the user typed (the last one given wins).
+		at := "--" + given[len(given)-1]
 		switch k.Type {
 		case Bool:
 			b, err := fs.GetBool(given[len(given)-1])

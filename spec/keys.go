@@ -3,6 +3,8 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ducc-project/ducc/wire"
@@ -184,7 +186,7 @@ type Reserve struct {
 
 // The key table, in the order of DUCC's documentation: jobs first, then
 // what services add. Values are checked in this order, so errors are
-// deterministic, and "valid keys are" lists them in this order.
+// deterministic, and the help lists them in this order.
 var keys = []Key{
 	{Name: "description", Type: Text, Modify: true,
 		Job:     &Use[Job]{Help: "free text shown by 'ducc jobs'", Field: func(j *Job) any { return &j.Spec.Description }},
@@ -451,15 +453,6 @@ func lookup(kind Kind, name string) (*Key, bool) {
 	return nil, false
 }
 
-// names lists the keys of a kind, for messages.
-func names(kind Kind) string {
-	var n []string
-	for _, k := range Keys(kind) {
-		n = append(n, k.Name)
-	}
-	return strings.Join(n, ", ")
-}
-
 // ignoredKey returns why a DUCC key that ducc accepts and ignores is
 // ignored; ok is false for keys that are not such.
 func ignoredKey(name string) (why string, ok bool) {
@@ -494,7 +487,7 @@ func (e *unknownKeys) Error() string {
 		fmt.Fprintf(&b, "\n  %s%s", prefix(k.at), msg)
 	}
 	if listValid {
-		fmt.Fprintf(&b, "\nvalid keys are: %s", names(e.kind))
+		fmt.Fprintf(&b, "\n%s", whereKeys(e.kind))
 	}
 	return b.String()
 }
@@ -507,17 +500,31 @@ func prefix(at string) string {
 }
 
 // unknown explains an unknown key: a DUCC key ducc does not take, a near
-// miss, or the list of valid keys.
+// miss, and where the valid keys are listed.
 func unknown(kind Kind, name string) error {
 	msg, valid := explain(kind, name)
 	if valid {
-		return fmt.Errorf("%s; valid keys are: %s", msg, names(kind))
+		return fmt.Errorf("%s; %s", msg, whereKeys(kind))
 	}
 	return errors.New(msg)
 }
 
+// whereKeys says where the keys of a kind are listed (the command's help
+// and the docs), rather than listing them all on one line.
+func whereKeys(kind Kind) string {
+	switch kind {
+	case KindService:
+		return "'ducc services register --help' lists the keys (as flags), docs/services.md explains them"
+	case KindRun:
+		return "'ducc run --help' lists the keys (as flags), docs/jobs.md explains them"
+	case KindReserve:
+		return "'ducc reserve --help' lists the keys (as flags)"
+	}
+	return "'ducc submit --help' lists the keys (as flags), docs/jobs.md explains them"
+}
+
 // explain says what to do about a key ducc does not take; valid is true
-// when the list of valid keys would help.
+// when pointing to the list of valid keys would help.
 func explain(kind Kind, name string) (msg string, valid bool) {
 	lower := strings.ToLower(name)
 	if canon, ok := aliases[lower]; ok {
@@ -536,7 +543,104 @@ func explain(kind Kind, name string) (msg string, valid bool) {
 			return fmt.Sprintf("key %q belongs in a %s, not a %s", name, other, kind), false
 		}
 	}
+	if near := nearKeys(kind, name); len(near) > 0 {
+		return fmt.Sprintf("unknown key %q; did you mean %s?", name, orList(near)), true
+	}
 	return fmt.Sprintf("unknown key %q", name), true
+}
+
+// nearKeys are the keys of kind nearest to name (at most three), by edit
+// distance to their names, their DUCC aliases and their flags (dashes
+// read as underscores, case ignored); else those whose names contain it.
+func nearKeys(kind Kind, name string) []string {
+	n := strings.ToLower(strings.ReplaceAll(strings.TrimLeft(name, "-"), "-", "_"))
+	type cand struct {
+		key  string
+		dist int
+	}
+	best := map[string]int{}
+	consider := func(key, spelling string) {
+		d := editDistance(n, strings.ToLower(strings.ReplaceAll(spelling, "-", "_")))
+		if old, ok := best[key]; !ok || d < old {
+			best[key] = d
+		}
+	}
+	for _, k := range Keys(kind) {
+		consider(k.Name, k.Name)
+		if f := k.Flag(kind); f != "" {
+			consider(k.Name, f)
+		}
+		u := k.use(kind)
+		for _, a := range append(append([]string{}, u.also...), u.hidden...) {
+			consider(k.Name, a)
+		}
+	}
+	for alias, canon := range aliases {
+		if k, ok := lookup(kind, canon); ok {
+			consider(k.Name, alias)
+		}
+	}
+	limit := max(2, len(n)/4)
+	var cs []cand
+	for k, d := range best {
+		if d <= limit {
+			cs = append(cs, cand{k, d})
+		}
+	}
+	if len(cs) == 0 && len(n) >= 4 {
+		for _, k := range Keys(kind) {
+			if strings.Contains(strings.ToLower(k.Name), n) {
+				cs = append(cs, cand{k.Name, best[k.Name]})
+			}
+		}
+	}
+	slices.SortFunc(cs, func(a, b cand) int {
+		if a.dist != b.dist {
+			return a.dist - b.dist
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	var out []string
+	for _, c := range cs {
+		if len(out) == 3 {
+			break
+		}
+		out = append(out, c.key)
+	}
+	return out
+}
+
+// orList is "a", "a" or "b", "a", "b" or "c", each quoted.
+func orList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func checkProtocol(s string) (string, error) {

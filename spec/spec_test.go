@@ -151,9 +151,9 @@ func TestSpecErrors(t *testing.T) {
 		want             []string // substrings of the error
 	}{
 		{"unknown YAML key", "j.yaml", "process_executable: x\nprocess_memmory_size: 4G\n",
-			[]string{`line 2`, `unknown key "process_memmory_size"`, "process_memory_size, process_pipeline_count"}},
+			[]string{`line 2`, `unknown key "process_memmory_size"; did you mean "process_memory_size"?`, "'ducc submit --help' lists the keys"}},
 		{"unknown properties key", "j.properties", "process_executable = x\nfoo = 1\n",
-			[]string{"(properties)", "line 2", `unknown key "foo"`, "valid keys are"}},
+			[]string{"(properties)", "line 2", `unknown key "foo"`, "'ducc submit --help' lists the keys (as flags), docs/jobs.md"}},
 		{"DUCC key with a hint", "j.properties", "driver_exception_handler = org.example.Handler\n",
 			[]string{`"driver_exception_handler" is not used by ducc`, "max_job_errors"}},
 		{"dashes instead of underscores", "j.yaml", "process-executable: x\n",
@@ -330,6 +330,35 @@ func TestServiceExamples(t *testing.T) {
 			t.Errorf("%s: no script", f)
 		} else if _, err := os.Stat(filepath.Join(sp.WorkingDirectory, sp.Args[0])); err != nil {
 			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+// An unknown key gets the nearest keys of its kind (by their names, DUCC
+// aliases and flags), not a list of every key on one line.
+func TestUnknownKeySuggestions(t *testing.T) {
+	for _, tc := range []struct {
+		kind Kind
+		key  string
+		want string // "" = no suggestion
+	}{
+		{KindJob, "process_memmory_size", `did you mean "process_memory_size"?`},
+		{KindJob, "proces_executable", `did you mean "process_executable"`},
+		{KindJob, "process-pipline-count", `did you mean "process_pipeline_count"?`},
+		{KindJob, "process_thread_cont", `did you mean "process_pipeline_count"?`}, // DUCC's alias, misspelt
+		{KindJob, "memory", `did you mean "process_memory_size" or "driver_memory_size"?`},
+		{KindJob, "input_item", `did you mean "input_items"?`},
+		{KindService, "insatnces", `did you mean "instances"`},
+		{KindRun, "scheduling_clas", `did you mean "scheduling_class"?`},
+		{KindJob, "xyzzy", ""},
+	} {
+		err := unknown(tc.kind, tc.key)
+		msg := err.Error()
+		if tc.want == "" && strings.Contains(msg, "did you mean") || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s key %q: %q, want %q", tc.kind, tc.key, msg, tc.want)
+		}
+		if strings.Contains(msg, "description, ") || !strings.Contains(msg, "--help' lists the keys") {
+			t.Errorf("%s key %q: %q lists the keys instead of pointing to the help", tc.kind, tc.key, msg)
 		}
 	}
 }

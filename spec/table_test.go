@@ -217,10 +217,13 @@ func TestFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{KindJob, []string{"--process-pipeline-count", "0"}, "--process-pipeline-count: process_pipeline_count: must be at least 1"},
+		{KindJob, []string{"--process-pipeline-count", "0"}, "--process-pipeline-count: must be at least 1"},
 		{KindJob, []string{"--environment", "A='x"}, "--environment: unterminated '"},
-		{KindRun, []string{"--memory", "12X"}, `--memory: process_memory_size: memory size "12X": unknown unit`},
-		{KindService, []string{"--max-instances", "0"}, "--max-instances: max_instances: must be at least 1"},
+		{KindRun, []string{"--memory", "12X"}, `--memory: memory size "12X": unknown unit`},
+		// The flag typed, not the key behind it too (it said "--memory: process_memory_size: ...").
+		{KindRun, []string{"--memory", "-1G"}, `--memory: `},
+		{KindRun, []string{"--process-memory-size", "-1G"}, `--process-memory-size: `},
+		{KindService, []string{"--max-instances", "0"}, "--max-instances: must be at least 1"},
 		{KindService, []string{"--service-ping-interval", "soon"}, `"soon" is neither milliseconds`},
 		{KindReserve, []string{"--memory", "0"}, `the size must be positive`},
 	} {
@@ -240,6 +243,12 @@ func TestFlags(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %q: error %v, want %q", tc.kind, tc.args, err, tc.want)
+		}
+		if err != nil && strings.HasPrefix(tc.args[0], "--") && !strings.HasPrefix(err.Error(), tc.args[0]+": ") {
+			t.Errorf("%s %q: error %v does not start with the flag typed", tc.kind, tc.args, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "_") && !strings.Contains(tc.args[0], "environment") {
+			t.Errorf("%s %q: error %v names a spec key besides the flag", tc.kind, tc.args, err)
 		}
 	}
 }

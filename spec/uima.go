@@ -37,9 +37,11 @@ const (
 )
 
 // uimaPaths are the class path entries ducc adds to a UIMA job's JVMs:
-// its own jar and UIMA's.
+// its own jar and UIMA's. missing, when not "", says that ducc-uima.jar
+// is not where it was looked for, and where that was.
 type uimaPaths struct {
 	jar, uima string
+	missing   string
 }
 
 // UIMAPaths finds ducc-uima.jar and UIMA's jars for a job submitted from
@@ -48,7 +50,8 @@ type uimaPaths struct {
 // first that exists of share/ducc/ducc-uima.jar beside the ducc binary's
 // folder (an installed package), dist/ducc-uima.jar beside it (a source
 // tree after make java), else DefaultUIMAJar. UIMA's jars are
-// $DUCC_UIMA_CLASSPATH, else DefaultUIMAClasspath.
+// $DUCC_UIMA_CLASSPATH, else DefaultUIMAClasspath. A UIMA job is refused
+// when the jar is in none of these places (BuildJob).
 func UIMAPaths() (jar, uimaClasspath string) {
 	p := defaultUIMAPaths()
 	return p.jar, p.uima
@@ -60,27 +63,40 @@ func defaultUIMAPaths() uimaPaths {
 		p.uima = DefaultUIMAClasspath
 	}
 	if p.jar != "" {
+		if !isFile(p.jar) {
+			p.missing = "$DUCC_UIMA_JAR names " + p.jar + ", which is not a file"
+		}
 		return p
 	}
 	p.jar = DefaultUIMAJar
-	exe, err := os.Executable()
-	if err != nil {
-		return p
-	}
-	if r, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = r
-	}
-	dir := filepath.Dir(exe)
-	for _, c := range []string{
-		filepath.Join(dir, "..", "share", "ducc", "ducc-uima.jar"),
-		filepath.Join(dir, "..", "dist", "ducc-uima.jar"),
-	} {
-		if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() {
-			p.jar = filepath.Clean(c)
-			break
+	var looked []string
+	if exe, err := os.Executable(); err == nil {
+		if r, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = r
+		}
+		dir := filepath.Dir(exe)
+		for _, c := range []string{
+			filepath.Join(dir, "..", "share", "ducc", "ducc-uima.jar"),
+			filepath.Join(dir, "..", "dist", "ducc-uima.jar"),
+		} {
+			c = filepath.Clean(c)
+			if isFile(c) {
+				p.jar = c
+				return p
+			}
+			looked = append(looked, c)
 		}
 	}
+	if !isFile(DefaultUIMAJar) {
+		p.missing = "it is not at " + strings.Join(append(looked, DefaultUIMAJar), ", ")
+	}
 	return p
+}
+
+// isFile reports whether path is a regular file (through symlinks).
+func isFile(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // given reports whether any UIMA key was given.
@@ -145,6 +161,12 @@ func buildUIMA(j *Job, paths func() uimaPaths) error {
 		return errors.New("driver_descriptor_CR makes the work items: drop input_file and input_items")
 	}
 	p := paths()
+	if p.missing != "" {
+		return fmt.Errorf("this is a UIMA job, and ducc-uima.jar, which runs its pipeline, is missing: %s. "+
+			"In a source tree, build it with 'make java' ('make build' does when javac is installed; Debian: "+
+			"apt install default-jdk-headless libuima-core-java); or install the ducc package, which puts it at %s; "+
+			"or set DUCC_UIMA_JAR to its path. Every node of the job needs it at the same path", p.missing, DefaultUIMAJar)
+	}
 	var cp []string
 	for _, e := range []string{p.jar, u.Classpath, p.uima} {
 		if e = strings.Trim(strings.TrimSpace(e), ":"); e != "" {

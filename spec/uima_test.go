@@ -1,15 +1,21 @@
 package spec
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 )
 
 func TestBuildUIMA(t *testing.T) {
-	t.Setenv("DUCC_UIMA_JAR", "/opt/ducc/ducc-uima.jar")
+	jar := filepath.Join(t.TempDir(), "ducc-uima.jar")
+	if err := os.WriteFile(jar, []byte("PK"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DUCC_UIMA_JAR", jar)
 	t.Setenv("DUCC_UIMA_CLASSPATH", "/u/core.jar")
-	cp := "/opt/ducc/ducc-uima.jar:lib/app.jar:/opt/x/*:/u/core.jar"
+	cp := jar + ":lib/app.jar:/opt/x/*:/u/core.jar"
 	tests := []struct {
 		name    string
 		text    string
@@ -37,15 +43,15 @@ func TestBuildUIMA(t *testing.T) {
 			text: "process_descriptor_CM = cm.xml\nprocess_descriptor_CM_overrides = A=1\nprocess_descriptor_AE = ae.xml\n" +
 				"process_descriptor_CC = cc.xml\nprocess_descriptor_CC_overrides = Out=/tmp/o\njvm = /opt/jdk/bin/java\ninput_file = items\n",
 			exe: "/opt/jdk/bin/java",
-			args: []string{"-cp", "/opt/ducc/ducc-uima.jar:/u/core.jar", "ducc.uima.JobProcessMain",
+			args: []string{"-cp", jar + ":/u/core.jar", "ducc.uima.JobProcessMain",
 				"--cm", "cm.xml", "--cm-override", "A=1", "--ae", "ae.xml", "--cc", "cc.xml", "--cc-override", "Out=/tmp/o"},
 		},
 		{
 			name:   "deployment descriptor by DUCC's other name",
 			text:   "process_DD = dd.xml\ndriver_descriptor_CR = cr.xml\n",
 			exe:    "java",
-			args:   []string{"-cp", "/opt/ducc/ducc-uima.jar:/u/core.jar", "ducc.uima.JobProcessMain", "--dd", "dd.xml"},
-			driver: []string{"-cp", "/opt/ducc/ducc-uima.jar:/u/core.jar", "ducc.uima.DriverMain", "--cr", "cr.xml"},
+			args:   []string{"-cp", jar + ":/u/core.jar", "ducc.uima.JobProcessMain", "--dd", "dd.xml"},
+			driver: []string{"-cp", jar + ":/u/core.jar", "ducc.uima.DriverMain", "--cr", "cr.xml"},
 		},
 		{name: "reader without a pipeline", text: "driver_descriptor_CR = cr.xml\n", wantErr: "driver_descriptor_CR needs a pipeline"},
 		{name: "pipeline and a worker command", text: "process_descriptor_AE = ae.xml\nprocess_executable = /bin/cat\n", wantErr: "drop process_executable"},
@@ -87,6 +93,35 @@ func TestBuildUIMA(t *testing.T) {
 				t.Errorf("ValidateJob: %v", err)
 			}
 		})
+	}
+}
+
+// A UIMA job is refused at once where ducc-uima.jar is missing, saying
+// how to get it (it used to be submitted and end with a Java stack trace:
+// "Could not find or load main class ducc.uima.DriverMain").
+func TestBuildUIMAWithoutTheJar(t *testing.T) {
+	raw, _, err := ParseProperties([]byte("process_descriptor_AE = ae.xml\n"), "j", "/spec", func(string) (string, bool) { return "", false }, KindJob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DUCC_UIMA_JAR", "/no/such/ducc-uima.jar")
+	_, err = BuildJob(raw, "/work")
+	for _, want := range []string{"ducc-uima.jar, which runs its pipeline, is missing: $DUCC_UIMA_JAR names /no/such/ducc-uima.jar", "make java", DefaultUIMAJar} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want one containing %q", err, want)
+		}
+	}
+	t.Setenv("DUCC_UIMA_JAR", "")
+	if _, err := os.Stat(DefaultUIMAJar); err == nil {
+		t.Skipf("%s is installed", DefaultUIMAJar)
+	}
+	_, err = BuildJob(raw, "/work")
+	if err == nil || !strings.Contains(err.Error(), "it is not at ") || !strings.Contains(err.Error(), "dist/ducc-uima.jar, "+DefaultUIMAJar) {
+		t.Errorf("error %v, want one naming where the jar was looked for", err)
+	}
+	// A job without UIMA keys needs no jar.
+	if _, err := BuildJob(Raw{"process_executable": {S: "/bin/cat"}}, "/work"); err != nil {
+		t.Errorf("a plain job: %v", err)
 	}
 }
 

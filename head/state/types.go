@@ -32,31 +32,30 @@ const (
 func (s WorkState) String() string { return string(s) }
 
 // Completion is how a piece of work ended (docs/jobs.md), "" while it
-// has not. Stored as its name, a CBOR text string.
-type Completion string
+// has not: wire.Completion, the one list of the reasons, stored as its
+// name, a CBOR text string.
+type Completion = wire.Completion
 
-// Completion reasons.
+// Completion reasons (wire's).
 const (
-	CompletionEndOfJob         Completion = "EndOfJob"
-	CompletionError            Completion = "Error"
-	CompletionCanceledByUser   Completion = "CanceledByUser"
-	CompletionCanceledByAdmin  Completion = "CanceledByAdministrator"
-	CompletionResourcesUnavail Completion = "ResourcesUnavailable"
-	CompletionLaunchFailure    Completion = "LaunchFailure"
-	CompletionProgramExit      Completion = "ProgramExit"
-	CompletionProcessFailure   Completion = "ProcessFailure"
-	CompletionServicesUnavail  Completion = "ServicesUnavailable"
-	CompletionNoWorkItemsFound Completion = "NoWorkItemsFound"
-	CompletionCanceledByDriver Completion = "CanceledByDriver"
-	CompletionInitFailure      Completion = "ProcessInitializationFailure"
-	CompletionCanceledBySystem Completion = "CanceledBySystem"
+	CompletionEndOfJob         = wire.CompletionEndOfJob
+	CompletionError            = wire.CompletionError
+	CompletionCanceledByUser   = wire.CompletionCanceledByUser
+	CompletionCanceledByAdmin  = wire.CompletionCanceledByAdmin
+	CompletionResourcesUnavail = wire.CompletionResourcesUnavail
+	CompletionLaunchFailure    = wire.CompletionLaunchFailure
+	CompletionProgramExit      = wire.CompletionProgramExit
+	CompletionProcessFailure   = wire.CompletionProcessFailure
+	CompletionServicesUnavail  = wire.CompletionServicesUnavail
+	CompletionNoWorkItemsFound = wire.CompletionNoWorkItemsFound
+	CompletionCanceledByDriver = wire.CompletionCanceledByDriver
+	CompletionInitFailure      = wire.CompletionInitFailure
+	CompletionCanceledBySystem = wire.CompletionCanceledBySystem
 	// A job's driver process ended before it said ready, or after that
 	// before its last item (docs/jobs.md).
-	CompletionDriverInitFailure Completion = "DriverInitializationFailure"
-	CompletionDriverFailed      Completion = "DriverProcessFailed"
+	CompletionDriverInitFailure = wire.CompletionDriverInitFailure
+	CompletionDriverFailed      = wire.CompletionDriverFailed
 )
-
-func (c Completion) String() string { return string(c) }
 
 // Work is one piece of work: a job, a service, a managed reservation or a
 // reservation.

@@ -66,7 +66,7 @@ DUCC class file (ducc.classes), read as 'ducc admin import-classes' does.`,
 			if g.json {
 				return printJSON(cmd.OutOrStdout(), list)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Scheduler reconfigured: %d classes; see 'ducc classes'\n", len(list.Classes))
+			fmt.Fprintf(cmd.OutOrStdout(), "Scheduler reconfigured: %s; see 'ducc classes'\n", plural(len(list.Classes), "class"))
 			return nil
 		},
 	}
@@ -100,7 +100,7 @@ errors. Paste the output into /etc/ducc/ducc.yaml, or give the class file to
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "# from the DUCC class file %s: %d classes\n", args[0], len(cfg.Classes))
+			fmt.Fprintf(cmd.OutOrStdout(), "# from the DUCC class file %s: %s\n", args[0], plural(len(cfg.Classes), "class"))
 			_, err = cmd.OutOrStdout().Write(text)
 			return err
 		},
@@ -134,7 +134,7 @@ once another head-eligible agent has joined in its place.`,
 			if name == "" {
 				name = rep.Removed.Peer
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Removed %s from the head group; %d members left: %s\n", name, len(rep.Voters), voterNames(rep.Voters))
+			fmt.Fprintf(cmd.OutOrStdout(), "Removed %s from the head group; %s left: %s\n", name, plural(len(rep.Voters), "member"), voterNames(rep.Voters))
 			return nil
 		},
 	}

@@ -3,10 +3,13 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ducc-project/ducc/wire"
 )
@@ -57,6 +60,11 @@ func TestDUCCCommandLines(t *testing.T) {
 	fa.handle(wire.MethodCancel, func(b []byte) (any, error) {
 		json.Unmarshal(b, &cancel)
 		return wire.WorkInfo{ID: cancel.ID, State: "Completed", Completion: "CanceledByUser", Ended: true}, nil
+	})
+	fa.handle(wire.MethodShow, func(b []byte) (any, error) {
+		var r wire.IDRequest
+		json.Unmarshal(b, &r)
+		return wire.WorkInfo{ID: r.ID, Kind: wire.WorkJob, State: "Running"}, nil
 	})
 	var run wire.RunRequest
 	fa.handle(wire.MethodRun, func(b []byte) (any, error) {
@@ -165,6 +173,51 @@ func TestDUCCNamesExist(t *testing.T) {
 	for verb, sub := range duccServiceVerbs {
 		if c, _, err := root.Find([]string{"services", sub}); err != nil || c.Name() != sub {
 			t.Errorf("ducc_services %s → services %s: no such command (%v)", verb, sub, err)
+		}
+	}
+}
+
+// ducc cancel of work that has already ended says how and when it ended,
+// goes on with the other ids and exits 1 (it printed the old state and
+// exited 0).
+func TestCancelEnded(t *testing.T) {
+	fa := newFakeAgent(t)
+	ended := time.Now().Add(-2 * time.Minute).UnixMilli()
+	fa.handle(wire.MethodShow, func(b []byte) (any, error) {
+		var r wire.IDRequest
+		json.Unmarshal(b, &r)
+		switch r.ID {
+		case 5:
+			return wire.WorkInfo{ID: 5, Kind: wire.WorkJob, State: "Completed", Completion: "EndOfJob", Ended: true, EndedAt: ended}, nil
+		case 7:
+			return wire.WorkInfo{ID: 7, Kind: wire.WorkManaged, State: "Completed", Completion: "ProgramExit", ExitCode: 3, Ended: true, EndedAt: ended}, nil
+		}
+		return wire.WorkInfo{ID: r.ID, Kind: wire.WorkJob, State: "Running"}, nil
+	})
+	var canceled []uint64
+	fa.handle(wire.MethodCancel, func(b []byte) (any, error) {
+		var r wire.CancelRequest
+		json.Unmarshal(b, &r)
+		canceled = append(canceled, r.ID)
+		return wire.WorkInfo{ID: r.ID, Kind: wire.WorkJob, State: "Running"}, nil
+	})
+	root := newRoot("dev", nil)
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs([]string{"--socket", fa.sock, "cancel", "5", "6", "7"})
+	err := root.Execute()
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitFailed {
+		t.Fatalf("cancel of ended work: %v, want exit 1", err)
+	}
+	if out.String() != "6 canceling\n" || !slices.Equal(canceled, []uint64{6}) {
+		t.Errorf("stdout %q, canceled %v; want only 6 canceled", out.String(), canceled)
+	}
+	for _, want := range []string{"ducc: job 5 already ended at ", " ago), EndOfJob; nothing to cancel",
+		"ducc: managed reservation 7 already ended at ", "ProgramExit, exit code 3; nothing to cancel"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr %q lacks %q", errb.String(), want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -31,10 +32,15 @@ administrators see everyone's (--user narrows them).
 
 --since and --until take a time ago (2h, 7d), a date (2026-11-20), a local time
 (2026-11-20T14:00 or "2026-11-20 14:00"), RFC 3339, or "today"; --since all
-lists everything kept. --state takes completion reasons (EndOfJob, Error,
-CanceledByUser, ProgramExit...; case-insensitive, comma-separated) or the
-table's short names. --json prints every field, with times in unix ms.`,
-		Example: "  ducc history\n  ducc history --since 7d --state error,ProcFail\n  ducc history --since 2026-11-01 --until 2026-11-08 --user alice --json",
+lists everything kept. --json prints every field, with times in unix ms.
+
+--state (comma-separated, case-insensitive) takes completion reasons or the
+table's short names (in parentheses):
+` + completionHelp() + `
+and sacct's states, each standing for the reasons listed:
+` + slurmHelp() + `
+Any other state is refused (exit 2) with the names above.`,
+		Example: "  ducc history\n  ducc history --since 7d --state error,ProcFail\n  ducc history --state failed,oom\n  ducc history --since 2026-11-01 --until 2026-11-08 --user alice --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			now := time.Now()
@@ -46,17 +52,16 @@ table's short names. --json prints every field, with times in unix ms.`,
 			if req.Until, err = parseWhen(until, now); err != nil {
 				return usageErr("--until: %v", err)
 			}
-			for _, s := range states {
-				for _, s := range strings.Split(s, ",") {
-					if s = strings.TrimSpace(s); s != "" {
-						req.Completions = append(req.Completions, completionOf(s))
-					}
-				}
+			sels, err := parseStates(states)
+			if err != nil {
+				return err
 			}
+			req.Completions = selCompletions(sels)
 			recs, err := fetchHistory(cmd.Context(), newClient(g), req)
 			if err != nil {
 				return err
 			}
+			recs = filterStates(recs, sels)
 			if g.json {
 				return printJSON(cmd.OutOrStdout(), wire.HistoryReply{Records: recs})
 			}
@@ -68,7 +73,7 @@ table's short names. --json prints every field, with times in unix ms.`,
 	f.StringVar(&since, "since", "24h", "records of work that ended at or after this time")
 	f.StringVar(&until, "until", "", "records of work that ended before this time (default: now)")
 	f.StringVarP(&user, "user", "u", "", "only this user's records (root and administrators)")
-	f.StringSliceVar(&states, "state", nil, "only these completion reasons, e.g. EndOfJob,Error")
+	f.StringSliceVar(&states, "state", nil, "only these completion reasons or sacct states (listed above)")
 	f.StringVar(&class, "class", "", "only this class")
 	return cmd
 }
@@ -121,43 +126,153 @@ func parseWhen(s string, now time.Time) (int64, error) {
 	return 0, fmt.Errorf("%q is neither a time ago (2h, 7d), a date (2026-11-20), a local time (2026-11-20T14:00) nor RFC 3339", s)
 }
 
-// shortCompletion names completion reasons in the table's STATE column
-// (--json and --state use the full names; --state takes these too).
-var shortCompletion = map[string]string{
-	"EndOfJob":                     "Done",
-	"Error":                        "Error",
-	"CanceledByUser":               "Canceled",
-	"CanceledByAdministrator":      "CanceledAdm",
-	"CanceledByDriver":             "CanceledJD",
-	"CanceledBySystem":             "CanceledSys",
-	"ResourcesUnavailable":         "NoResources",
-	"ServicesUnavailable":          "NoServices",
-	"NoWorkItemsFound":             "NoItems",
-	"LaunchFailure":                "LaunchFail",
-	"ProcessFailure":               "ProcFail",
-	"ProcessInitializationFailure": "InitFail",
-	"ProgramExit":                  "Exit",
+// stateSel selects records by completion reason and, for sacct's states,
+// by exit code (nil: any).
+type stateSel struct {
+	c    wire.Completion
+	exit func(code int) bool
 }
 
-// completionOf maps a short name to its completion reason; anything else
-// is passed on (the head compares case-insensitively).
-func completionOf(s string) string {
-	for full, short := range shortCompletion {
-		if strings.EqualFold(s, short) && !strings.EqualFold(s, full) {
-			return full
+// exitOOM is the exit code of a process killed at its memory cap
+// (wire.CodeMemoryCap, 128 + SIGKILL).
+const exitOOM = wire.CodeMemoryCap
+
+// slurmStates are sacct's state names that ducc's completion reasons map
+// to, with their short codes, in sacct's spelling. ducc work has no time
+// limit, so nothing ends TIMEOUT; see slurmNoMap.
+var slurmStates = []struct {
+	names []string
+	sels  []stateSel
+	means string
+}{
+	{[]string{"COMPLETED", "CD"}, []stateSel{{c: wire.CompletionEndOfJob}, {c: wire.CompletionProgramExit, exit: func(c int) bool { return c == 0 }}},
+		"EndOfJob, and ProgramExit with exit code 0"},
+	{[]string{"FAILED", "F"}, []stateSel{{c: wire.CompletionError}, {c: wire.CompletionCanceledByDriver}, {c: wire.CompletionInitFailure},
+		{c: wire.CompletionProcessFailure}, {c: wire.CompletionLaunchFailure}, {c: wire.CompletionDriverInitFailure},
+		{c: wire.CompletionDriverFailed}, {c: wire.CompletionServicesUnavail}, {c: wire.CompletionResourcesUnavail},
+		{c: wire.CompletionProgramExit, exit: func(c int) bool { return c != 0 && c != exitOOM }}},
+		"Error, CanceledByDriver, ProcessInitializationFailure, ProcessFailure, LaunchFailure, DriverInitializationFailure, DriverProcessFailed, ServicesUnavailable, ResourcesUnavailable, and ProgramExit with an exit code other than 0 and 137"},
+	{[]string{"CANCELLED", "CA"}, []stateSel{{c: wire.CompletionCanceledByUser}, {c: wire.CompletionCanceledByAdmin}, {c: wire.CompletionCanceledBySystem}},
+		"CanceledByUser, CanceledByAdministrator, CanceledBySystem"},
+	{[]string{"OUT_OF_MEMORY", "OOM"}, []stateSel{{c: wire.CompletionProgramExit, exit: func(c int) bool { return c == exitOOM }}},
+		"ProgramExit with exit code 137 (killed at its memory cap, or by another SIGKILL); a job whose processes were killed so ends ProcessFailure or Error"},
+}
+
+// slurmNoMap are sacct's states no ducc work ends in, with why.
+var slurmNoMap = map[string]string{
+	"TIMEOUT": "ducc work has no time limit, so none ends TIMEOUT (a work item past process_per_item_time_max fails: see Error, CanceledByDriver)",
+	"TO":      "ducc work has no time limit, so none ends TIMEOUT (a work item past process_per_item_time_max fails: see Error, CanceledByDriver)",
+	"PENDING": "'ducc history' lists ended work; 'ducc jobs' lists work that waits or runs",
+	"PD":      "'ducc history' lists ended work; 'ducc jobs' lists work that waits or runs",
+	"RUNNING": "'ducc history' lists ended work; 'ducc jobs' lists work that waits or runs",
+	"R":       "'ducc history' lists ended work; 'ducc jobs' lists work that waits or runs",
+}
+
+// helpWidth is the width the help's lists are wrapped to.
+const helpWidth = 80
+
+// helpItem is one entry of a list in the help: "  name: text", wrapped
+// to helpWidth with its continuation lines indented.
+func helpItem(b *strings.Builder, name, text string) {
+	for i, l := range wrap(name+": "+text, helpWidth-6) {
+		if i == 0 {
+			b.WriteString("  " + l + "\n")
+		} else {
+			b.WriteString("      " + l + "\n")
 		}
 	}
-	return s
+}
+
+// completionHelp lists the completion reasons for --state's help.
+func completionHelp() string {
+	var b strings.Builder
+	for _, c := range wire.Completions() {
+		helpItem(&b, string(c)+" ("+c.Short()+")", c.Means())
+	}
+	return b.String()
+}
+
+// slurmHelp lists sacct's states for --state's help.
+func slurmHelp() string {
+	var b strings.Builder
+	for _, s := range slurmStates {
+		helpItem(&b, strings.Join(s.names, ", "), s.means)
+	}
+	helpItem(&b, "TIMEOUT, TO", "none: "+slurmNoMap["TIMEOUT"])
+	return b.String()
+}
+
+// parseStates reads --state: completion reasons, their short names and
+// sacct's states. Anything else is a usage error naming what --state
+// takes: a filter that matches nothing would print an empty table.
+func parseStates(flags []string) ([]stateSel, error) {
+	var sels []stateSel
+	for _, f := range flags {
+		for _, s := range strings.Split(f, ",") {
+			if s = strings.TrimSpace(s); s == "" {
+				continue
+			}
+			if c, ok := wire.ParseCompletion(s); ok {
+				sels = append(sels, stateSel{c: c})
+				continue
+			}
+			found := false
+			for _, st := range slurmStates {
+				if slices.ContainsFunc(st.names, func(n string) bool { return strings.EqualFold(n, s) }) {
+					sels, found = append(sels, st.sels...), true
+					break
+				}
+			}
+			if found {
+				continue
+			}
+			if why, ok := slurmNoMap[strings.ToUpper(s)]; ok {
+				return nil, usageErr("--state %s: %s", s, why)
+			}
+			var names []string
+			for _, c := range wire.Completions() {
+				names = append(names, string(c))
+			}
+			var slurm []string
+			for _, st := range slurmStates {
+				slurm = append(slurm, st.names[0])
+			}
+			return nil, usageErr("--state %q is not a state of ended work; give a completion reason (%s), its short name (Done, ProcFail...; 'ducc history --help' lists them) or one of sacct's states %s",
+				s, strings.Join(names, ", "), strings.Join(slurm, ", "))
+		}
+	}
+	return sels, nil
+}
+
+// selCompletions are the completion reasons the head is asked for.
+func selCompletions(sels []stateSel) []string {
+	var out []string
+	for _, s := range sels {
+		if !slices.Contains(out, string(s.c)) {
+			out = append(out, string(s.c))
+		}
+	}
+	return out
+}
+
+// filterStates keeps the records a selector matches, by their exit code
+// too; no selector keeps them all.
+func filterStates(recs []wire.HistoryRecord, sels []stateSel) []wire.HistoryRecord {
+	if len(sels) == 0 {
+		return recs
+	}
+	return slices.DeleteFunc(recs, func(r wire.HistoryRecord) bool {
+		return !slices.ContainsFunc(sels, func(s stateSel) bool {
+			return strings.EqualFold(r.Completion, string(s.c)) && (s.exit == nil || s.exit(r.ExitCode))
+		})
+	})
 }
 
 func historyState(r wire.HistoryRecord) string {
-	if r.Completion == "ProgramExit" {
+	if r.Completion == string(wire.CompletionProgramExit) {
 		return fmt.Sprintf("Exit(%d)", r.ExitCode)
 	}
-	if s, ok := shortCompletion[r.Completion]; ok {
-		return s
-	}
-	return cut(r.Completion, 11)
+	return cut(wire.Completion(r.Completion).Short(), 11)
 }
 
 // printHistory prints the records as a table that fits 80 columns (user

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,12 +45,68 @@ func TestParseWhen(t *testing.T) {
 	}
 }
 
-func TestCompletionOf(t *testing.T) {
-	for in, want := range map[string]string{
-		"done": "EndOfJob", "ProcFail": "ProcessFailure", "error": "error", "EndOfJob": "EndOfJob", "Exit": "ProgramExit", "x": "x",
+// --state takes completion reasons, their short names and sacct's states;
+// anything else is a usage error that lists what it takes (an unknown
+// state used to print an empty table with exit 0).
+func TestParseStates(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		want  []string // the completions asked of the head
+		err   string
+		keep  []wire.HistoryRecord
+		leave []wire.HistoryRecord
+	}{
+		{in: "done", want: []string{"EndOfJob"}},
+		{in: "ProcFail,EndOfJob", want: []string{"ProcessFailure", "EndOfJob"}},
+		{in: "error", want: []string{"Error"}},
+		{in: "Exit", want: []string{"ProgramExit"}},
+		{in: "DriverInit,driverprocessfailed", want: []string{"DriverInitializationFailure", "DriverProcessFailed"}},
+		{in: "COMPLETED", want: []string{"EndOfJob", "ProgramExit"},
+			keep:  []wire.HistoryRecord{{Completion: "EndOfJob"}, {Completion: "ProgramExit"}},
+			leave: []wire.HistoryRecord{{Completion: "ProgramExit", ExitCode: 3}, {Completion: "Error", ExitCode: 1}}},
+		{in: "failed", want: []string{"Error", "CanceledByDriver", "ProcessInitializationFailure", "ProcessFailure", "LaunchFailure",
+			"DriverInitializationFailure", "DriverProcessFailed", "ServicesUnavailable", "ResourcesUnavailable", "ProgramExit"},
+			keep:  []wire.HistoryRecord{{Completion: "ProgramExit", ExitCode: 3}, {Completion: "Error", ExitCode: 1}},
+			leave: []wire.HistoryRecord{{Completion: "ProgramExit"}, {Completion: "ProgramExit", ExitCode: 137}, {Completion: "EndOfJob"}}},
+		{in: "ca", want: []string{"CanceledByUser", "CanceledByAdministrator", "CanceledBySystem"}},
+		{in: "out_of_memory", want: []string{"ProgramExit"},
+			keep: []wire.HistoryRecord{{Completion: "ProgramExit", ExitCode: 137}}, leave: []wire.HistoryRecord{{Completion: "ProgramExit", ExitCode: 1}}},
+		{in: "bogus", err: `--state "bogus" is not a state of ended work; give a completion reason (EndOfJob, Error, NoWorkItemsFound`},
+		{in: "done,bogus", err: "sacct's states COMPLETED, FAILED, CANCELLED, OUT_OF_MEMORY"},
+		{in: "timeout", err: "no time limit"},
+		{in: "RUNNING", err: "'ducc jobs' lists work that waits or runs"},
 	} {
-		if got := completionOf(in); got != want {
-			t.Errorf("completionOf(%q) = %q, want %q", in, got, want)
+		sels, err := parseStates([]string{tc.in})
+		if tc.err != "" {
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != exitUsage || !strings.Contains(ee.msg, tc.err) {
+				t.Errorf("--state %s: %v, want a usage error with %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("--state %s: %v", tc.in, err)
+			continue
+		}
+		if got := selCompletions(sels); !slices.Equal(got, tc.want) {
+			t.Errorf("--state %s asks for %q, want %q", tc.in, got, tc.want)
+		}
+		recs := append(slices.Clone(tc.keep), tc.leave...)
+		if got := filterStates(recs, sels); len(got) != len(tc.keep) {
+			t.Errorf("--state %s keeps %+v of %+v, want %+v", tc.in, got, recs, tc.keep)
+		}
+	}
+}
+
+// Every completion reason has a short name that fits the table.
+func TestHistoryStateNames(t *testing.T) {
+	for _, c := range wire.Completions() {
+		if c == wire.CompletionProgramExit {
+			continue
+		}
+		r := wire.HistoryRecord{Completion: string(c)}
+		if s := historyState(r); s != c.Short() || len(s) > 11 || strings.HasSuffix(s, "+") {
+			t.Errorf("%s is %q in the table, want its short name %q whole", c, s, c.Short())
 		}
 	}
 }
@@ -65,11 +123,11 @@ func TestShortSize(t *testing.T) {
 func TestHistoryTableFits80Columns(t *testing.T) {
 	now := time.Date(2026, 11, 22, 15, 30, 0, 0, time.Local)
 	var recs []wire.HistoryRecord
-	for full := range shortCompletion {
+	for _, full := range wire.Completions() {
 		recs = append(recs, wire.HistoryRecord{
 			ID: 12345678, Kind: wire.WorkJob, User: "a-very-long-user-name", Class: "a-very-long-class",
 			StartedAt: now.Add(-80 * time.Hour).UnixMilli(), EndedAt: now.Add(-time.Hour).UnixMilli(),
-			Completion: full, ExitCode: 255, MaxRSS: 1536 << 30, CPUSeconds: 1e6, Items: 1_000_000, Done: 999_990, Failed: 10,
+			Completion: string(full), ExitCode: 255, MaxRSS: 1536 << 30, CPUSeconds: 1e6, Items: 1_000_000, Done: 999_990, Failed: 10,
 		})
 	}
 	recs = append(recs, wire.HistoryRecord{ID: 1, Kind: wire.WorkManaged, User: "bob", EndedAt: now.Add(-48 * time.Hour).UnixMilli(),

@@ -137,9 +137,13 @@ func leftoverNote(n wire.NodeInfo) string {
 	for i, l := range n.Leftovers {
 		procs[i] = fmt.Sprintf("%s (pid %d, incarnation %s)", l.ID, l.PID, l.Incarnation)
 	}
-	return fmt.Sprintf("%s: %d process(es) of an earlier cluster incarnation still run, left alone: %s; "+
+	run := "still runs"
+	if len(n.Leftovers) != 1 {
+		run = "still run"
+	}
+	return fmt.Sprintf("%s: %s of an earlier cluster incarnation %s, left alone: %s; "+
 		"to stop them, restart the agent on %s with --stop-leftovers (docs/operations.md)",
-		n.Name, len(n.Leftovers), strings.Join(procs, ", "), n.Name)
+		n.Name, plural(len(n.Leftovers), "process"), run, strings.Join(procs, ", "), n.Name)
 }
 
 // snapshotLine describes the head's last Raft snapshot, the log applied
@@ -149,7 +153,7 @@ func snapshotLine(sn *wire.SnapshotInfo) string {
 	if sn.Index != 0 {
 		line = fmt.Sprintf("index %d, %s", sn.Index, units.FormatSize(sn.Size))
 	}
-	line += fmt.Sprintf("; %d entries (%s) since", sn.SinceEntries, units.FormatSize(int64(sn.SinceBytes)))
+	line += fmt.Sprintf("; %s (%s) since", plural(int(sn.SinceEntries), "entry"), units.FormatSize(int64(sn.SinceBytes)))
 	if sn.RestoredIndex != 0 {
 		line += fmt.Sprintf("; restored index %d in %d ms", sn.RestoredIndex, sn.RestoreMS)
 	}

@@ -38,10 +38,27 @@ func TestSnapshotLine(t *testing.T) {
 			"index 17092, 13.7 MiB; 1190 entries (1.4 MiB) since"},
 		{wire.SnapshotInfo{Index: 9, Size: 2048, RestoredIndex: 9, RestoreMS: 152},
 			"index 9, 2 KiB; 0 entries (0 B) since; restored index 9 in 152 ms"},
+		{wire.SnapshotInfo{Index: 9, Size: 2048, SinceEntries: 1}, "index 9, 2 KiB; 1 entry (0 B) since"},
 	}
 	for _, tc := range tests {
 		if got := snapshotLine(&tc.in); got != tc.want {
 			t.Errorf("snapshotLine(%+v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// Counts of one are singular: "1 error", "1 instance", not "1 errors".
+func TestPlural(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		word string
+		want string
+	}{
+		{1, "error", "1 error"}, {0, "error", "0 errors"}, {2, "instance", "2 instances"}, {1, "instance", "1 instance"},
+		{3, "process", "3 processes"}, {1, "class", "1 class"}, {2, "class", "2 classes"}, {2, "entry", "2 entries"}, {2, "key", "2 keys"},
+	} {
+		if got := plural(tc.n, tc.word); got != tc.want {
+			t.Errorf("plural(%d, %q) = %q, want %q", tc.n, tc.word, got, tc.want)
 		}
 	}
 }

@@ -162,7 +162,7 @@ func jobEnd(out io.Writer, info *wire.WorkInfo, json bool) error {
 			return err
 		}
 	}
-	if info.Completion == "EndOfJob" {
+	if info.Completion == string(wire.CompletionEndOfJob) {
 		return nil
 	}
 	msg := fmt.Sprintf("job %d ended %s", info.ID, info.Completion)
@@ -263,12 +263,15 @@ func stateText(info *wire.WorkInfo) string {
 	return st
 }
 
+// plural is "1 process", "2 processes", "0 errors", "3 entries".
 func plural(n int, word string) string {
-	if n == 1 {
+	switch {
+	case n == 1:
 		return "1 " + word
-	}
-	if strings.HasSuffix(word, "s") {
+	case strings.HasSuffix(word, "s"):
 		return fmt.Sprintf("%d %ses", n, word)
+	case strings.HasSuffix(word, "y") && !strings.HasSuffix(word, "ey"):
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(word, "y"))
 	}
 	return fmt.Sprintf("%d %ss", n, word)
 }

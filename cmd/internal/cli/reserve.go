@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,10 +16,17 @@ import (
 )
 
 func newClassesCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var wide bool
+	cmd := &cobra.Command{
 		Use:   "classes",
 		Short: "list scheduling classes with their live demand and allocation",
-		Args:  cobra.NoArgs,
+		Long: `List the scheduling classes with their live demand and allocation.
+
+On a terminal the table is fitted to its width: the columns of the classes'
+configuration give way first (GUARANTEED, MAX, WEIGHT, QUANTUM, POOL,
+PRIORITY), and a line on stderr names those left out; --wide prints every
+column. Piped, and with --json, everything is printed.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var list wire.ClassList
 			if err := newClient(g).call(cmd.Context(), wire.MethodClasses, wire.Empty{}, &list); err != nil {
@@ -28,24 +35,42 @@ func newClassesCmd(g *globals) *cobra.Command {
 			if g.json {
 				return printJSON(cmd.OutOrStdout(), list)
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tPOLICY\tPRIORITY\tWEIGHT\tPOOL\tQUANTUM\tGUARANTEED\tMAX\tWORK\tDEMAND\tFAIR SHARE\tALLOCATED")
-			for _, c := range list.Classes {
-				name := c.Name
-				if c.Default {
-					name += "*"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", name, c.Policy, c.Priority,
-					orDash(c.Weight), c.Pool, units.FormatSize(c.Quantum), sizeOrDash(c.Guaranteed), sizeOrDash(c.Max),
-					c.Works, units.FormatSize(c.Demand), sizeOrDash(c.FairShare), units.FormatSize(c.Allocated))
+			out := cmd.OutOrStdout()
+			width := outWidth(out)
+			if wide {
+				width = 0
 			}
-			if err := tw.Flush(); err != nil {
+			dropped, err := classTable(list.Classes).write(out, width, true)
+			if err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), "(* = default class of its policy)")
+			fmt.Fprintln(out, "(* = default class of its policy)")
+			leftOut(cmd.ErrOrStderr(), dropped, width)
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&wide, "wide", false, "every column, never fitted to the terminal")
+	return cmd
+}
+
+// classTable is the table of 'ducc classes': the live columns stay, the
+// configuration's give way.
+func classTable(classes []wire.ClassInfo) *table {
+	t := &table{
+		heads:  []string{"NAME", "POLICY", "PRIORITY", "WEIGHT", "POOL", "QUANTUM", "GUARANTEED", "MAX", "WORK", "DEMAND", "FAIR SHARE", "ALLOCATED"},
+		shrink: make([]int, 12),
+		drop:   []int{0, 0, 6, 3, 5, 4, 1, 2, 0, 0, 0, 0},
+	}
+	for _, c := range classes {
+		name := c.Name
+		if c.Default {
+			name += "*"
+		}
+		t.add(name, c.Policy, strconv.Itoa(c.Priority), orDash(c.Weight), c.Pool, units.FormatSize(c.Quantum),
+			sizeOrDash(c.Guaranteed), sizeOrDash(c.Max), strconv.Itoa(c.Works), units.FormatSize(c.Demand),
+			sizeOrDash(c.FairShare), units.FormatSize(c.Allocated))
+	}
+	return t
 }
 
 func orDash(n int) string {
@@ -151,12 +176,16 @@ func newUnreserveCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "unreserve ID...",
 		Short: "release reservations",
+		Long: `Release reservations. A reservation that has already ended is left as it is:
+ducc unreserve says how and when it ended, goes on with the other ids, and
+exits 1.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ids, err := withIDs(args, flagIDs)
 			if err != nil {
 				return err
 			}
 			c := newClient(g)
+			var ended error // the last "already ended", returned at the end
 			for _, a := range ids {
 				id, err := parseID(a)
 				if err != nil {
@@ -167,14 +196,18 @@ func newUnreserveCmd(g *globals) *cobra.Command {
 					return err
 				}
 				if info.Kind != wire.WorkReservation {
-					return usageErr("%d is a %s, not a reservation; use 'ducc cancel %d'", id, info.Kind, id)
+					return usageErr("%d is a %s, not a reservation; use 'ducc cancel %d'", id, kindName(info.Kind), id)
+				}
+				if info.Ended {
+					ended = alreadyEnded(cmd.ErrOrStderr(), &info, "release", time.Now())
+					continue
 				}
 				if err := c.call(cmd.Context(), wire.MethodCancel, wire.CancelRequest{ID: id}, &info); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Reservation %d released\n", id)
 			}
-			return nil
+			return ended
 		},
 	}
 	cmd.Flags().StringArrayVar(&flagIDs, "id", nil, "id of the reservation (the same as giving it as an argument; may be repeated)")

@@ -155,7 +155,7 @@ func workExit(w *wire.WorkInfo, stderr io.Writer) error {
 		return &exitError{code: exitFailed, msg: fmt.Sprintf("%d is still %s", w.ID, w.State)}
 	}
 	switch w.Completion {
-	case "ProgramExit", "EndOfJob":
+	case string(wire.CompletionProgramExit), string(wire.CompletionEndOfJob):
 		kills := oomKills(w)
 		if w.Reason != "" && (w.ExitCode != 0 || kills > 0) {
 			fmt.Fprintf(stderr, "ducc: %d %s\n", w.ID, w.Reason)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -158,15 +159,24 @@ func svcControl(cmd *cobra.Command, g *globals, req wire.ServiceControlRequest) 
 	verb := map[string]string{wire.SvcUnregister: "unregistered", wire.SvcStart: "started", wire.SvcStop: "stopped",
 		wire.SvcEnable: "enabled", wire.SvcDisable: "disabled", wire.SvcModify: "modified",
 		wire.SvcObserve: "observes references", wire.SvcIgnore: "ignores references"}[req.Action]
-	fmt.Fprintf(cmd.OutOrStdout(), "Service %d %s (%s, %d instances wanted)\n", info.ID, verb, info.Endpoint, info.Instances)
+	fmt.Fprintf(cmd.OutOrStdout(), "Service %d %s (%s, %s wanted)\n", info.ID, verb, info.Endpoint, plural(info.Instances, "instance"))
 	return nil
 }
 
 func newSvcQueryCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "query [ID]",
-		Short: "list services, or describe one",
-		Args:  cobra.MaximumNArgs(1),
+	var wide bool
+	cmd := &cobra.Command{
+		Use:     "query [ID]",
+		Aliases: []string{"list"},
+		Short:   "list services, or describe one ('list' is the same)",
+		Long: `List the services, or describe one (by id or endpoint). 'ducc services list'
+is the same command (DUCC has only --query).
+
+On a terminal the list is fitted to its width: the reason is cut with "…",
+then POLICY, REFS and the reason are left out, and a line on stderr names what
+was left out; ids, endpoints and states are never cut. --wide prints every
+column whole; 'ducc services query ID' shows one service in full.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := wire.ServiceQueryRequest{}
 			if len(args) == 1 {
@@ -182,15 +192,27 @@ func newSvcQueryCmd(g *globals) *cobra.Command {
 			if len(args) == 1 && len(list.Services) == 1 {
 				return printService(cmd.OutOrStdout(), list.Services[0])
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tENDPOINT\tUSER\tSTATE\tPOLICY\tINSTANCES\tRUNNING\tREFS\tREASON")
-			for _, s := range list.Services {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", s.ID, s.Endpoint, s.User, s.State, s.Policy,
-					s.Instances, s.Running, len(s.References), s.Reason)
+			out := cmd.OutOrStdout()
+			width := outWidth(out)
+			if wide {
+				width = 0
 			}
-			return tw.Flush()
+			t := &table{
+				heads:  []string{"ID", "ENDPOINT", "USER", "STATE", "POLICY", "WANTED", "RUNNING", "REFS", "REASON"},
+				shrink: []int{0, 0, 4, 0, 0, 0, 0, 0, 1},
+				drop:   []int{0, 0, 0, 0, 2, 0, 0, 3, 5},
+			}
+			for _, s := range list.Services {
+				t.add(strconv.FormatUint(s.ID, 10), s.Endpoint, s.User, s.State, s.Policy, strconv.Itoa(s.Instances),
+					strconv.Itoa(s.Running), strconv.Itoa(len(s.References)), dash(s.Reason))
+			}
+			dropped, err := t.write(out, width, true)
+			leftOut(cmd.ErrOrStderr(), dropped, width)
+			return err
 		},
 	}
+	cmd.Flags().BoolVar(&wide, "wide", false, "every column, never fitted to the terminal")
+	return cmd
 }
 
 func printService(w io.Writer, s wire.ServiceInfo) error {

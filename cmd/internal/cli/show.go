@@ -109,7 +109,7 @@ func printWorkWidth(w io.Writer, x wire.WorkInfo, width int, now time.Time) {
 			details.add("  "+p.ID+" log", p.LogPath)
 		}
 	}
-	t.write(w, width, true)
+	_, _ = t.write(w, width, true) // no column of it is dropped
 	if len(details.labels) > 0 {
 		fmt.Fprintln(w)
 		details.write(w, width)
@@ -210,7 +210,7 @@ func rateLine(x *wire.WorkInfo) string {
 	line := humanRate(s.Rate) + " items/s"
 	if left := s.Total - s.Done - s.Failed; left > 0 {
 		eta := time.Duration(float64(left) / s.Rate * float64(time.Second))
-		line += fmt.Sprintf("; ETA %s for %d items left, at this rate", units.FormatDuration(eta.Round(time.Second)), left)
+		line += fmt.Sprintf("; ETA %s for %s left, at this rate", units.FormatDuration(eta.Round(time.Second)), plural(left, "item"))
 	}
 	return line
 }

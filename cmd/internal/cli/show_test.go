@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +58,7 @@ func TestJobsTable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := printWorkTable(&b, ws, cols, showNow, tt.width, tt.header); err != nil {
+			if _, err := printWorkTable(&b, ws, cols, showNow, tt.width, tt.header); err != nil {
 				t.Fatal(err)
 			}
 			out := b.String()
@@ -80,13 +81,63 @@ func TestJobsTable(t *testing.T) {
 	}
 }
 
+// At 80 columns and less the states of ended work and the ids are shown
+// whole (they were cut to "Exit(1…" and "EndOfJ…"): other columns are cut
+// or left out, and the table says which it left out.
+func TestJobsTableKeepsStates(t *testing.T) {
+	ws := sampleWork()
+	for i, c := range []struct {
+		completion string
+		exit       int
+	}{{"ProgramExit", 137}, {"EndOfJob", 0}, {"ProcessInitializationFailure", 1}, {"CanceledByAdministrator", 0}} {
+		ws = append(ws, wire.WorkInfo{ID: uint64(123456 + i), Kind: wire.WorkManaged, User: "someone-with-a-long-name", Class: "fixed-but-long",
+			State: "Completed", Completion: c.completion, ExitCode: c.exit, Ended: true, Description: "a description long enough to be cut",
+			SubmittedAt: 1_700_000_000_000, StartedAt: 1_700_000_001_000, EndedAt: 1_700_000_051_000})
+	}
+	cols, err := pickJobColumns(defaultJobColumns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, width := range []int{80, 60} {
+		var b bytes.Buffer
+		dropped, err := printWorkTable(&b, ws, cols, showNow, width, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+			if utf8.RuneCountInString(l) > width {
+				t.Errorf("%d: line of %d columns: %q", width, utf8.RuneCountInString(l), l)
+			}
+		}
+		for _, s := range []string{"Exit(137)", "EndOfJob", "ProcessInitializationFailure", "CanceledByAdministrator", "123456", "123459", "Waiting", "Running"} {
+			if !strings.Contains(out, s) {
+				t.Errorf("%d columns: %q is not whole:\n%s", width, s, out)
+			}
+		}
+		if len(dropped) == 0 || !slices.Contains(dropped, "RATE") {
+			t.Errorf("%d columns: left out %q, want RATE first:\n%s", width, dropped, out)
+		}
+		for _, d := range dropped {
+			if strings.Contains(out, d+" ") || strings.HasSuffix(strings.SplitN(out, "\n", 2)[0], d) {
+				t.Errorf("%d columns: %s said left out but shown:\n%s", width, d, out)
+			}
+		}
+	}
+	// -o wide: more columns, whole.
+	wide, err := pickJobColumns("wide")
+	if err != nil || len(wide) <= len(cols) {
+		t.Fatalf("-o wide: %d columns, %v", len(wide), err)
+	}
+}
+
 func TestJobsColumns(t *testing.T) {
 	cols, err := pickJobColumns("id, Reason,held")
 	if err != nil || len(cols) != 3 || cols[1].head != "REASON" {
 		t.Fatalf("columns %v, %v", cols, err)
 	}
 	var b bytes.Buffer
-	if err := printWorkTable(&b, sampleWork()[:2], cols, showNow, 0, false); err != nil {
+	if _, err := printWorkTable(&b, sampleWork()[:2], cols, showNow, 0, false); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := b.String(), "12  -      Prediction\n13  NoFit  -\n"; got != want {

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
 	"github.com/ducc-project/ducc/spec"
@@ -42,7 +43,11 @@ follow '--'.
 Work items are lines of text: from --input-file FILE (or input_file in the spec),
 else input_items (YAML), else standard input when it is not a terminal. Empty
 lines are skipped. Or a driver process produces them: driver_executable
-(docs/jobs.md, "Driver process protocol").
+(docs/jobs.md, "Driver process protocol"). A job has one item source: when the
+spec file gives the items (input_items, input_file, a driver process) and
+standard input has data too, the job is refused (exit 2) rather than leave
+either unread; give --input-file - to use standard input instead. A pipe with
+nothing in it yet (after 0.1 s) is left unread, with a note on stderr.
 
 The job runs in the current directory unless working_directory says otherwise,
 with no environment beyond PATH, HOME and USER and what 'environment' lists.
@@ -63,6 +68,9 @@ See docs/jobs.md for the keys and the worker protocols.`,
 			}
 			jr, err := loadSubmission(cmd, file, command)
 			if err != nil {
+				return err
+			}
+			if err := checkStdin(cmd, jr, file); err != nil {
 				return err
 			}
 			c := newClient(g)
@@ -175,6 +183,113 @@ func loadSubmission(cmd *cobra.Command, file string, command []string) (*spec.Jo
 		return nil, err
 	}
 	return jr, nil
+}
+
+// stdinWait is how long checkStdin waits for a pipe on standard input to
+// bring data (a producer started with ducc, as in 'seq 1 9 | ducc submit').
+const stdinWait = 100 * time.Millisecond
+
+// checkStdin refuses a job whose spec file gives its items (input_items,
+// input_file, a driver process) while standard input has data too: one of
+// them would be silently ignored. Items from flags (--input-file,
+// --driver-executable) are the caller's explicit choice, as a file named
+// to grep is: standard input is not looked at then.
+func checkStdin(cmd *cobra.Command, jr *spec.Job, file string) error {
+	f := cmd.Flags()
+	var from string
+	switch {
+	case file == "" || jr.InputFile == "-":
+		return nil
+	case jr.HaveItems:
+		n := 0
+		for _, it := range jr.Items {
+			if it != "" {
+				n++
+			}
+		}
+		from = fmt.Sprintf("%s gives %s in input_items", file, plural(n, "item"))
+	case jr.InputFile != "" && !f.Changed("input-file"):
+		from = fmt.Sprintf("%s reads the items from input_file %s", file, jr.InputFile)
+	case jr.Spec.DriverExecutable != "" && !f.Changed("driver-executable") && !f.Changed("driver-descriptor-CR"):
+		from = fmt.Sprintf("the driver process %s names makes the items", file)
+	default:
+		return nil
+	}
+	switch peekStdin(cmd.InOrStdin(), stdinWait) {
+	case stdinData:
+		if jr.Spec.DriverExecutable != "" {
+			return usageErr("standard input has data, but %s: a job has one item source; don't pipe anything in (or add </dev/null)", from)
+		}
+		return usageErr("standard input has data, but %s: a job has one item source; to use standard input, give --input-file - "+
+			"(it replaces the spec's items); to use the spec's, don't pipe anything in (or add </dev/null)", from)
+	case stdinPending:
+		printErr(cmd.ErrOrStderr(), fmt.Sprintf("standard input is not read: %s (nothing had come on standard input yet; to read the items from it, give --input-file -)", from))
+	}
+	return nil
+}
+
+// stdinState is what peekStdin learned of standard input.
+type stdinState int
+
+const (
+	stdinNone    stdinState = iota // a terminal, empty or at its end
+	stdinData                      // data to read
+	stdinPending                   // an open pipe with nothing in it yet
+)
+
+// peekStdin tells whether r, standard input, has data, without blocking
+// for more than wait: a terminal or an empty or ended input has none; a
+// regular file has data when it has bytes past its offset; a pipe or
+// socket, when bytes come within wait (FIONREAD: nothing is read, so a
+// shared standard input is left as it was); an open pipe with nothing yet
+// is pending. A reader that is not a file (tests) has data when it has a
+// length.
+func peekStdin(r io.Reader, wait time.Duration) stdinState {
+	f, ok := r.(*os.File)
+	if !ok {
+		if l, ok := r.(interface{ Len() int }); ok && l.Len() > 0 {
+			return stdinData
+		}
+		return stdinNone
+	}
+	if isTerminal(f) {
+		return stdinNone
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return stdinNone
+	}
+	if st.Mode().IsRegular() {
+		off, err := f.Seek(0, io.SeekCurrent)
+		if err == nil && st.Size() > off {
+			return stdinData
+		}
+		return stdinNone
+	}
+	fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, int(wait.Milliseconds()))
+	for err == unix.EINTR {
+		n, err = unix.Poll(fds, int(wait.Milliseconds()))
+	}
+	if err != nil {
+		return stdinNone
+	}
+	if n == 0 {
+		if st.Mode()&(os.ModeNamedPipe|os.ModeSocket) != 0 {
+			return stdinPending
+		}
+		return stdinNone
+	}
+	if fds[0].Revents&(unix.POLLIN|unix.POLLHUP) == 0 {
+		return stdinNone
+	}
+	// How much is there (FIONREAD), without reading it:
+	// standard input may be shared (a script fed to a shell), and what
+	// ducc does not use is not its to take.
+	if k, err := unix.IoctlGetInt(int(f.Fd()), fionread); err == nil && k > 0 {
+		return stdinData
+	}
+	return stdinNone
 }
 
 // itemSource yields work items one at a time.

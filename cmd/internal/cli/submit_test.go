@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -338,7 +339,12 @@ func TestSubmitCommand(t *testing.T) {
 			}},
 		{name: "json", args: []string{"--json", spec}, out: "{\n  \"id\": 17\n}\n", count: 2},
 		{name: "no items", args: []string{"--", "true"}, err: "no work items"},
-		{name: "bad flag value", args: []string{spec, "--process-pipeline-count", "-2"}, err: "--process-pipeline-count: process_pipeline_count: must be at least 1"},
+		// Items piped in while the spec gives its own: refused, not ignored.
+		{name: "spec items and stdin", stdin: "a\nb\nc\n", args: []string{spec},
+			err: "standard input has data, but " + spec + " gives 2 items in input_items: a job has one item source; to use standard input, give --input-file -"},
+		{name: "spec items replaced by stdin", stdin: "a\nb\nc\n", args: []string{spec, "--input-file", "-"}, out: "Job 17 submitted\n", count: 3},
+		{name: "items file named and stdin", stdin: "a\nb\nc\n", args: []string{spec, "--input-file", itemsFile}, out: "Job 17 submitted\n", count: 3},
+		{name: "bad flag value", args: []string{spec, "--process-pipeline-count", "-2"}, err: "--process-pipeline-count: must be at least 1"},
 		{name: "two spec files", args: []string{spec, spec}, err: "at most one spec file"},
 		{name: "command twice", args: []string{"--process-executable", "x", "--", "y"}, err: "not both"},
 	}
@@ -368,6 +374,69 @@ func TestSubmitCommand(t *testing.T) {
 			}
 			if tc.check != nil {
 				tc.check(t, js.spec)
+			}
+		})
+	}
+}
+
+// peekStdin tells data on standard input from none without blocking on an
+// open pipe: the check of 'ducc submit SPEC' with items in the spec.
+func TestPeekStdin(t *testing.T) {
+	pipe := func(t *testing.T, data string, closeW bool) *os.File {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close(); w.Close() })
+		if data != "" {
+			w.WriteString(data)
+		}
+		if closeW {
+			w.Close()
+		}
+		return r
+	}
+	file := func(t *testing.T, data string) *os.File {
+		p := filepath.Join(t.TempDir(), "in")
+		os.WriteFile(p, []byte(data), 0o644)
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	for _, tc := range []struct {
+		name string
+		in   func(t *testing.T) io.Reader
+		want stdinState
+	}{
+		{"pipe with data", func(t *testing.T) io.Reader { return pipe(t, "1\n2\n", false) }, stdinData},
+		{"pipe with data, closed", func(t *testing.T) io.Reader { return pipe(t, "1\n", true) }, stdinData},
+		{"open pipe, nothing yet", func(t *testing.T) io.Reader { return pipe(t, "", false) }, stdinPending},
+		{"closed empty pipe", func(t *testing.T) io.Reader { return pipe(t, "", true) }, stdinNone},
+		{"/dev/null", func(*testing.T) io.Reader { return devNull }, stdinNone},
+		{"file", func(t *testing.T) io.Reader { return file(t, "x\n") }, stdinData},
+		{"empty file", func(t *testing.T) io.Reader { return file(t, "") }, stdinNone},
+		{"reader with data", func(*testing.T) io.Reader { return strings.NewReader("x") }, stdinData},
+		{"empty reader", func(*testing.T) io.Reader { return strings.NewReader("") }, stdinNone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in(t)
+			if got := peekStdin(in, 50*time.Millisecond); got != tc.want {
+				t.Errorf("peekStdin = %d, want %d", got, tc.want)
+			}
+			// Nothing was read: standard input may be a script's.
+			if f, ok := in.(*os.File); ok && tc.want == stdinData {
+				b := make([]byte, 2)
+				if n, _ := io.ReadFull(f, b); n != 2 || (string(b) != "1\n" && string(b) != "x\n") {
+					t.Errorf("after peekStdin the input starts with %q", b[:n])
+				}
 			}
 		})
 	}

@@ -1,18 +1,23 @@
 package cli
 
 import (
+	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
 
-// table is text in columns that fits a width: when the natural widths do
-// not fit, the shrinkable columns give way one after the other, in their
-// order (1 first), down to minShrunk, and their cells are cut with "…";
-// what still does not fit is cut at the line's end.
+// table is text in columns that fits a width. When the natural widths do
+// not fit, columns give way one step at a time, in the order of their
+// steps (1 first): a shrinkable column is cut down to minShrunk (its cells
+// cut with "…"), a droppable one is left out. Columns with neither never
+// change: ids and states are shown whole. What still does not fit is cut
+// at the line's end.
 type table struct {
 	heads  []string
-	shrink []int // 0: never cut; else the order in which columns are cut
+	shrink []int // 0: never cut; else its step
+	drop   []int // 0 (or missing): never left out; else its step
 	rows   [][]string
 	indent string
 }
@@ -22,10 +27,12 @@ const minShrunk = 6
 
 func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
 
-// write prints the table; width 0 means no limit.
-func (t *table) write(w io.Writer, width int, header bool) error {
+// write prints the table; width 0 means no limit. It returns the heads
+// of the columns it left out to fit.
+func (t *table) write(w io.Writer, width int, header bool) (dropped []string, err error) {
 	n := len(t.heads)
 	widths := make([]int, n)
+	gone := make([]bool, n)
 	var all [][]string
 	if header {
 		all = append(all, t.heads)
@@ -38,14 +45,14 @@ func (t *table) write(w io.Writer, width int, header bool) error {
 	}
 	const gap = 2
 	total := func() int {
-		s := utf8.RuneCountInString(t.indent)
+		s, cols := utf8.RuneCountInString(t.indent), 0
 		for i, wd := range widths {
-			s += wd
-			if i < n-1 {
-				s += gap
+			if !gone[i] {
+				s += wd
+				cols++
 			}
 		}
-		return s
+		return s + gap*max(cols-1, 0)
 	}
 	if width > 0 && total() > width {
 		// Headers wider than their cells give way first.
@@ -63,30 +70,52 @@ func (t *table) write(w io.Writer, width int, header bool) error {
 				widths[i] = max(cells, minShrunk, widths[i]-over)
 			}
 		}
-		for total() > width {
-			best := -1
-			for i := range widths {
-				if t.shrink[i] > 0 && widths[i] > minShrunk && (best < 0 || t.shrink[i] < t.shrink[best]) {
-					best = i
-				}
+		// Then the steps, in order.
+		type step struct{ order, col int }
+		var steps []step
+		for i := range widths {
+			if t.shrink[i] > 0 {
+				steps = append(steps, step{t.shrink[i], i})
 			}
-			if best < 0 {
+			if i < len(t.drop) && t.drop[i] > 0 {
+				steps = append(steps, step{t.drop[i], -1 - i})
+			}
+		}
+		slices.SortStableFunc(steps, func(a, b step) int { return a.order - b.order })
+		for _, st := range steps {
+			over := total() - width
+			if over <= 0 {
 				break
 			}
-			widths[best] = max(minShrunk, widths[best]-(total()-width))
+			if st.col >= 0 {
+				if !gone[st.col] && widths[st.col] > minShrunk {
+					widths[st.col] = max(minShrunk, widths[st.col]-over)
+				}
+				continue
+			}
+			i := -1 - st.col
+			gone[i] = true
+			dropped = append(dropped, t.heads[i])
 		}
 	}
 	var b strings.Builder
 	for _, r := range all {
 		b.Reset()
 		b.WriteString(t.indent)
+		last := n - 1
+		for last > 0 && gone[last] {
+			last--
+		}
 		for i := 0; i < n; i++ {
+			if gone[i] {
+				continue
+			}
 			cell := ""
 			if i < len(r) {
 				cell = clip(r[i], widths[i])
 			}
 			b.WriteString(cell)
-			if i < n-1 {
+			if i < last {
 				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell)+gap))
 			}
 		}
@@ -95,10 +124,18 @@ func (t *table) write(w io.Writer, width int, header bool) error {
 			line = clip(line, width)
 		}
 		if _, err := io.WriteString(w, line+"\n"); err != nil {
-			return err
+			return dropped, err
 		}
 	}
-	return nil
+	return dropped, nil
+}
+
+// leftOut says on w which columns a table left out to fit width, and how
+// to see them.
+func leftOut(w io.Writer, dropped []string, width int) {
+	if len(dropped) > 0 {
+		printErr(w, fmt.Sprintf("left out to fit %d columns: %s (--wide shows every column)", width, strings.Join(dropped, ", ")))
+	}
 }
 
 // wrap breaks s into lines of at most width runes at spaces; a word longer

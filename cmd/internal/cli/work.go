@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
 	"strconv"
 	"strings"
@@ -79,6 +80,17 @@ func newCancelCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel ID[.N]...",
 		Short: "cancel work: SIGTERM, then SIGKILL after the grace period",
+		Long: `Cancel work: its processes get SIGTERM, then SIGKILL after the grace period.
+ID.N (or --id ID --dpid N) cancels process N of a job only: its items go to the
+job's other processes.
+
+Work that has already ended is left as it is: ducc cancel says how and when it
+ended, goes on with the other ids, and exits 1 ("nothing was canceled" is a
+failure of the command, as for kill(1) and scancel).
+
+Exit codes: 0 every piece of work named is canceled or canceling; 1 some had
+already ended (each is named on stderr); 2 a bad id, or work that is not
+yours; 3 no agent answers.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ids, err := withIDs(args, flagIDs)
 			if err != nil {
@@ -88,6 +100,7 @@ func newCancelCmd(g *globals) *cobra.Command {
 				return usageErr("--dpid names a process of one job: give one job id")
 			}
 			c := newClient(g)
+			var ended error // the last "already ended", returned at the end
 			for _, a := range ids {
 				job, proc, _ := strings.Cut(a, ".") // JOB.N is process N of JOB
 				id, err := parseID(job)
@@ -105,8 +118,23 @@ func newCancelCmd(g *globals) *cobra.Command {
 					req.Process = fmt.Sprintf("%d.%s", id, proc)
 				}
 				var info wire.WorkInfo
+				if req.Process == "" {
+					// Canceling ended work would change nothing: say so.
+					if err := c.call(cmd.Context(), wire.MethodShow, wire.IDRequest{ID: id}, &info); err != nil {
+						return err
+					}
+					if info.Ended {
+						ended = alreadyEnded(cmd.ErrOrStderr(), &info, "cancel", time.Now())
+						continue
+					}
+				}
 				if err := c.call(cmd.Context(), wire.MethodCancel, req, &info); err != nil {
 					return err
+				}
+				if req.Process == "" && info.Ended && !canceledBy(info.Completion) {
+					// It ended by itself between the two calls.
+					ended = alreadyEnded(cmd.ErrOrStderr(), &info, "cancel", time.Now())
+					continue
 				}
 				if req.Process != "" && !g.json {
 					fmt.Fprintf(cmd.OutOrStdout(), "Process %s canceled; its items go to the job's other processes\n", req.Process)
@@ -124,7 +152,7 @@ func newCancelCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(cmd.OutOrStdout(), "%d canceling\n", id)
 				}
 			}
-			return nil
+			return ended
 		},
 	}
 	cmd.Flags().StringArrayVar(&flagIDs, "id", nil, "id of the work (the same as giving it as an argument; may be repeated)")
@@ -133,8 +161,45 @@ func newCancelCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// alreadyEnded says on w that the work info names had ended before it
+// could be acted on (verb: "cancel", "release"): what it was, how and
+// when it ended. It returns the error that makes the command exit 1 once
+// the other ids are done.
+func alreadyEnded(w io.Writer, info *wire.WorkInfo, verb string, now time.Time) error {
+	how := info.Completion
+	if info.Completion == string(wire.CompletionProgramExit) {
+		how += fmt.Sprintf(", exit code %d", info.ExitCode)
+	}
+	if info.Reason != "" {
+		how += ": " + info.Reason
+	}
+	when := ""
+	if info.EndedAt > 0 {
+		ago := now.Sub(time.UnixMilli(info.EndedAt)).Round(time.Second)
+		when = fmt.Sprintf(" at %s (%s ago)", clock(info.EndedAt), units.FormatDuration(max(ago, 0)))
+	}
+	printErr(w, fmt.Sprintf("%s %d already ended%s, %s; nothing to %s", kindName(info.Kind), info.ID, when, how, verb))
+	return &exitError{code: exitFailed}
+}
+
+// canceledBy reports whether a completion is a cancellation's.
+func canceledBy(c string) bool {
+	return c == string(wire.CompletionCanceledByUser) || c == string(wire.CompletionCanceledByAdmin)
+}
+
+// kindName names a kind of work in a sentence.
+func kindName(k wire.WorkKind) string {
+	switch k {
+	case "":
+		return "work"
+	case wire.WorkManaged:
+		return "managed reservation"
+	}
+	return string(k)
+}
+
 func newJobsCmd(g *globals) *cobra.Command {
-	var all, noHeader bool
+	var all, noHeader, wide bool
 	var user, format string
 	cmd := &cobra.Command{
 		Use:   "jobs",
@@ -142,10 +207,13 @@ func newJobsCmd(g *globals) *cobra.Command {
 		Long: `List work: jobs, managed reservations and reservations; active ones, or
 with --all also the ended ones.
 
-On a terminal the table is fitted to its width (long names and reasons are
-cut with "…"); piped, it is printed whole. docs/jobs.md lists the reason
-codes; 'ducc show ID' says the reason in words, and --json gives both
-(reason, reason_code).
+On a terminal the table is fitted to its width: long descriptions, classes
+and user names are cut with "…", then the least useful columns are left out
+(RATE, TIME, START, HELD, REASON, MEMORY, PROCS, then CLASS and KIND), and a
+line on stderr names them. Ids, states and item counts are never cut.
+--wide (or -o wide) prints more columns, whole; piped, the table is printed
+whole. docs/jobs.md lists the reason codes; 'ducc show ID' says the reason in
+words, and --json gives both (reason, reason_code).
 
 Columns (-o/--format, separated by commas; the default is
 ` + defaultJobColumns + `):
@@ -155,6 +223,12 @@ Columns (-o/--format, separated by commas; the default is
   ducc jobs --all --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if wide {
+				if cmd.Flags().Changed("format") {
+					return usageErr("--wide and -o both choose the columns: give one (-o wide is --wide)")
+				}
+				format = "wide"
+			}
 			cols, err := pickJobColumns(format)
 			if err != nil {
 				return err
@@ -170,9 +244,16 @@ Columns (-o/--format, separated by commas; the default is
 				return printJSON(cmd.OutOrStdout(), list)
 			}
 			out := cmd.OutOrStdout()
-			return printWorkTable(out, list.Work, cols, time.Now(), outWidth(out), !noHeader)
+			width := outWidth(out)
+			if strings.EqualFold(format, "wide") {
+				width = 0
+			}
+			dropped, err := printWorkTable(out, list.Work, cols, time.Now(), width, !noHeader)
+			leftOut(cmd.ErrOrStderr(), dropped, width)
+			return err
 		},
 	}
+	cmd.Flags().BoolVar(&wide, "wide", false, "more columns ("+wideJobColumns+"), never fitted to the terminal")
 	cmd.Flags().BoolVarP(&all, "all", "a", false, "include finished work")
 	cmd.Flags().StringVarP(&user, "user", "u", "", "only this user's work")
 	cmd.Flags().StringVarP(&format, "format", "o", defaultJobColumns, "columns to show, separated by commas (listed above)")
