@@ -59,6 +59,13 @@ type ServiceSpec struct {
 	// is its gid, looked up by the CLI on the submitter's node.
 	ShareGroup string `cbor:"40,keyasint,omitempty" json:"share_with_group,omitempty"`
 	ShareGID   uint32 `cbor:"41,keyasint,omitempty" json:"share_gid,omitempty"`
+	// A Java pinger (DUCC's AServicePing; docs/services.md, "Java
+	// pingers"): its class, or the name of a registered pinger; where
+	// the class is; its JVM's options; whether its doLog writes.
+	PingClass     string   `cbor:"50,keyasint,omitempty" json:"service_ping_class,omitempty"`
+	PingClasspath string   `cbor:"51,keyasint,omitempty" json:"service_ping_classpath,omitempty"`
+	PingJVMArgs   []string `cbor:"52,keyasint,omitempty" json:"service_ping_jvm_args,omitempty"`
+	PingDoLog     bool     `cbor:"53,keyasint,omitempty" json:"service_ping_dolog,omitempty"`
 }
 
 // ServiceRegisterRequest registers a service.
@@ -201,6 +208,9 @@ type PingRunRequest struct {
 	// Umask of the pinger: the service's (its owner's when registered),
 	// four octal digits; "" means 0022.
 	Umask string `cbor:"13,keyasint,omitempty" json:"umask,omitempty"`
+	// Name is what messages call the pinger ("Java pinger CLASS"); ""
+	// means Path.
+	Name string `cbor:"14,keyasint,omitempty" json:"name,omitempty"`
 }
 
 // PingRunReply is the pinger's answer, or in Error why there is none ("pinger

@@ -83,6 +83,17 @@ func newSvcRegisterCmd(g *globals) *cobra.Command {
 			if sp.WorkingDirectory == "" {
 				sp.WorkingDirectory = cwd
 			}
+			if sp.PingClass != "" && sp.PingClasspath != "" {
+				// The class path as this node sees it: the pinger runs on
+				// an instance's node, which usually shares the files.
+				c := spec.CheckPingClasspath(sp.PingClass, sp.PingClasspath, sp.WorkingDirectory)
+				if err := c.Error(sp.PingClass, sp.PingClasspath); err != nil {
+					return usageErr("%v", err)
+				}
+				if w := c.Warning(sp.PingClass); w != "" {
+					printWarnings(cmd, []string{w})
+				}
+			}
 			if sp.Umask == "" {
 				sp.Umask = callerUmask()
 			}
