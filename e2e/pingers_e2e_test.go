@@ -276,12 +276,21 @@ working_directory = %s
 	})
 
 	// The failing pingers took nothing else down: the failing services
-	// are still registered and pinged, the others still answer.
+	// are still registered and pinged.
 	for _, id := range []string{throws, hangs} {
 		if st := c.service(id); st.State != wire.SvcStateWaiting {
 			t.Errorf("service %s: %s (%s), want Waiting", id, st.State, st.Reason)
 		}
 	}
+
+	// modify of a Java pinger key restarts the pinger with the new value:
+	// the hanging one becomes the sample, which cannot parse its endpoint.
+	c.mustDucc(t, append([]string{"services", "modify", hangs}, append(as, "--service-ping-class", "ducc.pinger.test.CustomPing")...)...)
+	s = c.waitService(hangs, 60*time.Second, "pinged by the modified pinger", func(s wire.ServiceInfo) bool {
+		return s.Spec.PingClass == "ducc.pinger.test.CustomPing" && strings.Contains(s.Reason,
+			"ducc-pinger: ducc.pinger.test.CustomPing.init() failed: java.lang.IllegalArgumentException: endpoint CUSTOM:hangs is not CUSTOM:name:host:port")
+	})
+	t.Logf("modified pinger: %s: %s", s.State, s.Reason)
 }
 
 // startPingerBroker runs Debian's ActiveMQ as java/spike/broker.sh does:
