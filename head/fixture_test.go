@@ -131,8 +131,10 @@ type options struct {
 	metrics *web.HeadMetrics
 	// release is the head's ReleaseMemory (nil: one that does nothing).
 	release func()
-	// pingers are the head's PingerPaths (nil: none registered).
-	pingers *spec.PingerPaths
+	// pingers are the head's PingerPaths (nil: none registered, unless
+	// monitors names the registered pingers' folder).
+	pingers  *spec.PingerPaths
+	monitors string
 }
 
 func newFixture(t *testing.T, o options) *fixture {
@@ -156,14 +158,14 @@ func newFixture(t *testing.T, o options) *fixture {
 	if o.release == nil {
 		o.release = func() {}
 	}
-	if o.pingers == nil {
+	if o.pingers == nil && o.monitors == "" {
 		o.pingers = &spec.PingerPaths{Host: "/ducc-pinger.jar", Monitors: t.TempDir()}
 	}
 	f.h = head.New(head.Config{
 		FSM: f.fsm, Apply: f.app, Node: "head-node", Peer: "head-peer", Version: "test",
 		Push: f.push, Scheduler: sc, Administrators: []string{"carol"},
 		NodeTimeout: 10 * time.Second, Now: f.clock.Now, Retention: o.retention, Metrics: o.metrics, ReleaseMemory: o.release,
-		PingerPaths: o.pingers, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		PingerPaths: o.pingers, ServiceMonitors: o.monitors, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	f.ctx = ctx

@@ -58,8 +58,10 @@ type Config struct {
 	ReleaseMemory func()
 	// PingerPaths are where the Java pingers' jars and the registered
 	// pingers are; nil: spec.FindPingerPaths (beside the running binary,
-	// /etc/ducc/service_monitors).
-	PingerPaths *spec.PingerPaths
+	// /etc/ducc/service_monitors), with ServiceMonitors, the agent's
+	// head.service_monitors, as the registered pingers' folder if set.
+	PingerPaths     *spec.PingerPaths
+	ServiceMonitors string
 }
 
 // Head is the cluster's brain for one leadership term: it answers the
@@ -104,6 +106,9 @@ func New(cfg Config) *Head {
 	}
 	if cfg.PingerPaths == nil {
 		p := spec.FindPingerPaths()
+		if cfg.ServiceMonitors != "" {
+			p.Monitors = cfg.ServiceMonitors
+		}
 		cfg.PingerPaths = &p
 	}
 	h := &Head{cfg: cfg, log: cfg.Logger.With("component", "head")}

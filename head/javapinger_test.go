@@ -24,7 +24,9 @@ func TestRegisterJavaPinger(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f := newFixture(t, options{pingers: &spec.PingerPaths{Host: "/ducc-pinger.jar", Monitors: dir}})
+	// The registered pingers' folder as the agent's head.service_monitors
+	// gives it.
+	f := newFixture(t, options{monitors: dir})
 	f.node("n1", 8*gib)
 
 	refused := []struct {
