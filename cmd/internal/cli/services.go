@@ -135,6 +135,17 @@ func newSvcModifyCmd(g *globals) *cobra.Command {
 			if len(keys) == 0 {
 				return usageErr("nothing to modify: give keys as flags, like --instances 3 or --autostart=false")
 			}
+			if sp.PingClass != "" && sp.PingClasspath != "" {
+				// Both given: checked as at registration (relative entries
+				// against this directory; the service's own may differ).
+				c := spec.CheckPingClasspath(sp.PingClass, sp.PingClasspath, cwd)
+				if err := c.Error(sp.PingClass, sp.PingClasspath); err != nil {
+					return usageErr("%v", err)
+				}
+				if w := c.Warning(sp.PingClass); w != "" {
+					printWarnings(cmd, []string{w})
+				}
+			}
 			return svcControl(cmd, g, wire.ServiceControlRequest{Service: args[0], Action: wire.SvcModify, Spec: sp, Keys: keys})
 		},
 	}
