@@ -159,8 +159,12 @@ func (s *statsServer) kill() {
 //   - a pinger's additions and deletions scale a service up and down;
 //   - a pinger that throws, or hangs past service_ping_timeout, is
 //     reported as the service's reason, and nothing else is affected;
-//   - a registration mixing a command pinger with Java pinger keys, or
-//     naming a class its class path does not have, is refused at once.
+//   - an administrator's registered pinger (internal) runs for a service
+//     that names it;
+//   - a registration mixing a command pinger with Java pinger keys, naming
+//     a class its class path does not have, a class that is neither
+//     registered nor given a class path, or overriding an internal
+//     registered pinger, is refused at once.
 func TestJavaPingers(t *testing.T) {
 	if !isRoot() {
 		t.Skip("runs pingers as a test user: needs root")
@@ -169,6 +173,13 @@ func TestJavaPingers(t *testing.T) {
 	user := ensureUser(t, "ducc-e2e")
 	t.Setenv("DUCC_PINGER_JAR", jars.host)
 	t.Setenv("DUCC_PINGER_UIMAAS_JAR", jars.uimaas)
+	// An administrator's registered pinger (DUCC's service_monitors/<name>).
+	monitors := t.TempDir()
+	t.Setenv("DUCC_SERVICE_MONITORS", monitors)
+	if err := os.WriteFile(filepath.Join(monitors, "site.StatsPing"), []byte(fmt.Sprintf(
+		"service_ping_class = ducc.pinger.test.CustomPing\nservice_ping_classpath = %s\nservice_ping_jvmargs = -Xmx32m\ninternal = true\n", jars.test)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	c := startCluster(t)
 	stats := startStatsServer(t, jars.test)
 	as := []string{"--as", user.Username}
@@ -185,6 +196,11 @@ func TestJavaPingers(t *testing.T) {
 		{"not on the class path", []string{"--service-request-endpoint", "CUSTOM:missing", "--service-ping-class", "no.such.Ping",
 			"--service-ping-classpath", jars.test},
 			"service_ping_class no.such.Ping is not in service_ping_classpath: looked for no/such/Ping.class in " + jars.test + " on this node"},
+		{"internal registered pinger with a class path", []string{"--service-request-endpoint", "CUSTOM:stats:127.0.0.1:1",
+			"--service-ping-class", "site.StatsPing", "--service-ping-classpath", jars.test},
+			"service_ping_class site.StatsPing is a pinger the administrators registered with internal = true: it runs as they set it up; drop service_ping_classpath"},
+		{"a class neither registered nor with a class path", []string{"--service-request-endpoint", "CUSTOM:x", "--service-ping-class", "site.Unknown"},
+			"service_ping_class site.Unknown: give service_ping_classpath, the jars or folders that hold it (no pinger of that name is registered in " + monitors + " on the head)"},
 	} {
 		for _, mode := range [][]string{nil, {"--json"}} {
 			args := append(append(append([]string{"services", "register"}, as...), mode...), tc.args...)
@@ -220,6 +236,10 @@ working_directory = %s
 		"--", "/bin/sleep", "3600")...)
 	c.mustDucc(t, append([]string{"services", "start"}, append(as, scaling)...)...)
 
+	// The registered pinger, named by a service that gives no class path.
+	registered := c.register(t, append(as, "--service-request-endpoint", "CUSTOM:stats2:127.0.0.1:"+stats.port,
+		"--service-ping-class", "site.StatsPing", "--service-ping-interval", "1s", "--working-directory", c.dir)...)
+
 	// Failures.
 	throws := c.register(t, append(as, "--service-request-endpoint", "CUSTOM:throws", "--service-ping-interval", "1s",
 		"--working-directory", c.dir, "--service-ping-class", "ducc.pinger.test.TestPings$Throws", "--service-ping-classpath", jars.test)...)
@@ -232,6 +252,9 @@ working_directory = %s
 		return available(s) && statsInfo.MatchString(s.PingInfo)
 	})
 	first := statsInfo.FindStringSubmatch(s.PingInfo)[1]
+	c.waitService(registered, 60*time.Second, "Available through the registered pinger", func(s wire.ServiceInfo) bool {
+		return available(s) && statsInfo.MatchString(s.PingInfo)
+	})
 	// Each ping is a new connection: the server's counter moves on.
 	c.waitService(custom, 60*time.Second, "pinged again", func(s wire.ServiceInfo) bool {
 		m := statsInfo.FindStringSubmatch(s.PingInfo)

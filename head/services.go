@@ -2,6 +2,7 @@ package head
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -22,7 +23,7 @@ func (h *Head) RegisterService(ctx context.Context, c wire.Caller, r wire.Servic
 	}
 	class := a.class
 	s.Class, s.Memory = class.Name, a.memory
-	if err := h.checkJavaPinger(&s); err != nil {
+	if err := h.checkJavaPinger(&s, r.ClassNotFound); err != nil {
 		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "%v", err)
 	}
 	spec.ServiceDefaults(&s)
@@ -128,7 +129,7 @@ func (h *Head) ControlService(ctx context.Context, c wire.Caller, r wire.Service
 		if err := spec.ValidateService(merged); err != nil {
 			return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "%v", err)
 		}
-		if err := h.checkJavaPinger(&merged); err != nil {
+		if err := h.checkJavaPinger(&merged, r.ClassNotFound); err != nil {
 			return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "%v", err)
 		}
 		// A command pinger turned into a Java pinger gets a Java pinger's
@@ -170,9 +171,9 @@ func (h *Head) ControlService(ctx context.Context, c wire.Caller, r wire.Service
 // takes none of the service's own class path, JVM options or arguments
 // when registered internal, and gives its timeout where the service gives
 // none; a class that is not registered needs a class path (ducc's UIMA-AS
-// pinger excepted). Whether the class is in that class path the CLI
-// checks on the registering node.
-func (h *Head) checkJavaPinger(s *wire.ServiceSpec) error {
+// pinger excepted), and is refused with notFound, the CLI's finding that
+// the class is not in it on the registering node.
+func (h *Head) checkJavaPinger(s *wire.ServiceSpec, notFound string) error {
 	if s.PingClass == "" {
 		return nil
 	}
@@ -191,8 +192,12 @@ func (h *Head) checkJavaPinger(s *wire.ServiceSpec) error {
 		if s.PingTimeoutMS <= 0 {
 			s.PingTimeoutMS = reg.TimeoutMS
 		}
-	case s.PingClass != spec.UIMAASPingClass && s.PingClasspath == "":
+	case s.PingClass == spec.UIMAASPingClass:
+		// ducc's own, from its jar; a class path given only adds to it.
+	case s.PingClasspath == "":
 		return fmt.Errorf("service_ping_class %s: give service_ping_classpath, the jars or folders that hold it (no pinger of that name is registered in %s on the head)", s.PingClass, dir)
+	case notFound != "":
+		return errors.New(notFound)
 	}
 	return nil
 }

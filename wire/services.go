@@ -71,6 +71,12 @@ type ServiceSpec struct {
 // ServiceRegisterRequest registers a service.
 type ServiceRegisterRequest struct {
 	Spec ServiceSpec `cbor:"1,keyasint" json:"spec"`
+	// ClassNotFound is what the CLI found when it looked for
+	// service_ping_class in service_ping_classpath on the registering
+	// node and did not find it (the refusal in words); the head refuses
+	// with it unless the class names a registered pinger, which only the
+	// head knows.
+	ClassNotFound string `cbor:"30,keyasint,omitempty" json:"class_not_found,omitempty"`
 }
 
 // ServiceControlRequest changes a registered service. Service is its id
@@ -82,6 +88,8 @@ type ServiceControlRequest struct {
 	Instances int         `cbor:"3,keyasint,omitempty" json:"instances,omitempty"`
 	Spec      ServiceSpec `cbor:"4,keyasint,omitempty" json:"spec,omitempty"`
 	Keys      []string    `cbor:"5,keyasint,omitempty" json:"keys,omitempty"`
+	// ClassNotFound: as in ServiceRegisterRequest, for a modify.
+	ClassNotFound string `cbor:"30,keyasint,omitempty" json:"class_not_found,omitempty"`
 }
 
 // ServiceQueryRequest lists services; Service (id or endpoint) picks one.
