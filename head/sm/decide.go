@@ -76,7 +76,7 @@ type Pinger struct {
 }
 
 // JavaPing is a Java pinger as registered: the Manager turns it into a
-// JVM running ducc's pinger host (javaCommand).
+// JVM running ducc's pinger host (JavaRequest).
 type JavaPing struct {
 	// Class is service_ping_class: a class, or a registered pinger's
 	// name; spec.UIMAASPingClass for a UIMA-AS: endpoint without one.

@@ -113,8 +113,8 @@ func JavaRequest(p Pinger, st wire.PingState, paths spec.PingerPaths) (wire.Ping
 	args := append(append([]string{}, javaOptions...), j.JVMArgs...)
 	args = append(args, "-jar", paths.Host, "--timeout", strconv.FormatInt(p.Timeout.Milliseconds(), 10),
 		"--monitor-rate", strconv.FormatInt(p.Interval.Milliseconds(), 10))
-	if j.Classpath != "" {
-		args = append(args, "--classpath", j.Classpath)
+	if cp := cleanClasspath(j.Classpath); cp != "" {
+		args = append(args, "--classpath", cp)
 	}
 	if len(j.Arguments) > 0 {
 		args = append(args, "--arguments", strings.Join(j.Arguments, " "))
@@ -132,4 +132,17 @@ func JavaRequest(p Pinger, st wire.PingState, paths spec.PingerPaths) (wire.Ping
 	req.TimeoutMS = (2*p.Timeout + javaStartAllowance).Milliseconds()
 	req.Name = "Java pinger " + j.Class
 	return req, nil
+}
+
+// cleanClasspath drops the blanks around a class path's entries and the
+// empty ones ("a.jar : b.jar:" is "a.jar:b.jar"), as the CLI's check reads
+// them.
+func cleanClasspath(cp string) string {
+	var out []string
+	for _, e := range strings.Split(cp, ":") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return strings.Join(out, ":")
 }

@@ -82,6 +82,7 @@ func TestJavaPingerKey(t *testing.T) {
 func TestJavaRequest(t *testing.T) {
 	p := pingerOf(javaService(func(s *wire.ServiceSpec) {
 		s.PingJVMArgs, s.PingArgs, s.PingDoLog, s.PingTimeoutMS = []string{"-Xmx48m"}, []string{"a=1", "b=2"}, true, 1500
+		s.PingClasspath = " /opt/test.jar : /opt/lib/*::"
 	}))
 	st := wire.PingState{Service: 1, Endpoint: p.Endpoint}
 	req, err := JavaRequest(p, st, testPaths)
@@ -89,7 +90,7 @@ func TestJavaRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-Xmx48m", "-jar", testPaths.Host,
-		"--timeout", "1500", "--monitor-rate", "2000", "--classpath", "/opt/test.jar", "--arguments", "a=1 b=2",
+		"--timeout", "1500", "--monitor-rate", "2000", "--classpath", "/opt/test.jar:/opt/lib/*", "--arguments", "a=1 b=2",
 		"--failure-max", "5", "--failure-window", "30", "--do-log", "ducc.pinger.test.CustomPing"}
 	if req.Path != "java" || !slices.Equal(req.Args, want) {
 		t.Errorf("command %s %q\nwant java %q", req.Path, req.Args, want)
