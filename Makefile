@@ -94,7 +94,7 @@ dev: build
 	./$(BIN) agent --dev
 
 clean:
-	rm -rf bin dist/java dist/ducc-uima.jar dist/ducc-uima-test.jar
+	rm -rf bin dist/java dist/ducc-uima.jar dist/ducc-uima-test.jar dist/ducc-pinger*.jar
 
 # The Java side of UIMA jobs (docs/jobs.md, "UIMA jobs"): javac and jar
 # only, against Debian's UIMA (apt-get install default-jdk-headless
@@ -131,12 +131,26 @@ dist/ducc-uima-test.jar: dist/ducc-uima.jar $(JAVA_TEST_SRC) $(JAVA_TEST_RES)
 # java-pinger-test compiles the fixtures (DUCC's CustomPing sample, a
 # loopback stats server, pingers that throw or hang) and runs
 # java/pinger/test/run.sh against them.
-.PHONY: java-pinger java-pinger-test
-PINGER_API_SRC  := $(shell find java/pinger/src/org -name '*.java' 2>/dev/null | sort)
-PINGER_HOST_SRC := $(shell find java/pinger/src/ducc -name '*.java' 2>/dev/null | sort)
-PINGER_TEST_SRC := $(shell find java/pinger/test/src -name '*.java' 2>/dev/null | sort)
+#
+# java-pinger-uimaas builds ducc's default UIMA-AS pinger
+# (org.apache.uima.ducc.sm.UimaAsPing, dist/ducc-pinger-uimaas.jar) against
+# Debian's UIMA-AS client (libuima-as-java); the head runs it for UIMA-AS:
+# endpoints with that class path (spec.DefaultUIMAASClasspath).
+.PHONY: java-pinger java-pinger-test java-pinger-uimaas
+PINGER_API_SRC    := $(shell find java/pinger/src/org -name '*.java' 2>/dev/null | sort)
+PINGER_HOST_SRC   := $(shell find java/pinger/src/ducc -name '*.java' 2>/dev/null | sort)
+PINGER_TEST_SRC   := $(shell find java/pinger/test/src -name '*.java' 2>/dev/null | sort)
+PINGER_UIMAAS_SRC := $(shell find java/pinger/uimaas/src -name '*.java' 2>/dev/null | sort)
+UIMAAS_JARS       := /usr/share/java/uimaj-as-core.jar:/usr/share/java/uimaj-as-jms.jar:/usr/share/java/uimaj-as-activemq.jar:/usr/share/java/uimaj-core.jar:/usr/share/java/activemq-client.jar:/usr/share/java/geronimo-jms_1.1_spec.jar
 
 java-pinger: dist/ducc-pinger-api.jar dist/ducc-pinger.jar
+
+java-pinger-uimaas: dist/ducc-pinger-uimaas.jar
+
+dist/ducc-pinger-uimaas.jar: dist/ducc-pinger-api.jar $(PINGER_UIMAAS_SRC)
+	rm -rf dist/java/pinger-uimaas && mkdir -p dist/java/pinger-uimaas
+	$(JAVAC) --release 17 -Xlint:all -Werror -cp dist/ducc-pinger-api.jar:$(UIMAAS_JARS) -d dist/java/pinger-uimaas $(PINGER_UIMAAS_SRC)
+	$(JAR) --create --file $@ -C dist/java/pinger-uimaas .
 
 java-pinger-test: dist/ducc-pinger.jar dist/ducc-pinger-test.jar
 	java/pinger/test/run.sh dist/ducc-pinger.jar dist/ducc-pinger-test.jar

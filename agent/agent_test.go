@@ -54,6 +54,11 @@ head: {eligible: true, bootstrap_expect: 3, node_timeout: 20s}
 		}},
 		{name: "retention results shorter than work", yaml: "head: {eligible: true, retention: {work: 2h, results: 1h}}\n", wantErr: "head.retention.results 1h0m0s: must be at least head.retention.work"},
 		{name: "retention negative", yaml: "head: {eligible: true, retention: {history: -1h}}\n", wantErr: "must not be negative"},
+		{name: "registered pingers", yaml: "head: {eligible: true, service_monitors: /srv/ducc/service_monitors}\n", check: func(t *testing.T, c *Config) {
+			if c.ServiceMonitors != "/srv/ducc/service_monitors" {
+				t.Errorf("service_monitors %q", c.ServiceMonitors)
+			}
+		}},
 		{name: "failover grace too short", yaml: "head: {eligible: true, node_timeout: 20s, failover_grace: 5s}\n", wantErr: "head.failover_grace 5s: must be at least head.node_timeout"},
 		{name: "dead server cleanup too short", yaml: "head: {eligible: true, dead_server_cleanup: 5s}\n", wantErr: "head.dead_server_cleanup 5s: must be at least head.node_timeout"},
 		{name: "worker", yaml: "join: [/ip4/10.1.0.1/tcp/42134]\n", check: func(t *testing.T, c *Config) {

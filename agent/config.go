@@ -69,6 +69,10 @@ type Config struct {
 	// Retention says how long finished work, a job's results and the
 	// accounting records are kept (head.retention; zero: the default).
 	Retention RetentionConfig
+	// ServiceMonitors is the folder of the administrators' registered
+	// Java pingers (head.service_monitors; "": /etc/ducc/service_monitors
+	// or $DUCC_SERVICE_MONITORS).
+	ServiceMonitors string
 	// Administrators may act on anyone's work.
 	Administrators []string
 	// Scheduler is the Resource Manager's configuration.
@@ -185,6 +189,7 @@ type fileConfig struct {
 
 		MaxHeartbeatsPerSecond int             `yaml:"max_heartbeats_per_second"`
 		Retention              RetentionConfig `yaml:"retention"`
+		ServiceMonitors        string          `yaml:"service_monitors"`
 	} `yaml:"head"`
 	Administrators []string   `yaml:"administrators"`
 	Web            WebConfig  `yaml:"web"`
@@ -225,7 +230,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		Elect: f.Head.ElectionTimeout.D(), NodeTimeout: f.Head.NodeTimeout, MaxHeartbeatsPerSecond: f.Head.MaxHeartbeatsPerSecond,
 		Administrators: f.Administrators, Web: f.Web, Scheduler: f.Scheduler,
 		FailoverGrace: f.Head.FailoverGrace, DeadServerCleanup: f.Head.DeadServerCleanup,
-		Retention: f.Head.Retention,
+		Retention: f.Head.Retention, ServiceMonitors: f.Head.ServiceMonitors,
 	}
 	if c.Scheduler != nil {
 		// Re-parse the scheduler section through rm for its defaults and

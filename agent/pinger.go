@@ -61,13 +61,19 @@ func runPinger(ctx context.Context, procs runner, r wire.PingRunRequest) wire.Pi
 	fail := func(format string, args ...any) wire.PingRunReply {
 		return wire.PingRunReply{Error: fmt.Sprintf(format, args...)}
 	}
+	// name is what messages call the pinger: "pinger /opt/ping.py", or
+	// "Java pinger com.example.MyPing" (the head's Name).
+	name := r.Name
+	if name == "" {
+		name = "pinger " + r.Path
+	}
 	timeout := time.Duration(r.TimeoutMS) * time.Millisecond
 	if timeout <= 0 || r.Path == "" {
 		return fail("pinger %q: no program or no timeout in the request", r.Path)
 	}
 	in, err := json.Marshal(r.State)
 	if err != nil {
-		return fail("pinger %s: encoding the ping state: %v", r.Path, err)
+		return fail("%s: encoding the ping state: %v", name, err)
 	}
 	res, err := procs.Run(ctx, proc.RunSpec{
 		Name: "ping-" + strconv.FormatUint(r.Service, 10),
@@ -81,13 +87,13 @@ func runPinger(ctx context.Context, procs runner, r wire.PingRunRequest) wire.Pi
 	var le *proc.LaunchError
 	switch {
 	case errors.As(err, &le):
-		return fail("pinger %s cannot start: %v", r.Path, le)
+		return fail("%s cannot start: %v", name, le)
 	case err != nil:
-		return fail("pinger %s: %v", r.Path, err)
+		return fail("%s: %v", name, err)
 	case res.TimedOut:
-		return fail("pinger %s did not answer within %s", r.Path, timeout)
+		return fail("%s did not answer within %s", name, timeout)
 	case res.ExitCode != 0 || res.Signal != "" || res.OOMKilled:
-		msg := fmt.Sprintf("pinger %s: %s", r.Path, res.Reason)
+		msg := fmt.Sprintf("%s: %s", name, res.Reason)
 		if last := lastLine(string(res.Stderr)); last != "" {
 			msg += ": " + last
 		}
@@ -96,7 +102,7 @@ func runPinger(ctx context.Context, procs runner, r wire.PingRunRequest) wire.Pi
 	line := lastLine(string(res.Stdout))
 	var ans wire.PingAnswer
 	if err := json.Unmarshal([]byte(line), &ans); err != nil {
-		return fail("pinger %s answered %q, not JSON like {\"alive\": true}: %v", r.Path, truncate(line, 200), err)
+		return fail("%s answered %q, not JSON like {\"alive\": true}: %v", name, truncate(line, 200), err)
 	}
 	return wire.PingRunReply{Answer: ans}
 }

@@ -93,6 +93,14 @@ func TestRunPinger(t *testing.T) {
 			}
 		})
 	}
+	// A Java pinger is named by its class, not by "java".
+	java := pingReq()
+	java.Path, java.Name = "java", "Java pinger a.Hangs"
+	reply := runPinger(context.Background(), &fakeProcs{res: proc.RunResult{ExitCode: 3, Reason: "exited with code 3",
+		Stderr: []byte("ducc-pinger: a.Hangs.getStatistics() did not return within 5000 ms\n")}}, java)
+	if want := "Java pinger a.Hangs: exited with code 3: ducc-pinger: a.Hangs.getStatistics() did not return within 5000 ms"; reply.Error != want {
+		t.Errorf("Java pinger: %q, want %q", reply.Error, want)
+	}
 	if reply := runPinger(context.Background(), &fakeProcs{}, wire.PingRunRequest{Path: "/x"}); !strings.Contains(reply.Error, "no timeout") {
 		t.Errorf("a request without a timeout: %+v", reply)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/ducc-project/ducc/head/server"
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/head/state/statetest"
+	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/web"
 	"github.com/ducc-project/ducc/wire"
 )
@@ -130,6 +131,10 @@ type options struct {
 	metrics *web.HeadMetrics
 	// release is the head's ReleaseMemory (nil: one that does nothing).
 	release func()
+	// pingers are the head's PingerPaths (nil: none registered, unless
+	// monitors names the registered pingers' folder).
+	pingers  *spec.PingerPaths
+	monitors string
 }
 
 func newFixture(t *testing.T, o options) *fixture {
@@ -153,11 +158,14 @@ func newFixture(t *testing.T, o options) *fixture {
 	if o.release == nil {
 		o.release = func() {}
 	}
+	if o.pingers == nil && o.monitors == "" {
+		o.pingers = &spec.PingerPaths{Host: "/ducc-pinger.jar", Monitors: t.TempDir()}
+	}
 	f.h = head.New(head.Config{
 		FSM: f.fsm, Apply: f.app, Node: "head-node", Peer: "head-peer", Version: "test",
 		Push: f.push, Scheduler: sc, Administrators: []string{"carol"},
 		NodeTimeout: 10 * time.Second, Now: f.clock.Now, Retention: o.retention, Metrics: o.metrics, ReleaseMemory: o.release,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		PingerPaths: o.pingers, ServiceMonitors: o.monitors, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	f.ctx = ctx

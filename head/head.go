@@ -13,6 +13,7 @@ import (
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/sm"
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/web"
 	"github.com/ducc-project/ducc/wire"
 )
@@ -55,6 +56,12 @@ type Config struct {
 	// ReleaseMemory returns freed memory to the system after purges
 	// (nil: debug.FreeOSMemory; retain says when).
 	ReleaseMemory func()
+	// PingerPaths are where the Java pingers' jars and the registered
+	// pingers are; nil: spec.FindPingerPaths (beside the running binary,
+	// /etc/ducc/service_monitors), with ServiceMonitors, the agent's
+	// head.service_monitors, as the registered pingers' folder if set.
+	PingerPaths     *spec.PingerPaths
+	ServiceMonitors string
 }
 
 // Head is the cluster's brain for one leadership term: it answers the
@@ -97,11 +104,18 @@ func New(cfg Config) *Head {
 			cfg.Logger.Error("the reconfigured scheduler config in the Raft log does not parse; using the config file", "err", err)
 		}
 	}
+	if cfg.PingerPaths == nil {
+		p := spec.FindPingerPaths()
+		if cfg.ServiceMonitors != "" {
+			p.Monitors = cfg.ServiceMonitors
+		}
+		cfg.PingerPaths = &p
+	}
 	h := &Head{cfg: cfg, log: cfg.Logger.With("component", "head")}
 	h.jd = jd.New(cfg.FSM, cfg.Apply, cfg.Now, cfg.Logger)
 	h.jd.OnItems = cfg.Metrics.ItemsDone
 	h.sm = sm.New(sm.Config{FSM: cfg.FSM, Apply: cfg.Apply, Now: cfg.Now, Logger: cfg.Logger,
-		Trigger: func() { h.orch.Trigger() }, RunPinger: h.runPinger})
+		Trigger: func() { h.orch.Trigger() }, RunPinger: h.runPinger, PingerPaths: *cfg.PingerPaths})
 	h.orch = orch.New(orch.Config{
 		FSM:       cfg.FSM,
 		Apply:     cfg.Apply,

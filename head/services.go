@@ -2,10 +2,12 @@ package head
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 
+	"github.com/ducc-project/ducc/head/sm"
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/wire"
@@ -21,6 +23,9 @@ func (h *Head) RegisterService(ctx context.Context, c wire.Caller, r wire.Servic
 	}
 	class := a.class
 	s.Class, s.Memory = class.Name, a.memory
+	if err := h.checkJavaPinger(&s, r.ClassNotFound); err != nil {
+		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "%v", err)
+	}
 	spec.ServiceDefaults(&s)
 	w := &state.Work{
 		Kind: wire.WorkService, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
@@ -124,6 +129,16 @@ func (h *Head) ControlService(ctx context.Context, c wire.Caller, r wire.Service
 		if err := spec.ValidateService(merged); err != nil {
 			return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "%v", err)
 		}
+		if err := h.checkJavaPinger(&merged, r.ClassNotFound); err != nil {
+			return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "%v", err)
+		}
+		// A command pinger turned into a Java pinger gets a Java pinger's
+		// default timeout, unless this modify gives one.
+		if spec.JavaPinger(merged) && !spec.JavaPinger(s.Spec) && !slices.Contains(r.Keys, "service_ping_timeout") &&
+			s.Spec.PingTimeoutMS == spec.DefaultPingTimeout.Milliseconds() {
+			n.PingTimeoutMS = max(merged.PingTimeoutMS, spec.DefaultJavaPingTimeout.Milliseconds())
+			r.Keys = append(slices.Clone(r.Keys), "service_ping_timeout")
+		}
 		if slices.Contains(r.Keys, "process_memory_size") && n.Memory <= 0 {
 			n.Memory = h.sched().DefaultMemory.Bytes()
 		}
@@ -149,4 +164,40 @@ func (h *Head) ControlService(ctx context.Context, c wire.Caller, r wire.Service
 		return wire.ServiceInfo{}, fmt.Errorf("service %d vanished", w.ID)
 	}
 	return h.serviceInfo(after), nil
+}
+
+// checkJavaPinger checks a Java pinger's class against the registered
+// pingers (spec.ReadRegisteredPinger) of this head: a registered pinger
+// takes none of the service's own class path, JVM options or arguments
+// when registered internal, and gives its timeout where the service gives
+// none; a class that is not registered needs a class path (ducc's UIMA-AS
+// pinger excepted), and is refused with notFound, the CLI's finding that
+// the class is not in it on the registering node.
+func (h *Head) checkJavaPinger(s *wire.ServiceSpec, notFound string) error {
+	if s.PingClass == "" {
+		return nil
+	}
+	dir := ""
+	if h.cfg.PingerPaths != nil {
+		dir = h.cfg.PingerPaths.Monitors
+	}
+	reg, ok, err := spec.ReadRegisteredPinger(dir, s.PingClass)
+	switch {
+	case err != nil:
+		return fmt.Errorf("service_ping_class %s names a registered pinger that cannot be used (ask the administrators to fix it): %w", s.PingClass, err)
+	case ok:
+		if err := sm.CheckRegistered(reg, s.PingClasspath, s.PingJVMArgs, s.PingArgs); err != nil {
+			return err
+		}
+		if s.PingTimeoutMS <= 0 {
+			s.PingTimeoutMS = reg.TimeoutMS
+		}
+	case s.PingClass == spec.UIMAASPingClass:
+		// ducc's own, from its jar; a class path given only adds to it.
+	case s.PingClasspath == "":
+		return fmt.Errorf("service_ping_class %s: give service_ping_classpath, the jars or folders that hold it (no pinger of that name is registered in %s on the head)", s.PingClass, dir)
+	case notFound != "":
+		return errors.New(notFound)
+	}
+	return nil
 }

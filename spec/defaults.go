@@ -56,10 +56,14 @@ func JobDefaults(s *wire.JobSpec) {
 
 // ServiceDefaults fills the defaults of a service's keys
 // (docs/services.md) into zero fields: a service with a command runs one
-// instance, and max_instances is at least instances.
+// instance, max_instances is at least instances, and a Java pinger's
+// timeout is DefaultJavaPingTimeout.
 func ServiceDefaults(s *wire.ServiceSpec) {
 	if s.Instances <= 0 && s.Executable != "" {
 		s.Instances = 1
+	}
+	if s.PingTimeoutMS <= 0 && JavaPinger(*s) {
+		s.PingTimeoutMS = DefaultJavaPingTimeout.Milliseconds()
 	}
 	fillDefaults(KindService, s)
 	if s.MaxInstances <= 0 {

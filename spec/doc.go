@@ -24,9 +24,17 @@
 // job whose process_executable and driver_executable are JVMs running
 // ducc-uima.jar (java/ in the repository; docs/jobs.md, "UIMA jobs").
 //
+// The Java pinger keys (pinger.go: service_ping_class, _classpath,
+// _jvm_args, _dolog) are checked here; CheckPingClasspath looks for the
+// class in its class path on the registering node, ReadRegisteredPinger
+// reads an administrator's registered pinger (DUCC's service_monitors),
+// and FindPingerPaths finds the pinger jars (docs/services.md, "Java
+// pingers").
+//
 // Adding a key means adding one entry to the table (and its field to the
 // wire type). The package is pure apart from ParseFile reading a file and
-// the environment, and UIMAPaths (called by BuildJob for UIMA jobs only)
-// looking for ducc-uima.jar beside the running binary; it imports wire
-// and units.
+// the environment, UIMAPaths (called by BuildJob for UIMA jobs only) and
+// FindPingerPaths looking for ducc's jars beside the running binary, and
+// CheckPingClasspath and ReadRegisteredPinger reading the files they are
+// given; it imports wire and units.
 package spec

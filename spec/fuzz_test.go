@@ -34,7 +34,12 @@ func seedFiles(f *testing.F, pattern string, extra ...string) {
 func FuzzParseProperties(f *testing.F) {
 	seedFiles(f, "../examples/*/*.properties",
 		"process_executable = ${HOME}/w \\\n  more\nenvironment = A=1 B='x y'\n",
-		"description = caf\\u00e9 $${x} ${description}\n", "a\\", "\\u12", "key:value\n!c\n#c\n", "=\n:\n")
+		"description = caf\\u00e9 $${x} ${description}\n", "a\\", "\\u12", "key:value\n!c\n#c\n", "=\n:\n",
+		// DUCC's Java pinger keys (and its misspelling of one).
+		"service_request_endpoint = CUSTOM:x\nservice_ping_class = a.B$C\nservice_ping_classpath = ${HOME}/p.jar:lib/*\n"+
+			"service_ping_jvmargs = -Xmx64m '-Dx=a b'\nservice_ping_arguments = a=1,b=2\nservice_ping_dolog\nservice_ping_timeout = 5s\n",
+		"service_request_endpoint = UIMA-AS:q:tcp://h:1\nservice_ping_jvm_args = '\nservice_ping_class = ..\n",
+		"service_request_endpoint = CUSTOM:x\nservice_ping_executable = p\nservice_ping_class = a.B\nservice_ping_dolog = maybe\n")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, kind := range []Kind{KindJob, KindService} {
 			raw, _, err := ParseProperties(data, "f", "/base", env, kind)
@@ -91,7 +96,10 @@ func FuzzParseServiceYAML(f *testing.F) {
 	seedFiles(f, "../examples/services/*.yaml", "service_request_endpoint: CUSTOM:x\nservice_ping_executable: p\n",
 		"service_request_endpoint: TCP:127.0.0.1:99999\n", "service_request_endpoint: TCP:127.0.0.1:-1\n",
 		"service_request_endpoint: \"HTTP:http://[::1\"\n", "service_request_endpoint: HTTP:https://[::1]:8443/h\n",
-		"service_request_endpoint: CUSTOM:"+strings.Repeat("x", 100<<10)+"\nservice_ping_executable: p\n")
+		"service_request_endpoint: CUSTOM:"+strings.Repeat("x", 100<<10)+"\nservice_ping_executable: p\n",
+		"service_request_endpoint: CUSTOM:x\nservice_ping_class: a.B\nservice_ping_classpath: [a, b]\nservice_ping_jvm_args: [-Xmx1g, -Da=b c]\nservice_ping_dolog: yes\n",
+		"service_request_endpoint: UIMA-AS:q:tcp://h:1\nservice_ping_jvmargs: -Xmx1g\nservice_ping_class: {a: b}\n",
+		"service_request_endpoint: UIMA-AS:\nservice_ping_class: \"\\u00e9.\\u0000\"\n")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		raw, _, err := ParseYAML(data, "s.yaml", "/base", KindService)
 		if err != nil {
@@ -143,7 +151,8 @@ func FuzzShellWords(f *testing.F) {
 // and an accepted one is short and parses again to the same kind and target.
 func FuzzParseEndpoint(f *testing.F) {
 	for _, s := range []string{"TCP:db:5432", "TCP:127.0.0.1:99999", "TCP:127.0.0.1:-1", "TCP:[::1]:1", "HTTP:http://[::1",
-		"HTTP:localhost:8080/", "HTTP:https://h:0/", "CUSTOM:x", "x", strings.Repeat("TCP:", 300)} {
+		"HTTP:localhost:8080/", "HTTP:https://h:0/", "CUSTOM:x", "x", strings.Repeat("TCP:", 300),
+		"UIMA-AS:q:tcp://127.0.0.1:61616", "UIMA-AS:q:failover:(tcp://a:1,tcp://b:2)", "UIMA-AS:q", "UIMA-AS::x", "uima-as: : "} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, ep string) {

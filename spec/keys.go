@@ -201,7 +201,7 @@ var keys = []Key{
 		Reserve: &Use[Reserve]{Flag: "class", Help: "RESERVE class (default: reserve)", Field: func(r *Reserve) any { return &r.Req.Class }},
 	},
 	{Name: "service_request_endpoint", Type: String,
-		Service: &Use[wire.ServiceSpec]{Help: "CUSTOM:<name>, HTTP:<url> or TCP:<host:port> (required)", Field: func(s *wire.ServiceSpec) any { return &s.Endpoint }},
+		Service: &Use[wire.ServiceSpec]{Help: "CUSTOM:<name>, HTTP:<url>, TCP:<host:port> or UIMA-AS:<queue>:<broker-url> (required)", Field: func(s *wire.ServiceSpec) any { return &s.Endpoint }},
 	},
 	{Name: "process_executable", Type: Executable, Modify: true,
 		Job:     &Use[Job]{Help: "the worker command (required)", Field: func(j *Job) any { return &j.Spec.Executable }},
@@ -328,16 +328,30 @@ var keys = []Key{
 		Service: &Use[wire.ServiceSpec]{Help: "initialization failures above which the service is disabled", Default: "1", Field: func(s *wire.ServiceSpec) any { return &s.InitFailuresLimit }},
 	},
 	{Name: "service_ping_executable", Type: Executable, Modify: true,
-		Service: &Use[wire.ServiceSpec]{Help: "custom pinger command, run as you (required for CUSTOM: endpoints)", Field: func(s *wire.ServiceSpec) any { return &s.PingExecutable }},
+		Service: &Use[wire.ServiceSpec]{Help: "custom pinger command, run as you (CUSTOM: endpoints need it or service_ping_class)", Field: func(s *wire.ServiceSpec) any { return &s.PingExecutable }},
 	},
 	{Name: "service_ping_arguments", Type: Args, Modify: true,
-		Service: &Use[wire.ServiceSpec]{Help: "arguments of the custom pinger", Field: func(s *wire.ServiceSpec) any { return &s.PingArgs }},
+		Service: &Use[wire.ServiceSpec]{Help: "arguments of the pinger (a Java pinger's init gets them joined by blanks)", Field: func(s *wire.ServiceSpec) any { return &s.PingArgs }},
 	},
 	{Name: "service_ping_timeout", Type: Millis, Modify: true,
-		Service: &Use[wire.ServiceSpec]{Help: "ms (or a duration) a ping may take", Default: "500", Field: func(s *wire.ServiceSpec) any { return &s.PingTimeoutMS }},
+		Service: &Use[wire.ServiceSpec]{Help: "ms (or a duration) a ping may take; a Java pinger's default is 5000", Default: "500", Field: func(s *wire.ServiceSpec) any { return &s.PingTimeoutMS }},
 	},
 	{Name: "service_ping_interval", Type: Millis, Modify: true,
 		Service: &Use[wire.ServiceSpec]{Help: "ms (or a duration) between pings", Default: "10000", Field: func(s *wire.ServiceSpec) any { return &s.PingIntervalMS }},
+	},
+	// DUCC's Java pingers (docs/services.md, "Java pingers"): kept
+	// together here, apart from the UIMA-AS service keys.
+	{Name: "service_ping_class", Type: String, Check: CheckPingClass, Modify: true,
+		Service: &Use[wire.ServiceSpec]{Help: "Java pinger: a class extending org.apache.uima.ducc.cli.AServicePing, or the name of a pinger the administrators registered; ducc runs it in a JVM as you", Field: func(s *wire.ServiceSpec) any { return &s.PingClass }},
+	},
+	{Name: "service_ping_classpath", Type: Text, Modify: true,
+		Service: &Use[wire.ServiceSpec]{Help: "class path of the Java pinger (':' separated; dir/* is its jars); ducc's pinger API is added", Field: func(s *wire.ServiceSpec) any { return &s.PingClasspath }},
+	},
+	{Name: "service_ping_jvm_args", Type: Args, Modify: true,
+		Service: &Use[wire.ServiceSpec]{Help: "options of the Java pinger's JVM, e.g. -Xmx64m", Field: func(s *wire.ServiceSpec) any { return &s.PingJVMArgs }},
+	},
+	{Name: "service_ping_dolog", Type: Bool, Modify: true,
+		Service: &Use[wire.ServiceSpec]{Help: "the Java pinger's doLog writes (to its standard error, kept by the agent)", Field: func(s *wire.ServiceSpec) any { return &s.PingDoLog }},
 	},
 	{Name: "working_directory", Type: Path, Modify: true,
 		Job:     &Use[Job]{Help: "working directory of the job processes (default: the current directory)", Field: func(j *Job) any { return &j.Spec.WorkingDirectory }},
@@ -399,9 +413,6 @@ var notTaken = map[string]string{
 	"process_error_window_threshold": "the error handler's limits are max_job_errors and max_item_retries",
 	"process_error_window_size":      "the error handler's limits are max_job_errors and max_item_retries",
 	"all_in_one":                     "run the worker by hand for a local test; ducc has no all-in-one mode",
-	"service_ping_class":             "write the pinger as a command: service_ping_executable and service_ping_arguments",
-	"service_ping_classpath":         "write the pinger as a command: service_ping_executable and service_ping_arguments",
-	"service_ping_jvm_args":          "write the pinger as a command: service_ping_executable and service_ping_arguments",
 }
 
 // aliases are DUCC's other names for keys, accepted silently as DUCC
@@ -410,6 +421,7 @@ var aliases = map[string]string{
 	"process_thread_count": "process_pipeline_count",
 	"process_dd":           "process_descriptor_DD",
 	"memory_size":          "process_memory_size",
+	"service_ping_jvmargs": "service_ping_jvm_args",
 }
 
 // ignored are DUCC keys that ducc accepts and ignores, with why (lower
@@ -420,7 +432,6 @@ var ignored = map[string]string{
 	"driver_exception_handler_arguments": "the error handler's limits are max_job_errors and max_item_retries",
 	"process_debug":                      "ducc does not attach debuggers; add the JVM's debug options to the command yourself",
 	"driver_debug":                       "ducc does not attach debuggers; add the JVM's debug options to the command yourself",
-	"service_ping_dolog":                 "a pinger's output always goes to the service's log",
 	"debug":                              "ducc's CLI has no debug mode",
 	"quiet":                              "ducc's CLI prints one line per submission already",
 	"role_administrator":                 "ducc recognizes administrators by their user; no role needs to be claimed",

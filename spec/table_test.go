@@ -314,7 +314,8 @@ func TestModify(t *testing.T) {
 	want := []string{"description", "process_executable", "process_executable_args", "process_memory_size",
 		"instances", "max_instances", "autostart", "service_linger", "service_dependency", "instance_failures_window",
 		"instance_failures_limit", "instance_init_failures_limit", "service_ping_executable", "service_ping_arguments",
-		"service_ping_timeout", "service_ping_interval", "working_directory", "log_directory", "environment", "administrators"}
+		"service_ping_timeout", "service_ping_interval", "service_ping_class", "service_ping_classpath", "service_ping_jvm_args",
+		"service_ping_dolog", "working_directory", "log_directory", "environment", "administrators"}
 	got := ModifiableKeys()
 	if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
 		t.Errorf("modifiable keys %v, want %v", got, want)
@@ -331,7 +332,8 @@ func TestModify(t *testing.T) {
 		MaxInstances: 3, Autostart: true, LingerMS: 4, Dependency: []string{"TCP:a:1"}, FailuresWindowMS: 5,
 		FailuresLimit: 6, InitFailuresLimit: 7, PingExecutable: "/p", PingArgs: []string{"b"}, PingTimeoutMS: 8,
 		PingIntervalMS: 9, WorkingDirectory: "/w", LogDirectory: "/l", Environment: []string{"A=1"},
-		Administrators: []string{"bob"}, Endpoint: "HTTP:new", Class: "other"}
+		Administrators: []string{"bob"}, Endpoint: "HTTP:new", Class: "other",
+		PingClass: "a.B", PingClasspath: "/c.jar", PingJVMArgs: []string{"-Xmx1m"}, PingDoLog: true}
 	var all wire.ServiceSpec
 	for _, k := range got {
 		var one wire.ServiceSpec
@@ -374,6 +376,10 @@ service_ping_executable: ping.sh
 service_ping_arguments: [-q]
 service_ping_timeout: 250
 service_ping_interval: 2s
+service_ping_class: a.Ping
+service_ping_classpath: ping.jar:/opt/lib/*
+service_ping_jvm_args: -Xmx32m -Da=b
+service_ping_dolog: true
 environment: [A=1]
 working_directory: /srv
 log_directory: logs
@@ -395,13 +401,20 @@ share_with_group: " proj "
 		Autostart: true, LingerMS: 30_000, Dependency: []string{"TCP:db:5432"}, FailuresWindowMS: 600_000, FailuresLimit: 3,
 		InitFailuresLimit: 2, PingExecutable: "ping.sh", PingArgs: []string{"-q"}, PingTimeoutMS: 250, PingIntervalMS: 2000,
 		Environment: []string{"A=1"}, WorkingDirectory: "/srv", LogDirectory: filepath.Join(dir, "logs"),
-		Administrators: []string{"bob", "carol"}, Umask: "0027", ShareGroup: "proj"}
+		Administrators: []string{"bob", "carol"}, Umask: "0027", ShareGroup: "proj",
+		PingClass: "a.Ping", PingClasspath: "ping.jar:/opt/lib/*", PingJVMArgs: []string{"-Xmx32m", "-Da=b"}, PingDoLog: true}
 	if !reflect.DeepEqual(sp, want) {
 		t.Fatalf("spec\n got %+v\nwant %+v", sp, want)
 	}
 	if len(given) != len(Keys(KindService)) {
 		t.Errorf("keys given %v", given)
 	}
+	// Every key at once is a command pinger and a Java pinger: one of
+	// them must go.
+	if err := ValidateService(sp); err == nil || !strings.Contains(err.Error(), "cannot be mixed with") {
+		t.Errorf("a command and a Java pinger: %v", err)
+	}
+	sp.PingClass, sp.PingClasspath, sp.PingJVMArgs, sp.PingDoLog = "", "", nil, false
 	if err := ValidateService(sp); err != nil {
 		t.Error(err)
 	}

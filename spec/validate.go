@@ -78,8 +78,11 @@ func ValidateService(s wire.ServiceSpec) error {
 	if err != nil {
 		return err
 	}
-	if kind == EndpointCustom && s.PingExecutable == "" {
-		return fmt.Errorf("service_request_endpoint %s is CUSTOM: give its pinger with service_ping_executable (HTTP: and TCP: endpoints have built-in pingers)", s.Endpoint)
+	if kind == EndpointCustom && s.PingExecutable == "" && s.PingClass == "" {
+		return fmt.Errorf("service_request_endpoint %s is CUSTOM: give its pinger with service_ping_executable (a command) or service_ping_class (a Java pinger); HTTP:, TCP: and UIMA-AS: endpoints have built-in pingers", s.Endpoint)
+	}
+	if err := checkJavaPinger(s, kind); err != nil {
+		return err
 	}
 	for _, d := range s.Dependency {
 		if d == s.Endpoint {

@@ -59,11 +59,24 @@ type ServiceSpec struct {
 	// is its gid, looked up by the CLI on the submitter's node.
 	ShareGroup string `cbor:"40,keyasint,omitempty" json:"share_with_group,omitempty"`
 	ShareGID   uint32 `cbor:"41,keyasint,omitempty" json:"share_gid,omitempty"`
+	// A Java pinger (DUCC's AServicePing; docs/services.md, "Java
+	// pingers"): its class, or the name of a registered pinger; where
+	// the class is; its JVM's options; whether its doLog writes.
+	PingClass     string   `cbor:"50,keyasint,omitempty" json:"service_ping_class,omitempty"`
+	PingClasspath string   `cbor:"51,keyasint,omitempty" json:"service_ping_classpath,omitempty"`
+	PingJVMArgs   []string `cbor:"52,keyasint,omitempty" json:"service_ping_jvm_args,omitempty"`
+	PingDoLog     bool     `cbor:"53,keyasint,omitempty" json:"service_ping_dolog,omitempty"`
 }
 
 // ServiceRegisterRequest registers a service.
 type ServiceRegisterRequest struct {
 	Spec ServiceSpec `cbor:"1,keyasint" json:"spec"`
+	// ClassNotFound is what the CLI found when it looked for
+	// service_ping_class in service_ping_classpath on the registering
+	// node and did not find it (the refusal in words); the head refuses
+	// with it unless the class names a registered pinger, which only the
+	// head knows.
+	ClassNotFound string `cbor:"30,keyasint,omitempty" json:"class_not_found,omitempty"`
 }
 
 // ServiceControlRequest changes a registered service. Service is its id
@@ -75,6 +88,8 @@ type ServiceControlRequest struct {
 	Instances int         `cbor:"3,keyasint,omitempty" json:"instances,omitempty"`
 	Spec      ServiceSpec `cbor:"4,keyasint,omitempty" json:"spec,omitempty"`
 	Keys      []string    `cbor:"5,keyasint,omitempty" json:"keys,omitempty"`
+	// ClassNotFound: as in ServiceRegisterRequest, for a modify.
+	ClassNotFound string `cbor:"30,keyasint,omitempty" json:"class_not_found,omitempty"`
 }
 
 // ServiceQueryRequest lists services; Service (id or endpoint) picks one.
@@ -201,6 +216,9 @@ type PingRunRequest struct {
 	// Umask of the pinger: the service's (its owner's when registered),
 	// four octal digits; "" means 0022.
 	Umask string `cbor:"13,keyasint,omitempty" json:"umask,omitempty"`
+	// Name is what messages call the pinger ("Java pinger CLASS"); ""
+	// means Path.
+	Name string `cbor:"14,keyasint,omitempty" json:"name,omitempty"`
 }
 
 // PingRunReply is the pinger's answer, or in Error why there is none ("pinger

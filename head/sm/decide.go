@@ -70,12 +70,33 @@ type Pinger struct {
 	// Umask is the service's umask (four octal digits; "" means 0022):
 	// the pinger runs with it, as the instances do.
 	Umask string
+	// Java is set for a Java pinger (service_ping_class, or ducc's
+	// UIMA-AS pinger): Args are then its service_ping_arguments.
+	Java *JavaPing
+}
+
+// JavaPing is a Java pinger as registered: the Manager turns it into a
+// JVM running ducc's pinger host (JavaRequest).
+type JavaPing struct {
+	// Class is service_ping_class: a class, or a registered pinger's
+	// name; spec.UIMAASPingClass for a UIMA-AS: endpoint without one.
+	Class     string
+	Classpath string
+	JVMArgs   []string
+	DoLog     bool
+	// FailureMax and FailureWindowMin are the service's failure limit
+	// and window, which DUCC hands its pingers in init.
+	FailureMax, FailureWindowMin int
 }
 
 // Key identifies the pinger's configuration: a pinger whose Key changed is
 // restarted.
 func (p Pinger) Key() string {
-	return fmt.Sprintf("%s|%s|%q|%q|%s|%s|%s|%d", p.Endpoint, p.Exec, p.Args, p.Env, p.Dir, p.Interval, p.Timeout, p.UID)
+	k := fmt.Sprintf("%s|%s|%q|%q|%s|%s|%s|%d", p.Endpoint, p.Exec, p.Args, p.Env, p.Dir, p.Interval, p.Timeout, p.UID)
+	if j := p.Java; j != nil {
+		k += fmt.Sprintf("|java:%s|%s|%q|%t|%d|%d", j.Class, j.Classpath, j.JVMArgs, j.DoLog, j.FailureMax, j.FailureWindowMin)
+	}
+	return k
 }
 
 // Output is one decision.
@@ -483,8 +504,18 @@ func pingerOf(w *state.Work) Pinger {
 	if p.Interval <= 0 {
 		p.Interval = spec.DefaultPingInterval
 	}
+	if spec.JavaPinger(sp) {
+		p.Java = &JavaPing{Class: sp.PingClass, Classpath: sp.PingClasspath, JVMArgs: sp.PingJVMArgs, DoLog: sp.PingDoLog,
+			FailureMax: sp.FailuresLimit, FailureWindowMin: int(sp.FailuresWindowMS / 60_000)}
+		if p.Java.Class == "" {
+			p.Java.Class = spec.UIMAASPingClass
+		}
+	}
 	if p.Timeout <= 0 {
 		p.Timeout = spec.DefaultPingTimeout
+		if p.Java != nil {
+			p.Timeout = spec.DefaultJavaPingTimeout
+		}
 	}
 	return p
 }

@@ -8,6 +8,8 @@
 // in goroutines it owns: built-in TCP and HTTP pingers in the head itself,
 // custom pinger commands on an agent (Config.RunPinger: the node of one of
 // the service's running instances, else the head's own node), which starts
-// them through proc as the service's owner in a memory-capped cgroup. The
-// head never forks.
+// them through proc as the service's owner in a memory-capped cgroup. A
+// Java pinger (service_ping_class, a registered pinger, or ducc's UIMA-AS
+// pinger for UIMA-AS: endpoints) is such a command: a JVM running ducc's
+// pinger host (javapinger.go). The head never forks.
 package sm

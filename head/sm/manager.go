@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -22,6 +23,9 @@ type Config struct {
 	// RunPinger runs custom pingers on agents; nil makes every custom ping
 	// fail.
 	RunPinger PingRunner
+	// PingerPaths are where the Java pingers' jars and the registered
+	// pingers are (spec.FindPingerPaths).
+	PingerPaths spec.PingerPaths
 }
 
 // Manager runs the Service Manager for one leadership term: Tick decides

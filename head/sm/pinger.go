@@ -35,8 +35,15 @@ type PingRunner func(ctx context.Context, node string, req wire.PingRunRequest) 
 // ping runs one ping: the custom pinger if there is one (on node, through
 // Config.RunPinger), else the built-in pinger of the endpoint's kind.
 func (m *Manager) ping(ctx context.Context, p Pinger, st wire.PingState, node string) (Ping, error) {
+	if p.Java != nil {
+		req, err := JavaRequest(p, st, m.cfg.PingerPaths)
+		if err != nil {
+			return Ping{}, err
+		}
+		return m.pingCustom(ctx, req, node)
+	}
 	if p.Exec != "" {
-		return m.pingCustom(ctx, p, st, node)
+		return m.pingCustom(ctx, PingRequest(p, st), node)
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
@@ -67,21 +74,26 @@ func (m *Manager) ping(ctx context.Context, p Pinger, st wire.PingState, node st
 		ok := resp.StatusCode < 400
 		return Ping{Alive: resp.StatusCode < 500, Healthy: ok, Info: "HTTP " + resp.Status}, nil
 	}
-	return Ping{}, fmt.Errorf("endpoint %s needs a custom pinger (service_ping_executable)", p.Endpoint)
+	return Ping{}, fmt.Errorf("endpoint %s needs a custom pinger (service_ping_executable or service_ping_class)", p.Endpoint)
 }
 
-// pingCustom has an agent run the custom pinger as the service's owner: the
-// ping state as JSON on its standard input, one JSON answer on its
-// standard output (the last non-empty line counts).
-func (m *Manager) pingCustom(ctx context.Context, p Pinger, st wire.PingState, node string) (Ping, error) {
-	if m.cfg.RunPinger == nil {
-		return Ping{}, fmt.Errorf("pinger %s: no agent runs custom pingers for this head", p.Exec)
+// pingCustom has an agent run a custom pinger (a command, or the JVM of a
+// Java pinger) as the service's owner: the ping state as JSON on its
+// standard input, one JSON answer on its standard output (the last
+// non-empty line counts).
+func (m *Manager) pingCustom(ctx context.Context, req wire.PingRunRequest, node string) (Ping, error) {
+	name := req.Name
+	if name == "" {
+		name = "pinger " + req.Path
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.Timeout+pingSlack)
+	if m.cfg.RunPinger == nil {
+		return Ping{}, fmt.Errorf("%s: no agent runs custom pingers for this head", name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(req.TimeoutMS)*time.Millisecond+pingSlack)
 	defer cancel()
-	reply, err := m.cfg.RunPinger(ctx, node, PingRequest(p, st))
+	reply, err := m.cfg.RunPinger(ctx, node, req)
 	if err != nil {
-		return Ping{}, fmt.Errorf("pinger %s: %w", p.Exec, err)
+		return Ping{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if reply.Error != "" {
 		return Ping{}, errors.New(reply.Error)

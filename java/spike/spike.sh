@@ -40,12 +40,13 @@ start_broker() {
   echo "broker pid $BROKER listening after $(ms "$t0") ms"
 }
 
-# pinger [LINES]: ducc's PingerHost running UimaAsPinger, LINES state lines on its input
+# pinger [LINES]: ducc's PingerHost running ducc's UIMA-AS pinger (product
+# code now: java/pinger/uimaas, make java-pinger-uimaas), LINES state lines on its input
 pinger() {
   local st='{"service": 7, "endpoint": "UIMA-AS:words:'$URL'", "instances": [0], "active": [0], "started_at": [], "references": [], "autostart": false, "run_failures": 0, "max_instances": 10}'
   for _ in $(seq "${1:-1}"); do echo "$st"; done |
     /usr/bin/time -f "(%e s, max RSS %M KB)" java -Xmx128m $LOG4J -jar "$ROOT/dist/ducc-pinger.jar" --timeout 10000 \
-      --classpath "$ROOT/dist/spike:$UIMAAS_CP" --arguments "meta-timeout=3000,broker-jmx-port=$JMX_PORT" ducc.spike.UimaAsPinger 2>"$SPIKE_DIR/pinger.err"
+      --classpath "$ROOT/dist/ducc-pinger-uimaas.jar:$UIMAAS_CP" --arguments "meta-timeout=3000,broker-jmx-port=$JMX_PORT" org.apache.uima.ducc.sm.UimaAsPing 2>"$SPIKE_DIR/pinger.err"
   tail -1 "$SPIKE_DIR/pinger.err"
 }
 

@@ -84,6 +84,20 @@ func newSvcRegisterCmd(g *globals) *cobra.Command {
 			if sp.WorkingDirectory == "" {
 				sp.WorkingDirectory = cwd
 			}
+			var notFound string
+			if sp.PingClass != "" && sp.PingClasspath != "" {
+				// The class path as this node sees it: the pinger runs on
+				// an instance's node, which usually shares the files. The
+				// head refuses with what was not found unless the class is
+				// a registered pinger's name.
+				c := spec.CheckPingClasspath(sp.PingClass, sp.PingClasspath, sp.WorkingDirectory)
+				if err := c.Error(sp.PingClass, sp.PingClasspath); err != nil {
+					notFound = err.Error()
+				}
+				if w := c.Warning(sp.PingClass); w != "" {
+					printWarnings(cmd, []string{w})
+				}
+			}
 			if sp.Umask == "" {
 				sp.Umask = callerUmask()
 			}
@@ -92,7 +106,7 @@ func newSvcRegisterCmd(g *globals) *cobra.Command {
 				return err
 			}
 			var rep wire.SubmitReply
-			if err := newClient(g).call(cmd.Context(), wire.MethodServiceRegister, wire.ServiceRegisterRequest{Spec: sp}, &rep); err != nil {
+			if err := newClient(g).call(cmd.Context(), wire.MethodServiceRegister, wire.ServiceRegisterRequest{Spec: sp, ClassNotFound: notFound}, &rep); err != nil {
 				return err
 			}
 			if g.json {
@@ -125,7 +139,19 @@ func newSvcModifyCmd(g *globals) *cobra.Command {
 			if len(keys) == 0 {
 				return usageErr("nothing to modify: give keys as flags, like --instances 3 or --autostart=false")
 			}
-			return svcControl(cmd, g, wire.ServiceControlRequest{Service: args[0], Action: wire.SvcModify, Spec: sp, Keys: keys})
+			var notFound string
+			if sp.PingClass != "" && sp.PingClasspath != "" {
+				// Both given: checked as at registration (relative entries
+				// against this directory; the service's own may differ).
+				c := spec.CheckPingClasspath(sp.PingClass, sp.PingClasspath, cwd)
+				if err := c.Error(sp.PingClass, sp.PingClasspath); err != nil {
+					notFound = err.Error()
+				}
+				if w := c.Warning(sp.PingClass); w != "" {
+					printWarnings(cmd, []string{w})
+				}
+			}
+			return svcControl(cmd, g, wire.ServiceControlRequest{Service: args[0], Action: wire.SvcModify, Spec: sp, Keys: keys, ClassNotFound: notFound})
 		},
 	}
 	spec.AddFlags(cmd.Flags(), spec.KindService, func(k *spec.Key) bool { return k.Modify })

@@ -1,5 +1,6 @@
-package ducc.spike;
+package org.apache.uima.ducc.sm;
 
+import java.net.ConnectException;
 import java.net.URI;
 import java.util.HashMap;
 import java.util.Map;
@@ -17,38 +18,62 @@ import org.apache.uima.ducc.cli.ServiceStatistics;
 import org.apache.uima.ducc.common.IServiceStatistics;
 
 /**
- * Spike: a UIMA-AS pinger with the behaviour DUCC documents for its default
- * one, run by ducc's PingerHost (dist/ducc-pinger.jar). Endpoint
- * UIMA-AS:QUEUE:BROKER_URL; arguments "meta-timeout=MS,broker-jmx-port=N"
- * (N "none": no JMX). Each ping: the queue's statistics over JMX (the
- * broker's host, port N), then a getMeta with meta-timeout (a new client
- * each time). Alive: getMeta answered; healthy: alive and JMX answered.
- * A producer on the queue counts as a use (getLastUse).
+ * ducc's default pinger of UIMA-AS services (DUCC's name; docs/services.md,
+ * "The UIMA-AS pinger"), run by ducc's pinger host like any Java pinger.
+ * Endpoint UIMA-AS:QUEUE:BROKER_URL; service_ping_arguments, comma
+ * separated: meta-timeout=MS (default 5000) and broker-jmx-port=N (default
+ * 1099, DUCC's; "none": no statistics). Each ping:
+ *
+ * <ul>
+ * <li>alive: a UIMA-AS getMeta on the queue is answered within
+ *     meta-timeout (a new client each time, as DUCC's pinger does);
+ * <li>the queue's statistics from the broker's JMX (the broker URL's host,
+ *     port N): queue depth, average enqueue time, consumers, producers,
+ *     ... in the info, as DUCC shows them;
+ * <li>healthy: alive, and the statistics could be read where the broker
+ *     offers JMX (a broker that refuses JMX connections offers none: then
+ *     healthy is alive, and the info says so);
+ * <li>last use: now, when the queue has a producer at ping time.
+ * </ul>
  */
-public class UimaAsPinger extends AServicePing {
+public class UimaAsPing extends AServicePing {
   private String queue;
   private String broker;
   private int metaTimeout = 5000;
   private String jmxHost;
-  private int jmxPort = 1099; // DUCC's default
+  private int jmxPort = 1099;
   private JMXConnector jmx;
 
   @Override
   public void init(String arguments, String endpoint) throws Exception {
-    String[] p = endpoint.split(":", 3);
-    if (p.length < 3 || !p[0].equals("UIMA-AS")) {
+    String[] p = endpoint == null ? new String[0] : endpoint.split(":", 3);
+    if (p.length < 3 || !p[0].equalsIgnoreCase("UIMA-AS") || p[1].isEmpty() || p[2].isEmpty()) {
       throw new IllegalArgumentException("endpoint " + endpoint + " is not UIMA-AS:queue:brokerURL");
     }
     queue = p[1];
     broker = p[2];
     String b = broker.replaceFirst("^failover:\\(?", "").replaceFirst("[),].*$", "");
     jmxHost = URI.create(b).getHost();
+    if (jmxHost == null) {
+      jmxHost = "127.0.0.1";
+    }
     if (arguments != null) {
-      for (String kv : arguments.split(",")) {
+      for (String kv : arguments.split("[,\\s]+")) {
         String[] a = kv.trim().split("=", 2);
-        if (a.length < 2) continue;
-        if (a[0].equals("meta-timeout")) metaTimeout = Integer.parseInt(a[1].trim());
-        if (a[0].equals("broker-jmx-port")) jmxPort = a[1].trim().equals("none") ? -1 : Integer.parseInt(a[1].trim());
+        if (a[0].isEmpty()) {
+          continue;
+        }
+        String v = a.length > 1 ? a[1].trim() : "";
+        switch (a[0]) {
+          case "meta-timeout":
+            metaTimeout = Integer.parseInt(v);
+            break;
+          case "broker-jmx-port":
+            jmxPort = v.equals("none") ? -1 : Integer.parseInt(v);
+            break;
+          default:
+            throw new IllegalArgumentException("unknown argument " + a[0] + " (UimaAsPing takes meta-timeout=MS and broker-jmx-port=N|none)");
+        }
       }
     }
     doLog("init", "queue", queue, "broker", broker, "jmx", jmxHost + ":" + jmxPort, "meta-timeout", metaTimeout);
@@ -63,14 +88,17 @@ public class UimaAsPinger extends AServicePing {
   public IServiceStatistics getStatistics() {
     ServiceStatistics st = new ServiceStatistics(false, false, "<NA>");
     String stats = null;
-    boolean jmxOk = jmxPort < 0;
+    boolean statsOk = jmxPort < 0;
     if (jmxPort >= 0) {
       try {
         stats = queueStats();
-        jmxOk = true;
+        statsOk = true;
       } catch (Exception e) {
         closeJmx();
-        stats = "JMX " + jmxHost + ":" + jmxPort + " failed: " + e;
+        boolean offered = !refused(e);
+        statsOk = !offered;
+        stats = offered ? "JMX " + jmxHost + ":" + jmxPort + " failed: " + e
+            : "no queue statistics (the broker offers no JMX at " + jmxHost + ":" + jmxPort + ")";
       }
     }
     long t0 = System.nanoTime();
@@ -86,7 +114,7 @@ public class UimaAsPinger extends AServicePing {
       meta = "getMeta " + (System.nanoTime() - t0) / 1_000_000 + " ms";
     } catch (Exception e) {
       Throwable c = e.getCause() != null ? e.getCause() : e;
-      meta = "cannot issue getMeta to " + queue + ":" + broker + ": " + c.getClass().getSimpleName()
+      meta = "no getMeta answer from " + queue + " at " + broker + ": " + c.getClass().getSimpleName()
           + (c.getMessage() == null ? "" : ": " + c.getMessage());
     } finally {
       try {
@@ -95,7 +123,7 @@ public class UimaAsPinger extends AServicePing {
         doLog("getStatistics", "stop:", e);
       }
     }
-    st.setHealthy(st.isAlive() && jmxOk);
+    st.setHealthy(st.isAlive() && statsOk);
     st.setInfo(stats == null ? meta : meta + "; " + stats);
     return st;
   }
@@ -103,6 +131,16 @@ public class UimaAsPinger extends AServicePing {
   @Override
   public long getLastUse() {
     return last_use;
+  }
+
+  /** Whether the JMX connection was refused: the broker offers no JMX there. */
+  private static boolean refused(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof ConnectException) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private String queueStats() throws Exception {
