@@ -68,6 +68,10 @@ type Config struct {
 	// Retention says how long finished work, a job's results and the
 	// accounting records are kept (head.retention; zero: the default).
 	Retention RetentionConfig
+	// DefaultBrokerURL is the cluster's UIMA-AS broker, which
+	// ${DefaultBrokerURL} in service endpoints and dependencies stands for
+	// (head.default_broker_url; read by head-eligible agents).
+	DefaultBrokerURL string
 	// Administrators may act on anyone's work.
 	Administrators []string
 	// Scheduler is the Resource Manager's configuration.
@@ -170,6 +174,7 @@ type fileConfig struct {
 
 		MaxHeartbeatsPerSecond int             `yaml:"max_heartbeats_per_second"`
 		Retention              RetentionConfig `yaml:"retention"`
+		DefaultBrokerURL       string          `yaml:"default_broker_url"`
 	} `yaml:"head"`
 	Administrators []string   `yaml:"administrators"`
 	Web            WebConfig  `yaml:"web"`
@@ -210,7 +215,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		Elect: f.Head.ElectionTimeout.D(), NodeTimeout: f.Head.NodeTimeout, MaxHeartbeatsPerSecond: f.Head.MaxHeartbeatsPerSecond,
 		Administrators: f.Administrators, Web: f.Web, Scheduler: f.Scheduler,
 		FailoverGrace: f.Head.FailoverGrace, DeadServerCleanup: f.Head.DeadServerCleanup,
-		Retention: f.Head.Retention,
+		Retention: f.Head.Retention, DefaultBrokerURL: strings.TrimSpace(f.Head.DefaultBrokerURL),
 	}
 	if c.Scheduler != nil {
 		// Re-parse the scheduler section through rm for its defaults and
@@ -270,6 +275,9 @@ func (c *Config) validate() error {
 	}
 	if err := c.Retention.Head().Validate(); err != nil {
 		return err
+	}
+	if u := c.DefaultBrokerURL; u != "" && (strings.ContainsAny(u, " \t\r\n") || !strings.Contains(u, "://") || strings.Contains(u, "${")) {
+		return fmt.Errorf("head.default_broker_url %q: write the UIMA-AS broker's url as its clients connect, e.g. tcp://broker.example.com:61616", u)
 	}
 	if c.Elect < 50*time.Millisecond {
 		return fmt.Errorf("head.election_timeout %v: must be at least 50ms", c.Elect)

@@ -103,7 +103,7 @@ func TestAdmissionOrder(t *testing.T) {
 		// ducc services register
 		{"service: request and class", wire.MethodServiceRegister, wire.WorkService, alice,
 			wire.ServiceRegisterRequest{Spec: wire.ServiceSpec{Class: "hgih"}},
-			"request", []string{"write CUSTOM:<name>, HTTP:<url> or TCP:<host:port>"}},
+			"request", []string{"write CUSTOM:<name>, HTTP:<url>, TCP:<host:port> or UIMA-AS:<queue>:<broker-url>"}},
 		{"service: class and fit", wire.MethodServiceRegister, wire.WorkService, alice,
 			svc(wire.ServiceSpec{Executable: exe, Class: "hgih", Memory: 64 * gib}),
 			"class", []string{"scheduling_class:", `unknown class "hgih"`}},

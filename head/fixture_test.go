@@ -130,6 +130,8 @@ type options struct {
 	metrics *web.HeadMetrics
 	// release is the head's ReleaseMemory (nil: one that does nothing).
 	release func()
+	// broker is the head's DefaultBrokerURL (UIMA-AS services).
+	broker string
 }
 
 func newFixture(t *testing.T, o options) *fixture {
@@ -157,7 +159,8 @@ func newFixture(t *testing.T, o options) *fixture {
 		FSM: f.fsm, Apply: f.app, Node: "head-node", Peer: "head-peer", Version: "test",
 		Push: f.push, Scheduler: sc, Administrators: []string{"carol"},
 		NodeTimeout: 10 * time.Second, Now: f.clock.Now, Retention: o.retention, Metrics: o.metrics, ReleaseMemory: o.release,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		DefaultBrokerURL: o.broker,
+		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	f.ctx = ctx

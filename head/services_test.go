@@ -43,7 +43,7 @@ func TestRegisterServiceRefusesBadSpecs(t *testing.T) {
 		spec  wire.ServiceSpec
 		parts []string
 	}{
-		{"no endpoint", wire.ServiceSpec{}, []string{"write CUSTOM:<name>, HTTP:<url> or TCP:<host:port>"}},
+		{"no endpoint", wire.ServiceSpec{}, []string{"write CUSTOM:<name>, HTTP:<url>, TCP:<host:port> or UIMA-AS:<queue>:<broker-url>"}},
 		{"unknown kind", wire.ServiceSpec{Endpoint: "UDP:x:1"}, []string{`unknown kind "UDP"`}},
 		{"tcp without port", wire.ServiceSpec{Endpoint: "TCP:db"}, []string{"TCP endpoints are TCP:<host:port>"}},
 		{"custom without pinger", wire.ServiceSpec{Endpoint: "CUSTOM:cache"}, []string{"is CUSTOM", "service_ping_executable"}},

@@ -24,9 +24,17 @@
 // job whose process_executable and driver_executable are JVMs running
 // ducc-uima.jar (java/ in the repository; docs/jobs.md, "UIMA jobs").
 //
+// The UIMA-AS service keys (uimaas.go: process_DD, classpath,
+// process_jvm_args, jvm) are turned by BuildService into instances that
+// are JVMs running ducc-uima.jar's ServiceMain on the deployment
+// descriptor; BuildService reads the DD, as DUCC's CLI does, to record the
+// endpoint it declares, which the head compares with the registered one
+// once it has resolved ${DefaultBrokerURL} (ResolveServiceBroker).
+//
 // Adding a key means adding one entry to the table (and its field to the
 // wire type). The package is pure apart from ParseFile reading a file and
-// the environment, and UIMAPaths (called by BuildJob for UIMA jobs only)
-// looking for ducc-uima.jar beside the running binary; it imports wire
-// and units.
+// the environment, UIMAPaths (called by BuildJob for UIMA jobs only)
+// looking for ducc-uima.jar beside the running binary, and BuildService
+// reading a UIMA-AS service's deployment descriptor; it imports wire and
+// units.
 package spec

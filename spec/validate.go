@@ -81,6 +81,9 @@ func ValidateService(s wire.ServiceSpec) error {
 	if kind == EndpointCustom && s.PingExecutable == "" {
 		return fmt.Errorf("service_request_endpoint %s is CUSTOM: give its pinger with service_ping_executable (HTTP: and TCP: endpoints have built-in pingers)", s.Endpoint)
 	}
+	if err := validateUIMAAS(s, kind); err != nil {
+		return err
+	}
 	for _, d := range s.Dependency {
 		if d == s.Endpoint {
 			return fmt.Errorf("service_dependency: a service cannot depend on itself (%s)", d)

@@ -59,6 +59,18 @@ type ServiceSpec struct {
 	// is its gid, looked up by the CLI on the submitter's node.
 	ShareGroup string `cbor:"40,keyasint,omitempty" json:"share_with_group,omitempty"`
 	ShareGID   uint32 `cbor:"41,keyasint,omitempty" json:"share_gid,omitempty"`
+	// A UIMA-AS service (docs/services.md, "UIMA-AS services"): the
+	// deployment descriptor its instances deploy, the class path and
+	// options of their JVMs, and the java command. The CLI turns them
+	// into Executable and Args (a JVM running ducc.uima.ServiceMain) and
+	// records in DDEndpoint the UIMA-AS:queue:broker its DD declares, so
+	// that the head can compare it with Endpoint once it has resolved
+	// ${DefaultBrokerURL}.
+	ProcessDD  string   `cbor:"60,keyasint,omitempty" json:"process_DD,omitempty"`
+	Classpath  string   `cbor:"61,keyasint,omitempty" json:"classpath,omitempty"`
+	JVMArgs    []string `cbor:"62,keyasint,omitempty" json:"process_jvm_args,omitempty"`
+	JVM        string   `cbor:"63,keyasint,omitempty" json:"jvm,omitempty"`
+	DDEndpoint string   `cbor:"64,keyasint,omitempty" json:"dd_endpoint,omitempty"`
 }
 
 // ServiceRegisterRequest registers a service.
@@ -143,8 +155,8 @@ func (s *ServiceInfo) Redact() {
 		sp.Environment = nil
 		s.Redacted = appendOnce(s.Redacted, RedactedEnv)
 	}
-	if len(sp.Args) > 0 || len(sp.PingArgs) > 0 {
-		sp.Args, sp.PingArgs = nil, nil
+	if len(sp.Args) > 0 || len(sp.PingArgs) > 0 || len(sp.JVMArgs) > 0 {
+		sp.Args, sp.PingArgs, sp.JVMArgs = nil, nil, nil
 		s.Redacted = appendOnce(s.Redacted, RedactedArgs)
 	}
 }

@@ -25,8 +25,9 @@ func (daemon) Agent(ctx context.Context, o cli.AgentOptions) error {
 	switch {
 	case o.Dev && o.Config != "":
 		// A dev cluster with the scheduler, administrators, web
-		// section and retention of a config file (to try classes
-		// and pools, or a private dashboard, on one machine).
+		// section, retention and UIMA-AS broker of a config file (to
+		// try classes and pools, or a private dashboard, on one
+		// machine).
 		c, err := agent.LoadConfig(o.Config)
 		if err != nil {
 			return cli.Usagef("%v", err)
@@ -36,6 +37,7 @@ func (daemon) Agent(ctx context.Context, o cli.AgentOptions) error {
 		}
 		cfg = agent.DevConfig(dataDir)
 		cfg.Scheduler, cfg.Administrators, cfg.Web, cfg.Retention = c.Scheduler, c.Administrators, c.Web, c.Retention
+		cfg.DefaultBrokerURL = c.DefaultBrokerURL
 	case o.Config != "":
 		c, err := agent.LoadConfig(o.Config)
 		if err != nil {

@@ -70,6 +70,9 @@ type Config struct {
 	// Retention says how long finished work, results and accounting
 	// records are kept (head defaults for the times left zero).
 	Retention Retention
+	// DefaultBrokerURL is the cluster's UIMA-AS broker
+	// (head.default_broker_url; head.Config).
+	DefaultBrokerURL string
 	// Metrics are the head's metrics (nil-safe).
 	Metrics *web.HeadMetrics
 	// Pingers runs custom service pingers on agents (the agent this
@@ -153,7 +156,7 @@ func New(cfg Config) (*Server, error) {
 		Scheduler: cfg.Scheduler, Administrators: cfg.Administrators, NodeTimeout: cfg.NodeTimeout,
 		Heartbeat: cfg.Heartbeat, MaxHeartbeatsPerSecond: cfg.MaxHeartbeatsPerSecond,
 		Metrics: cfg.Metrics, Logger: cfg.Logger, FailoverGrace: cfg.FailoverGrace, Voters: s.voters,
-		Retention: cfg.Retention,
+		Retention: cfg.Retention, DefaultBrokerURL: cfg.DefaultBrokerURL,
 		Snapshots: func() wire.SnapshotInfo { return s.cand.fsm.info() },
 	}
 	cand, err := newCandidate(candidateConfig{
