@@ -22,7 +22,10 @@ import org.apache.uima.cas.Type;
  * </pre>
  *
  * The ping is the alive check of DUCC's default UIMA-AS pinger (a getMeta
- * round trip); it stands in until ducc ships that pinger.
+ * round trip); it stands in until ducc ships that pinger. Put
+ * dist/ducc-uima.jar first on its class path: Debian's UIMA-AS client
+ * checks the service's reply against the same stale version constant as
+ * the service does, and ducc-uima.jar's UimaAsVersion answers it.
  */
 public final class AsClient {
     private AsClient() {}
