@@ -50,6 +50,27 @@ instances                      1
 autostart					   true
 `
 
+// wordsAndLinesDD deploys java/test's WordsAndLines aggregate (WordAnnotator,
+// then LineWriter) synchronously, as DUCC's DDSleepDescriptor.xml does its
+// aggregate: no async attribute, a delegate's scaleout.
+const wordsAndLinesDD = `<?xml version="1.0" encoding="UTF-8"?>
+<analysisEngineDeploymentDescription xmlns="http://uima.apache.org/resourceSpecifier">
+  <name>Words and lines</name>
+  <deployment protocol="jms" provider="activemq">
+    <casPool numberOfCASes="2"/>
+    <service>
+      <inputQueue endpoint="wordsAndLines" brokerURL="${defaultBrokerURL}"/>
+      <topDescriptor><import name="ducc.uima.test.WordsAndLines"/></topDescriptor>
+      <analysisEngine>
+        <delegates>
+          <analysisEngine key="Words"><scaleout numberOfInstances="4"/></analysisEngine>
+        </delegates>
+      </analysisEngine>
+    </service>
+  </deployment>
+</analysisEngineDeploymentDescription>
+`
+
 // needUIMAAS is needUIMA, and Debian's UIMA-AS and ActiveMQ; it returns
 // the UIMA-AS class path (spec.UIMAASServiceClasspath).
 func needUIMAAS(t *testing.T) (uimaJars, string) {
@@ -161,6 +182,29 @@ func TestUIMAASService(t *testing.T) {
 	if out, err := client(); err != nil || !strings.Contains(out, "words 4") {
 		t.Fatalf("UIMA-AS client: %v\n%s", err, out)
 	}
+
+	// An aggregate deployed synchronously, as DUCC's DDSleepDescriptor.xml
+	// is, with settings of a delegate (named in the log, not applied);
+	// registered with flags alone, its endpoint read from the DD, whose
+	// broker is UIMA-AS's ${defaultBrokerURL}.
+	aggDD := filepath.Join(work, "WordsAndLinesDD.xml")
+	writeFile(t, aggDD, wordsAndLinesDD)
+	agg := c.register(t, "--as", "ducc-e2e", "--process-DD", aggDD, "--classpath", j.test, "--process-memory-size", "1G",
+		"--working-directory", work, "--service-dependency", brokerEP, "--log-directory", logs, "--autostart",
+		"--service-ping-executable", "java", "--service-ping-arguments", "-Xmx64m -cp "+pingCP+" ducc.uima.test.AsClient ping 10000",
+		"--service-ping-timeout", "60s", "--service-ping-interval", "2s")
+	as := c.waitService(agg, 180*time.Second, "Available (the aggregate)", available)
+	if as.Endpoint != "UIMA-AS:wordsAndLines:"+brokerURL {
+		t.Errorf("the aggregate's endpoint, read from its DD: %s", as.Endpoint)
+	}
+	b, err := exec.Command("java", "-Xmx128m", "-cp", pingCP, "ducc.uima.test.AsClient", "process", brokerURL, "wordsAndLines", "one two three").CombinedOutput()
+	if err != nil || !strings.Contains(string(b), "words 3") {
+		t.Errorf("UIMA-AS client of the aggregate: %v\n%s", err, b)
+	}
+	if log := instanceLog(t, logs, agg); !strings.Contains(log, "ducc: the settings of delegate Words in the DD are not applied") {
+		t.Errorf("the aggregate's log does not name the delegate settings it ignores:\n%s", tail(log, 30))
+	}
+	c.mustDucc(t, "services", "unregister", agg)
 
 	// The broker dies: the service is unavailable, with a reason. (Its
 	// service is disabled first, so that ducc does not start it again at
