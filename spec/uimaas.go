@@ -111,10 +111,15 @@ func validateUIMAAS(s wire.ServiceSpec, kind string) error {
 		if kind != EndpointUIMAAS {
 			return fmt.Errorf("process_DD deploys a UIMA-AS service: its service_request_endpoint is UIMA-AS:<queue>:<broker-url> as the DD declares (%s), not %s", s.DDEndpoint, s.Endpoint)
 		}
+		if s.DDEndpoint == "" {
+			return fmt.Errorf("process_DD %s: the endpoint its DD declares is missing from the registration; register with ducc services register, which reads the DD", s.ProcessDD)
+		}
 		// Compared once the head resolved ${DefaultBrokerURL} in both
 		// (ResolveServiceBroker); with a placeholder left on either side
-		// the CLI cannot tell yet.
-		if s.DDEndpoint != "" && s.DDEndpoint != s.Endpoint && !strings.Contains(s.Endpoint+s.DDEndpoint, "${") {
+		// the CLI cannot tell yet. The kind is compared as ParseEndpoint
+		// reads it (uima-as: is UIMA-AS:).
+		_, target, _ := ParseEndpoint(s.Endpoint)
+		if ep := EndpointUIMAAS + ":" + target; s.DDEndpoint != ep && !strings.Contains(s.Endpoint+s.DDEndpoint, "${") {
 			return fmt.Errorf("service_request_endpoint %s does not match the endpoint of process_DD %s: %s (the DD's inputQueue endpoint and brokerURL); they must name the same queue on the same broker",
 				s.Endpoint, s.ProcessDD, s.DDEndpoint)
 		}
