@@ -104,22 +104,37 @@ clean:
 JAVAC         ?= javac
 JAR           ?= jar
 UIMA_CP       ?= /usr/share/java/uimaj-core.jar
+# UIMA-AS services (docs/services.md, "UIMA-AS services"): ServiceMain and
+# its DD translator compile against Debian's UIMA-AS 2.3.1, its ActiveMQ
+# client, Spring and log4j (apt-get install libuima-as-java); the same
+# jars, in this order, are spec.UIMAASServiceClasspath, a UIMA-AS
+# service's class path after ducc-uima.jar and the user's classpath.
+J             := /usr/share/java
+# javac needs only UIMA-AS, JMS and log4j (the others' manifests name jars
+# Debian does not ship, which -Xlint:path would flag).
+UIMAAS_JAVAC_CP ?= $(J)/uimaj-as-core.jar:$(J)/uimaj-as-jms.jar:$(J)/uimaj-as-activemq.jar:$(J)/geronimo-jms_1.1_spec.jar:$(J)/log4j-1.2.jar
+UIMAAS_CP     ?= $(J)/uimaj-as-core.jar:$(J)/uimaj-as-jms.jar:$(J)/uimaj-as-activemq.jar:$(J)/uimaj-core.jar:$(J)/activemq-client.jar:$(J)/geronimo-jms_1.1_spec.jar:$(J)/geronimo-j2ee-management-1.1-spec.jar:$(J)/hawtbuf.jar:$(J)/spring3-core.jar:$(J)/spring3-beans.jar:$(J)/spring3-context.jar:$(J)/spring3-expression.jar:$(J)/spring3-aop.jar:$(J)/spring3-jms.jar:$(J)/spring3-transaction.jar:$(J)/commons-logging.jar:$(J)/slf4j-api.jar:$(J)/slf4j-log4j12.jar:$(J)/log4j-1.2.jar
 JAVA_SRC      := $(shell find java/src -name '*.java' 2>/dev/null | sort)
 JAVA_TEST_SRC := $(shell find java/test/src -name '*.java' 2>/dev/null | sort)
 JAVA_TEST_RES := $(shell find java/test/resources -type f 2>/dev/null | sort)
 
 java: dist/ducc-uima.jar
 
+# The class path of UIMA-AS's jars (examples/uima-as/words.service).
+.PHONY: print-uimaas-cp
+print-uimaas-cp:
+	@echo $(UIMAAS_CP)
+
 java-test: dist/ducc-uima.jar dist/ducc-uima-test.jar
 
 dist/ducc-uima.jar: $(JAVA_SRC)
 	rm -rf dist/java/main && mkdir -p dist/java/main
-	$(JAVAC) --release 17 -Xlint:all -Werror -cp $(UIMA_CP) -d dist/java/main $(JAVA_SRC)
+	$(JAVAC) --release 17 -Xlint:all -Werror -cp $(UIMA_CP):$(UIMAAS_JAVAC_CP) -d dist/java/main $(JAVA_SRC)
 	$(JAR) --create --file $@ -C dist/java/main .
 
 dist/ducc-uima-test.jar: dist/ducc-uima.jar $(JAVA_TEST_SRC) $(JAVA_TEST_RES)
 	rm -rf dist/java/test && mkdir -p dist/java/test
-	$(JAVAC) --release 17 -Xlint:all -Werror -cp $(UIMA_CP):dist/ducc-uima.jar -d dist/java/test $(JAVA_TEST_SRC)
+	$(JAVAC) --release 17 -Xlint:all -Werror -cp $(UIMA_CP):dist/ducc-uima.jar:$(UIMAAS_JAVAC_CP) -d dist/java/test $(JAVA_TEST_SRC)
 	cp -r java/test/resources/. dist/java/test/
 	$(JAR) --create --file $@ -C dist/java/test .
 

@@ -144,7 +144,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			Scheduler: a.cfg.Scheduler, Administrators: a.cfg.Administrators,
 			NodeTimeout: a.cfg.NodeTimeout.D(), Metrics: a.obs.head, Pingers: a,
 			FailoverGrace: a.cfg.FailoverGrace.D(), DeadServerCleanup: a.cfg.DeadServerCleanup.D(), MaxHeartbeatsPerSecond: a.cfg.MaxHeartbeatsPerSecond,
-			WebTokenKey: a.webKey, WebTokenValidity: a.cfg.Web.TokenValidity.D(), ServiceMonitors: a.cfg.ServiceMonitors,
+			WebTokenKey: a.webKey, WebTokenValidity: a.cfg.Web.TokenValidity.D(), ServiceMonitors: a.cfg.ServiceMonitors, DefaultBrokerURL: a.cfg.DefaultBrokerURL,
 			Retention:      a.cfg.Retention.Head(),
 			FollowedLeader: func() peer.ID { p, _ := a.leader.get(); return p },
 			LocalDesired:   func(ds wire.DesiredState) { a.leader.pushedBy(a.host.ID()); a.acceptDesired(ds) },

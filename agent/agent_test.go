@@ -59,6 +59,13 @@ head: {eligible: true, bootstrap_expect: 3, node_timeout: 20s}
 				t.Errorf("service_monitors %q", c.ServiceMonitors)
 			}
 		}},
+		{name: "UIMA-AS broker", yaml: "head: {eligible: true, default_broker_url: ' tcp://b.example:61616 '}\n", check: func(t *testing.T, c *Config) {
+			if c.DefaultBrokerURL != "tcp://b.example:61616" {
+				t.Errorf("default_broker_url %q", c.DefaultBrokerURL)
+			}
+		}},
+		{name: "UIMA-AS broker without a scheme", yaml: "head: {eligible: true, default_broker_url: b.example:61616}\n", wantErr: "head.default_broker_url \"b.example:61616\": write the UIMA-AS broker's url"},
+		{name: "UIMA-AS broker placeholder", yaml: "head: {eligible: true, default_broker_url: '${DefaultBrokerURL}'}\n", wantErr: "head.default_broker_url"},
 		{name: "failover grace too short", yaml: "head: {eligible: true, node_timeout: 20s, failover_grace: 5s}\n", wantErr: "head.failover_grace 5s: must be at least head.node_timeout"},
 		{name: "dead server cleanup too short", yaml: "head: {eligible: true, dead_server_cleanup: 5s}\n", wantErr: "head.dead_server_cleanup 5s: must be at least head.node_timeout"},
 		{name: "worker", yaml: "join: [/ip4/10.1.0.1/tcp/42134]\n", check: func(t *testing.T, c *Config) {

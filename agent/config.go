@@ -73,6 +73,10 @@ type Config struct {
 	// Java pingers (head.service_monitors; "": /etc/ducc/service_monitors
 	// or $DUCC_SERVICE_MONITORS).
 	ServiceMonitors string
+	// DefaultBrokerURL is the cluster's UIMA-AS broker, which
+	// ${DefaultBrokerURL} in service endpoints and dependencies stands for
+	// (head.default_broker_url; read by head-eligible agents).
+	DefaultBrokerURL string
 	// Administrators may act on anyone's work.
 	Administrators []string
 	// Scheduler is the Resource Manager's configuration.
@@ -190,6 +194,7 @@ type fileConfig struct {
 		MaxHeartbeatsPerSecond int             `yaml:"max_heartbeats_per_second"`
 		Retention              RetentionConfig `yaml:"retention"`
 		ServiceMonitors        string          `yaml:"service_monitors"`
+		DefaultBrokerURL       string          `yaml:"default_broker_url"`
 	} `yaml:"head"`
 	Administrators []string   `yaml:"administrators"`
 	Web            WebConfig  `yaml:"web"`
@@ -230,7 +235,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		Elect: f.Head.ElectionTimeout.D(), NodeTimeout: f.Head.NodeTimeout, MaxHeartbeatsPerSecond: f.Head.MaxHeartbeatsPerSecond,
 		Administrators: f.Administrators, Web: f.Web, Scheduler: f.Scheduler,
 		FailoverGrace: f.Head.FailoverGrace, DeadServerCleanup: f.Head.DeadServerCleanup,
-		Retention: f.Head.Retention, ServiceMonitors: f.Head.ServiceMonitors,
+		Retention: f.Head.Retention, ServiceMonitors: f.Head.ServiceMonitors, DefaultBrokerURL: strings.TrimSpace(f.Head.DefaultBrokerURL),
 	}
 	if c.Scheduler != nil {
 		// Re-parse the scheduler section through rm for its defaults and
@@ -291,6 +296,9 @@ func (c *Config) validate() error {
 	if err := c.Retention.Head().Validate(); err != nil {
 		return err
 	}
+	if u := c.DefaultBrokerURL; u != "" && (strings.ContainsAny(u, " \t\r\n") || !strings.Contains(u, "://") || strings.Contains(u, "${")) {
+		return fmt.Errorf("head.default_broker_url %q: write the UIMA-AS broker's url as its clients connect, e.g. tcp://broker.example.com:61616", u)
+	}
 	if c.Elect < 50*time.Millisecond {
 		return fmt.Errorf("head.election_timeout %v: must be at least 50ms", c.Elect)
 	}
@@ -327,7 +335,7 @@ func (c *Config) CheckRunnable() error {
 // and key, this node's addresses and data, joining, the head group's
 // timing), which a dev cluster makes for itself: one node on loopback,
 // set with the agent's flags.
-var DevSections = []string{"scheduler", "administrators", "web", "head.retention"}
+var DevSections = []string{"scheduler", "administrators", "web", "head.retention", "head.default_broker_url", "head.service_monitors"}
 
 // LoadDevConfig reads path for `ducc agent --dev --config FILE`: the dev
 // configuration of dataDir with the file's DevSections. Ignored lists
@@ -348,6 +356,7 @@ func LoadDevConfig(path, dataDir string) (cfg *Config, ignored []string, err err
 	}
 	cfg = DevConfig(dataDir)
 	cfg.Scheduler, cfg.Administrators, cfg.Web, cfg.Retention = c.Scheduler, c.Administrators, c.Web, c.Retention
+	cfg.DefaultBrokerURL, cfg.ServiceMonitors = c.DefaultBrokerURL, c.ServiceMonitors
 	return cfg, ignored, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -316,58 +315,12 @@ working_directory = %s
 	t.Logf("modified pinger: %s: %s", s.State, s.Reason)
 }
 
-// startPingerBroker runs Debian's ActiveMQ as java/spike/broker.sh does:
-// loopback only, no persistence, JMX without authentication on a port of
-// its own; it is killed when the test ends. (The UIMA-AS service tests
-// have a broker of their own; one broker for all is for when they meet.)
-func startPingerBroker(t *testing.T) (brokerPort, jmxPort int) {
-	t.Helper()
-	const jar = "/usr/share/activemq/bin/activemq.jar"
-	if _, err := os.Stat(jar); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("Debian's ActiveMQ is not installed: %v", err)
-		}
-		t.Skipf("Debian's ActiveMQ is not installed (apt-get install activemq): %v", err)
-	}
-	base := freePorts(t, 2)
-	dir := t.TempDir()
-	cmd := exec.Command("java", "-Xms32m", "-Xmx128m",
-		fmt.Sprintf("-Dcom.sun.management.jmxremote.port=%d", base+1), fmt.Sprintf("-Dcom.sun.management.jmxremote.rmi.port=%d", base+1),
-		"-Dcom.sun.management.jmxremote.host=127.0.0.1", "-Djava.rmi.server.hostname=127.0.0.1",
-		"-Dcom.sun.management.jmxremote.authenticate=false", "-Dcom.sun.management.jmxremote.ssl=false",
-		"-Dactivemq.home=/usr/share/activemq", "-Dactivemq.base="+dir, "-Dactivemq.conf="+dir, "-Dactivemq.data="+dir,
-		"-jar", jar, "start", fmt.Sprintf("broker:(tcp://127.0.0.1:%d)?brokerName=ducc-e2e-pingers&persistent=false&useJmx=true", base))
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", base))
-		if err == nil {
-			c.Close()
-			return base, base + 1
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the broker did not listen on %d within 60s: %s", base, out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // TestUIMAASDefaultPinger: a UIMA-AS: endpoint without a pinger of its
 // own is pinged by ducc's UIMA-AS pinger in a JVM on an agent, as the
 // service's owner: with no broker at the endpoint's URL it is not alive,
-// with the UIMA-AS client's reason; with a broker whose queue nobody
-// serves, getMeta is not answered and the queue's statistics from the
-// broker's JMX are in the service's ping info ('ducc services query', the
-// dashboard). (A UIMA-AS service that answers, and so is Available, is
-// the UIMA-AS service tests'.)
+// with the UIMA-AS client's reason. (With a broker: the queue's statistics
+// and an Available service are TestUIMAASService's, which starts the one
+// broker of the tests.)
 func TestUIMAASDefaultPinger(t *testing.T) {
 	if !isRoot() {
 		t.Skip("runs pingers as a test user: needs root")
@@ -393,19 +346,5 @@ func TestUIMAASDefaultPinger(t *testing.T) {
 	t.Logf("UIMA-AS pinger without a broker: %s: %s", s.State, s.Reason)
 	if s.Spec.PingTimeoutMS != 5000 {
 		t.Errorf("service_ping_timeout %d, want the Java pinger default 5000", s.Spec.PingTimeoutMS)
-	}
-
-	broker, jmx := startPingerBroker(t)
-	id = c.register(t, "--as", user.Username, "--service-request-endpoint", fmt.Sprintf("UIMA-AS:StatsQueue:tcp://127.0.0.1:%d", broker),
-		"--service-ping-interval", "2s", "--service-ping-arguments", fmt.Sprintf("meta-timeout=1500,broker-jmx-port=%d", jmx),
-		"--working-directory", c.dir)
-	stats := regexp.MustCompile(`; QDEPTH\[\d+\] AveNQ\[[0-9.]+\] Consum\[0\] Prod\[\d+\] minNQ\[\d+\] maxNQ\[\d+\] expCnt\[\d+\] inFlt\[\d+\] DQ\[\d+\] NQ\[\d+\] Disp\[\d+\]$`)
-	s = c.waitService(id, 90*time.Second, "Waiting with the queue's statistics", func(s wire.ServiceInfo) bool {
-		return s.State == wire.SvcStateWaiting && strings.HasPrefix(s.PingInfo, "no getMeta answer from StatsQueue") && stats.MatchString(s.PingInfo)
-	})
-	t.Logf("UIMA-AS pinger, queue nobody serves: %s", s.PingInfo)
-	out := c.mustDucc(t, "services", "query", id)
-	if !strings.Contains(out, "QDEPTH[") || !strings.Contains(out, "Consum[0]") {
-		t.Errorf("ducc services query %s does not show the queue's statistics:\n%s", id, out)
 	}
 }

@@ -53,6 +53,10 @@ type Config struct {
 	// Retention says how long finished work, results and accounting
 	// records are kept (defaults for the times left zero).
 	Retention Retention
+	// DefaultBrokerURL is the cluster's UIMA-AS broker, what
+	// ${DefaultBrokerURL} in service endpoints and dependencies stands for
+	// (head.default_broker_url; "": none, and such endpoints are refused).
+	DefaultBrokerURL string
 	// ReleaseMemory returns freed memory to the system after purges
 	// (nil: debug.FreeOSMemory; retain says when).
 	ReleaseMemory func()

@@ -14,6 +14,9 @@ import (
 // SubmitJob admits a job (docs/jobs.md) with its first chunk of items.
 func (h *Head) SubmitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobRequest) (wire.SubmitReply, error) {
 	s := r.Spec
+	// ${DefaultBrokerURL} in a dependency is the cluster's UIMA-AS broker,
+	// as in the registrations it names (docs/services.md).
+	s.ServiceDependency = h.resolveBroker(s.ServiceDependency)
 	a := &admission{kind: wire.WorkJob, caller: c, className: s.Class, memory: s.Memory,
 		job: &s, items: r.Items, more: r.More, validate: func() error { return spec.ValidateJob(s) }}
 	if err := h.admit(a); err != nil {

@@ -16,6 +16,12 @@ import (
 // RegisterService registers a service (docs/services.md).
 func (h *Head) RegisterService(ctx context.Context, c wire.Caller, r wire.ServiceRegisterRequest) (wire.SubmitReply, error) {
 	s := r.Spec
+	// ${DefaultBrokerURL}: the cluster's UIMA-AS broker (docs/services.md,
+	// "UIMA-AS services"), resolved before anything compares endpoints.
+	s.Dependency, s.Args = slices.Clone(s.Dependency), slices.Clone(s.Args)
+	if err := spec.ResolveServiceBroker(&s, h.cfg.DefaultBrokerURL); err != nil {
+		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "%v", err)
+	}
 	a := &admission{kind: wire.WorkService, caller: c, className: s.Class, memory: s.Memory,
 		noProcess: s.Executable == "", validate: func() error { return spec.ValidateService(s) }}
 	if err := h.admit(a); err != nil {
@@ -124,6 +130,10 @@ func (h *Head) ControlService(ctx context.Context, c wire.Caller, r wire.Service
 			return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "%v", err)
 		}
 		n := r.Spec
+		if s.Spec.ProcessDD != "" && (slices.Contains(r.Keys, "process_executable") || slices.Contains(r.Keys, "process_executable_args")) {
+			return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "service %d deploys process_DD %s: its instances are the JVMs ducc starts for it, and process_executable and process_executable_args cannot change (unregister and register again to change the service)", w.ID, s.Spec.ProcessDD)
+		}
+		n.Dependency = h.resolveBroker(n.Dependency)
 		merged := s.Spec
 		spec.MergeKeys(&merged, &n, r.Keys)
 		if err := spec.ValidateService(merged); err != nil {
@@ -200,4 +210,18 @@ func (h *Head) checkJavaPinger(s *wire.ServiceSpec, notFound string) error {
 		return errors.New(notFound)
 	}
 	return nil
+}
+
+// resolveBroker resolves ${DefaultBrokerURL} (and UIMA-AS's
+// ${defaultBrokerURL}) in endpoints to the cluster's UIMA-AS broker,
+// head.default_broker_url; it returns a new slice.
+func (h *Head) resolveBroker(endpoints []string) []string {
+	if len(endpoints) == 0 {
+		return endpoints
+	}
+	out := make([]string, len(endpoints))
+	for i, ep := range endpoints {
+		out[i] = spec.ResolveBroker(ep, h.cfg.DefaultBrokerURL)
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 
@@ -89,10 +90,22 @@ func BuildJob(raw Raw, cwd string) (*Job, error) {
 // BuildService interprets a raw service spec; it returns the spec and the
 // keys that were given (what `ducc services modify` changes). It checks
 // each value, not the whole: see ValidateService.
+//
+// A UIMA-AS service (process_DD) gets its command here, as a UIMA job
+// does in BuildJob: a JVM running ducc-uima.jar's ServiceMain on the DD;
+// BuildService reads the DD (uimaas.go) to learn the endpoint it declares.
 func BuildService(raw Raw) (wire.ServiceSpec, []string, error) {
+	cwd, _ := os.Getwd()
+	return buildService(raw, cwd, osDDReader{}, defaultUIMAASPaths)
+}
+
+func buildService(raw Raw, cwd string, r ddReader, paths func() uimaasPaths) (wire.ServiceSpec, []string, error) {
 	var sp wire.ServiceSpec
 	keys, err := build(KindService, raw, &sp)
 	if err != nil {
+		return wire.ServiceSpec{}, nil, err
+	}
+	if err := buildUIMAAS(&sp, keys, cwd, r, paths); err != nil {
 		return wire.ServiceSpec{}, nil, err
 	}
 	return sp, keys, nil

@@ -31,10 +31,18 @@
 // and FindPingerPaths finds the pinger jars (docs/services.md, "Java
 // pingers").
 //
+// The UIMA-AS service keys (uimaas.go: process_DD, classpath,
+// process_jvm_args, jvm) are turned by BuildService into instances that
+// are JVMs running ducc-uima.jar's ServiceMain on the deployment
+// descriptor; BuildService reads the DD, as DUCC's CLI does, to record the
+// endpoint it declares, which the head compares with the registered one
+// once it has resolved ${DefaultBrokerURL} (ResolveServiceBroker).
+//
 // Adding a key means adding one entry to the table (and its field to the
 // wire type). The package is pure apart from ParseFile reading a file and
-// the environment, UIMAPaths (called by BuildJob for UIMA jobs only) and
-// FindPingerPaths looking for ducc's jars beside the running binary, and
+// the environment, UIMAPaths (called by BuildJob for UIMA jobs only)
+// and FindPingerPaths looking for ducc's jars beside the running binary,
+// BuildService reading a UIMA-AS service's deployment descriptor, and
 // CheckPingClasspath and ReadRegisteredPinger reading the files they are
 // given; it imports wire and units.
 package spec

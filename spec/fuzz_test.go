@@ -29,9 +29,19 @@ func seedFiles(f *testing.F, pattern string, extra ...string) {
 	}
 }
 
+// fuzzDDs are the deployment descriptors the fuzzed service specs may
+// name (process_DD): never a file of the machine.
+var fuzzDDs = fakeDDs{
+	"/base/dd.xml":         duccSleepDD,
+	"/base/cp.jar!a/D.xml": dd("q", "tcp://b:1", `<analysisEngine async="false"><scaleout numberOfInstances="2"/></analysisEngine>`),
+	"/base/bad.xml":        dd("q", "x", `<analysisEngine async="true"/>`),
+}
+
 // FuzzParseProperties: any file is read or refused without a panic, and
 // what is read builds a job or a service (or is refused) without a panic.
 func FuzzParseProperties(f *testing.F) {
+	seedFiles(f, "../examples/*/*.service", "process_DD = dd.xml\nprocess_jvm_args = -Dx=${DefaultBrokerURL}\n",
+		"service_request_endpoint UIMA-AS:q:${DefaultBrokerURL}\nprocess_DD a.D\nclasspath cp.jar\njvm /j\nservice_ping_executable p\n")
 	seedFiles(f, "../examples/*/*.properties",
 		"process_executable = ${HOME}/w \\\n  more\nenvironment = A=1 B='x y'\n",
 		"description = caf\\u00e9 $${x} ${description}\n", "a\\", "\\u12", "key:value\n!c\n#c\n", "=\n:\n",
@@ -55,8 +65,11 @@ func FuzzParseProperties(f *testing.F) {
 				if j, err := BuildJob(raw, "/"); err == nil {
 					_ = ValidateJob(j.Spec)
 				}
-			} else if s, _, err := BuildService(raw); err == nil {
+			} else if s, _, err := buildService(raw, "/base", fuzzDDs, fakeUIMAASPaths); err == nil {
 				_ = ValidateService(s)
+				if ResolveServiceBroker(&s, "tcp://b:1") == nil {
+					_ = ValidateService(s)
+				}
 			}
 		}
 	})
@@ -99,21 +112,29 @@ func FuzzParseServiceYAML(f *testing.F) {
 		"service_request_endpoint: CUSTOM:"+strings.Repeat("x", 100<<10)+"\nservice_ping_executable: p\n",
 		"service_request_endpoint: CUSTOM:x\nservice_ping_class: a.B\nservice_ping_classpath: [a, b]\nservice_ping_jvm_args: [-Xmx1g, -Da=b c]\nservice_ping_dolog: yes\n",
 		"service_request_endpoint: UIMA-AS:q:tcp://h:1\nservice_ping_jvmargs: -Xmx1g\nservice_ping_class: {a: b}\n",
-		"service_request_endpoint: UIMA-AS:\nservice_ping_class: \"\\u00e9.\\u0000\"\n")
+		"service_request_endpoint: UIMA-AS:\nservice_ping_class: \"\\u00e9.\\u0000\"\n",
+		"service_request_endpoint: UIMA-AS:TopLevelTaeQueue:${DefaultBrokerURL}\nprocess_DD: dd.xml\nprocess_jvm_args: -Xmx1G\nservice_ping_executable: p\n",
+		"process_DD: a.D\nclasspath: cp.jar:lib/*\njvm: /opt/java\n", "process_DD: bad.xml\n", "classpath: x\nprocess_executable: y\n")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		raw, _, err := ParseYAML(data, "s.yaml", "/base", KindService)
 		if err != nil {
 			return
 		}
-		s, keys, err := BuildService(raw)
+		s, keys, err := buildService(raw, "/base", fuzzDDs, fakeUIMAASPaths)
 		if err != nil {
 			return
 		}
 		_ = ValidateService(s)
+		if s.ProcessDD != "" && (s.Executable == "" || s.DDEndpoint == "" || s.Endpoint == "") {
+			t.Fatalf("a UIMA-AS service built without its command or endpoints: %+v", s)
+		}
 		mod := slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return CheckModify([]string{k}) != nil })
 		var m = s
 		m.Description, m.Executable, m.Args, m.Memory = "", "", nil, 0
 		MergeKeys(&m, &s, mod)
+		if s.ProcessDD != "" { // ducc's command for the DD: not a key, not merged
+			m.Executable, m.Args = s.Executable, s.Args
+		}
 		if len(m.Args) != len(s.Args) || m.Executable != s.Executable || m.Description != s.Description || m.Memory != s.Memory {
 			t.Fatalf("merging %v gives %+v, want %+v", mod, m, s)
 		}
@@ -152,7 +173,8 @@ func FuzzShellWords(f *testing.F) {
 func FuzzParseEndpoint(f *testing.F) {
 	for _, s := range []string{"TCP:db:5432", "TCP:127.0.0.1:99999", "TCP:127.0.0.1:-1", "TCP:[::1]:1", "HTTP:http://[::1",
 		"HTTP:localhost:8080/", "HTTP:https://h:0/", "CUSTOM:x", "x", strings.Repeat("TCP:", 300),
-		"UIMA-AS:q:tcp://127.0.0.1:61616", "UIMA-AS:q:failover:(tcp://a:1,tcp://b:2)", "UIMA-AS:q", "UIMA-AS::x", "uima-as: : "} {
+		"UIMA-AS:q:tcp://127.0.0.1:61616", "UIMA-AS:q:failover:(tcp://a:1,tcp://b:2)", "UIMA-AS:q", "UIMA-AS::x", "uima-as: : ",
+		"UIMA-AS:q:${DefaultBrokerURL}", "uima-as:q:tcp://h:1?x=y", "UIMA-AS::b", "UIMA-AS:q b:c"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, ep string) {
@@ -170,6 +192,32 @@ func FuzzParseEndpoint(f *testing.F) {
 		k2, t2, err := ParseEndpoint(again)
 		if err != nil || k2 != kind || t2 != target {
 			t.Fatalf("%q parsed to %s:%s, which parses to %s:%s, %v", ep, kind, target, k2, t2, err)
+		}
+	})
+}
+
+// FuzzParseDD: any deployment descriptor is read or refused without a
+// panic; what is read has a queue without blanks or colons and a broker,
+// which make a UIMA-AS endpoint ParseEndpoint takes.
+func FuzzParseDD(f *testing.F) {
+	seedFiles(f, "../examples/uima-as/*.xml", duccSleepDD, dd("q", "", ""), dd("q", "x", `<analysisEngine async="true"/>`),
+		`<analysisEngineDeploymentDescription><deployment><service><inputQueue endpoint="a:b"/></service></deployment></analysisEngineDeploymentDescription>`,
+		"<x/>", "<?xml version=\"1.0\"?><!DOCTYPE x [<!ENTITY e \"e\">]><x>&e;</x>")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		queue, broker, err := ParseDD(data)
+		if err != nil {
+			return
+		}
+		if queue == "" || broker == "" || strings.ContainsAny(queue, " \t\r\n:") {
+			t.Fatalf("read queue %q, broker %q", queue, broker)
+		}
+		if strings.ContainsAny(broker, " \t\r\n") {
+			return // refused by ParseEndpoint, which says why
+		}
+		if len(queue)+len(broker) < MaxEndpointSize-20 {
+			if _, _, err := ParseEndpoint(EndpointUIMAAS + ":" + queue + ":" + broker); err != nil {
+				t.Fatalf("the DD's endpoint is refused: %v", err)
+			}
 		}
 	})
 }

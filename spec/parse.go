@@ -213,6 +213,9 @@ func ParseProperties(data []byte, name, base string, env func(string) (string, b
 			return nil, nil, fmt.Errorf("line %d: %w", start, err)
 		}
 		for _, u := range undefined {
+			if brokerResolved(kind, key.Name, u) {
+				continue // the head resolves it (uimaas.go): nothing is left as written
+			}
 			warn = append(warn, fmt.Sprintf("%s:%d: ${%s} is not defined in the file or the environment; it is left as written", name, start, u))
 		}
 		vars[key.Name] = val

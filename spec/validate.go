@@ -84,6 +84,9 @@ func ValidateService(s wire.ServiceSpec) error {
 	if err := checkJavaPinger(s, kind); err != nil {
 		return err
 	}
+	if err := validateUIMAAS(s, kind); err != nil {
+		return err
+	}
 	for _, d := range s.Dependency {
 		if d == s.Endpoint {
 			return fmt.Errorf("service_dependency: a service cannot depend on itself (%s)", d)

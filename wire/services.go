@@ -66,6 +66,18 @@ type ServiceSpec struct {
 	PingClasspath string   `cbor:"51,keyasint,omitempty" json:"service_ping_classpath,omitempty"`
 	PingJVMArgs   []string `cbor:"52,keyasint,omitempty" json:"service_ping_jvm_args,omitempty"`
 	PingDoLog     bool     `cbor:"53,keyasint,omitempty" json:"service_ping_dolog,omitempty"`
+	// A UIMA-AS service (docs/services.md, "UIMA-AS services"): the
+	// deployment descriptor its instances deploy, the class path and
+	// options of their JVMs, and the java command. The CLI turns them
+	// into Executable and Args (a JVM running ducc.uima.ServiceMain) and
+	// records in DDEndpoint the UIMA-AS:queue:broker its DD declares, so
+	// that the head can compare it with Endpoint once it has resolved
+	// ${DefaultBrokerURL}.
+	ProcessDD  string   `cbor:"60,keyasint,omitempty" json:"process_DD,omitempty"`
+	Classpath  string   `cbor:"61,keyasint,omitempty" json:"classpath,omitempty"`
+	JVMArgs    []string `cbor:"62,keyasint,omitempty" json:"process_jvm_args,omitempty"`
+	JVM        string   `cbor:"63,keyasint,omitempty" json:"jvm,omitempty"`
+	DDEndpoint string   `cbor:"64,keyasint,omitempty" json:"dd_endpoint,omitempty"`
 }
 
 // ServiceRegisterRequest registers a service.
@@ -158,8 +170,8 @@ func (s *ServiceInfo) Redact() {
 		sp.Environment = nil
 		s.Redacted = appendOnce(s.Redacted, RedactedEnv)
 	}
-	if len(sp.Args) > 0 || len(sp.PingArgs) > 0 {
-		sp.Args, sp.PingArgs = nil, nil
+	if len(sp.Args) > 0 || len(sp.PingArgs) > 0 || len(sp.JVMArgs) > 0 {
+		sp.Args, sp.PingArgs, sp.JVMArgs = nil, nil, nil
 		s.Redacted = appendOnce(s.Redacted, RedactedArgs)
 	}
 }

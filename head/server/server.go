@@ -72,6 +72,9 @@ type Config struct {
 	Retention Retention
 	// ServiceMonitors is the folder of registered pingers (head.Config).
 	ServiceMonitors string
+	// DefaultBrokerURL is the cluster's UIMA-AS broker
+	// (head.default_broker_url; head.Config).
+	DefaultBrokerURL string
 	// Metrics are the head's metrics (nil-safe).
 	Metrics *web.HeadMetrics
 	// Pingers runs custom service pingers on agents (the agent this
@@ -155,7 +158,7 @@ func New(cfg Config) (*Server, error) {
 		Scheduler: cfg.Scheduler, Administrators: cfg.Administrators, NodeTimeout: cfg.NodeTimeout,
 		Heartbeat: cfg.Heartbeat, MaxHeartbeatsPerSecond: cfg.MaxHeartbeatsPerSecond,
 		Metrics: cfg.Metrics, Logger: cfg.Logger, FailoverGrace: cfg.FailoverGrace, Voters: s.voters,
-		Retention: cfg.Retention, ServiceMonitors: cfg.ServiceMonitors,
+		Retention: cfg.Retention, ServiceMonitors: cfg.ServiceMonitors, DefaultBrokerURL: cfg.DefaultBrokerURL,
 		Snapshots: func() wire.SnapshotInfo { return s.cand.fsm.info() },
 	}
 	cand, err := newCandidate(candidateConfig{
