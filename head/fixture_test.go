@@ -130,6 +130,8 @@ type options struct {
 	metrics *web.HeadMetrics
 	// release is the head's ReleaseMemory (nil: one that does nothing).
 	release func()
+	// dev makes the head a dev cluster's (head.Config.DevLogs).
+	dev bool
 }
 
 func newFixture(t *testing.T, o options) *fixture {
@@ -156,7 +158,7 @@ func newFixture(t *testing.T, o options) *fixture {
 	f.h = head.New(head.Config{
 		FSM: f.fsm, Apply: f.app, Node: "head-node", Peer: "head-peer", Version: "test",
 		Push: f.push, Scheduler: sc, Administrators: []string{"carol"},
-		NodeTimeout: 10 * time.Second, Now: f.clock.Now, Retention: o.retention, Metrics: o.metrics, ReleaseMemory: o.release,
+		NodeTimeout: 10 * time.Second, Now: f.clock.Now, Retention: o.retention, Metrics: o.metrics, ReleaseMemory: o.release, DevLogs: o.dev,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
