@@ -145,7 +145,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			NodeTimeout: a.cfg.NodeTimeout.D(), Metrics: a.obs.head, Pingers: a,
 			FailoverGrace: a.cfg.FailoverGrace.D(), DeadServerCleanup: a.cfg.DeadServerCleanup.D(), MaxHeartbeatsPerSecond: a.cfg.MaxHeartbeatsPerSecond,
 			WebTokenKey: a.webKey, WebTokenValidity: a.cfg.Web.TokenValidity.D(), ServiceMonitors: a.cfg.ServiceMonitors, DefaultBrokerURL: a.cfg.DefaultBrokerURL,
-			Retention:      a.cfg.Retention.Head(),
+			Retention: a.cfg.Retention.Head(), DevLogs: a.cfg.Dev,
 			FollowedLeader: func() peer.ID { p, _ := a.leader.get(); return p },
 			LocalDesired:   func(ds wire.DesiredState) { a.leader.pushedBy(a.host.ID()); a.acceptDesired(ds) },
 			Logger:         a.base,

@@ -125,6 +125,7 @@ func (a *Agent) apiCall(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	a.awaitNodeKnown(r.Context())
 	if err := a.callHead(r.Context(), method, c, req, resp); err != nil {
 		writeErr(w, err)
 		return
@@ -134,6 +135,54 @@ func (a *Agent) apiCall(w http.ResponseWriter, r *http.Request) {
 		resp.(*wire.StatusInfo).Cluster = a.cfg.Cluster
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// nodeKnownWait bounds how long a local API call waits for the head to
+// know this node (awaitNodeKnown).
+const nodeKnownWait = 10 * time.Second
+
+// awaitNodeKnown holds a call from this node's users until the head this
+// agent follows knows the node (leaderTracker.knows): a head that has not
+// yet folded in the node's first heartbeat would judge the call against a
+// cluster without it. In a cluster's first moments a fresh dev cluster's
+// head knows no node at all, and would accept work no node can hold (it
+// would wait for ever, NoNodes) where a second later it refuses it; and
+// the first head of a new incarnation would not yet know the leftovers
+// of the earlier cluster whose work ids it must not give again
+// (head.raiseIDFloor). Submitting to a starting cluster thus meets the
+// cluster a person meets seconds later (docs/decisions.md, "The local
+// agent answers once the head knows its node").
+//
+// The wait is bounded: at most nodeKnownWait, and noHeadWait while no
+// head is known at all (callHead then says so). After that the call goes
+// on and the head answers with what it knows.
+func (a *Agent) awaitNodeKnown(ctx context.Context) {
+	known, ch := a.leader.knows()
+	if known {
+		return
+	}
+	start := time.Now()
+	limit := time.NewTimer(nodeKnownWait)
+	defer limit.Stop()
+	noHead := time.NewTimer(noHeadWait)
+	defer noHead.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-limit.C:
+			a.log.Info("the head has not acknowledged this node's heartbeat yet; the call goes on", "waited", time.Since(start).Round(time.Millisecond))
+			return
+		case <-noHead.C:
+			if leader, _ := a.leader.get(); leader == "" {
+				return // no head: callHead waits for one and says so
+			}
+		case <-ch:
+		}
+		if known, ch = a.leader.knows(); known {
+			return
+		}
+	}
 }
 
 func decodeJSON(r *http.Request, v any) error {

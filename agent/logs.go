@@ -1,12 +1,15 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ducc-project/ducc/wire"
@@ -18,6 +21,34 @@ type eventWriter struct {
 	w   http.ResponseWriter
 	enc *json.Encoder
 	raw io.Writer
+	// attached marks the output of an attached `ducc run`, which the CLI
+	// prints as the process's own stdout: the line the shim appends to the
+	// log when the memory cap struck ("ducc: process 5.1 ...") is left out
+	// (ducc run says it on stderr). held is the output's last line while
+	// it may be that line.
+	attached bool
+	held     []byte
+}
+
+// oomLinePrefix begins the line the shim appends to a log when the memory
+// cap killed a process of its tree (proc's oomLogLine).
+const oomLinePrefix = "ducc: process "
+
+// holdBack returns what of the output b may be sent now, keeping back a
+// last line that is, or may become, the shim's line about the memory cap.
+func (e *eventWriter) holdBack(b []byte) []byte {
+	data := append(e.held, b...)
+	start := 0
+	if len(data) > 1 {
+		start = bytes.LastIndexByte(data[:len(data)-1], '\n') + 1
+	}
+	last := data[start:]
+	cut := len(data)
+	if bytes.HasPrefix(last, []byte(oomLinePrefix)) || bytes.HasPrefix([]byte(oomLinePrefix), last) {
+		cut = start
+	}
+	e.held = append([]byte(nil), data[cut:]...)
+	return data[:cut]
 }
 
 func newEventWriter(w http.ResponseWriter) *eventWriter {
@@ -27,6 +58,28 @@ func newEventWriter(w http.ResponseWriter) *eventWriter {
 }
 
 func (e *eventWriter) send(ev wire.AttachEvent) error {
+	if e.attached {
+		if len(ev.Output) > 0 {
+			if ev.Output = e.holdBack(ev.Output); len(ev.Output) == 0 {
+				return nil
+			}
+		} else if held := e.held; len(held) > 0 {
+			// The output stops here (an end, a notice): a whole last line
+			// of the shim's is left out, anything else goes first.
+			e.held = nil
+			whole := bytes.HasPrefix(held, []byte(oomLinePrefix)) && bytes.IndexByte(held, '\n') == len(held)-1
+			if !whole {
+				if err := e.emit(wire.AttachEvent{Output: held}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return e.emit(ev)
+}
+
+// emit writes one event.
+func (e *eventWriter) emit(ev wire.AttachEvent) error {
 	if e.raw != nil {
 		if len(ev.Output) > 0 {
 			_, err := e.raw.Write(ev.Output)
@@ -57,11 +110,13 @@ func (a *Agent) apiAttach(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var rep wire.SubmitReply
+	a.awaitNodeKnown(r.Context())
 	if err := a.callHead(r.Context(), wire.MethodRun, c, req, &rep); err != nil {
 		writeErr(w, err)
 		return
 	}
 	ev := newEventWriter(w)
+	ev.attached = true
 	if ev.send(wire.AttachEvent{ID: rep.ID}) != nil {
 		return
 	}
@@ -83,6 +138,7 @@ func (a *Agent) apiLogs(w http.ResponseWriter, r *http.Request) {
 	}
 	// Refuse before the stream starts, so the refusal is the answer.
 	var acc wire.LogAccess
+	a.awaitNodeKnown(r.Context())
 	if err := a.callHead(r.Context(), wire.MethodLogAccess, c, wire.IDRequest{ID: id}, &acc); err != nil {
 		writeErr(w, err)
 		return
@@ -119,6 +175,9 @@ func (a *Agent) followProc(ctx context.Context, ev *eventWriter, c wire.Caller, 
 	}
 	// Nothing ran (launch failure, canceled while pending): no log.
 	if p := pickProc(info, procID); p != nil && p.LogPath != "" {
+		if n := othersNotice(info, p, procID); n != "" {
+			_ = ev.send(wire.AttachEvent{Notice: n})
+		}
 		var err error
 		if p.Node != a.cfg.Node {
 			err = a.tailRemote(ctx, ev, c, p, tail && !info.Ended)
@@ -145,6 +204,27 @@ func (a *Agent) followProc(ctx context.Context, ev *eventWriter, c wire.Caller, 
 		return
 	}
 	_ = ev.send(wire.AttachEvent{Work: &info})
+}
+
+// othersNotice says, when no process was asked for and the work has
+// others, which process's log is shown and how to see the others
+// ("" otherwise): the log of one process of a two-process job used to
+// come with no word of the other.
+func othersNotice(info wire.WorkInfo, shown *wire.ProcInfo, procID string) string {
+	if procID != "" {
+		return ""
+	}
+	var others []string
+	for _, p := range info.Procs {
+		if p.ID != shown.ID {
+			others = append(others, p.ID)
+		}
+	}
+	if len(others) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("showing the log of process %s of work %d (on %s); its other processes: %s ('ducc logs %d --process ID' shows one)",
+		shown.ID, info.ID, shown.Node, strings.Join(others, ", "), info.ID)
 }
 
 func pickProc(info wire.WorkInfo, procID string) *wire.ProcInfo {

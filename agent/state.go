@@ -27,6 +27,11 @@ type leaderTracker struct {
 	term     uint64        // term of the last announcement followed
 	interval time.Duration // heartbeat interval the head asks for (0: none)
 	pushed   string        // the head (headKey) that last pushed this node a desired state
+	// pusher is the peer that last pushed this node a desired state,
+	// kept while the agent follows that peer (or no one); known is closed
+	// (and replaced) whenever pusher or the leader changes (knows).
+	pusher peer.ID
+	known  chan struct{}
 }
 
 // announced records the term and the heartbeat interval of the followed
@@ -61,9 +66,35 @@ func (l *leaderTracker) head() (name string, pushed bool) {
 func (l *leaderTracker) pushedBy(p peer.ID) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if p != "" && p == l.leader {
+	if p == "" {
+		return
+	}
+	if p == l.leader {
 		l.pushed = l.key()
 	}
+	if l.pusher != p {
+		l.pusher = p
+		l.notify()
+	}
+}
+
+// knows reports whether the followed head knows this node: it pushed the
+// node a desired state, which a head does only once it has folded in a
+// full heartbeat of the node (its memory, its processes and the leftovers
+// of an earlier cluster). A push that arrives before the head's
+// announcement counts once the agent follows that head. The channel is
+// closed at the next change of the answer's inputs (a push from another
+// peer, a new leader).
+func (l *leaderTracker) knows() (bool, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.leader != "" && l.pusher == l.leader, l.known
+}
+
+// notify closes and replaces the channel of knows; l.mu is held.
+func (l *leaderTracker) notify() {
+	close(l.known)
+	l.known = make(chan struct{})
 }
 
 // key names the followed head and its term; l.mu is held.
@@ -75,7 +106,7 @@ func (l *leaderTracker) key() string {
 }
 
 func newLeaderTracker() *leaderTracker {
-	return &leaderTracker{changed: make(chan struct{})}
+	return &leaderTracker{changed: make(chan struct{}), known: make(chan struct{})}
 }
 
 // get returns the leader ("" for none) and a channel that is closed when
@@ -97,6 +128,10 @@ func (l *leaderTracker) set(p peer.ID) bool {
 	l.leader = p
 	close(l.changed)
 	l.changed = make(chan struct{})
+	if l.pusher != p {
+		l.pusher = "" // pushed by an earlier head: the new one may not know this node yet
+	}
+	l.notify()
 	return true
 }
 

@@ -1,6 +1,9 @@
 package agent
 
 import (
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,5 +120,118 @@ func TestLedgerNewIncarnationDropsUnacked(t *testing.T) {
 	}
 	if _, applied, unacked := l.next(); applied != 1 || len(unacked) != 0 {
 		t.Errorf("after a new incarnation: applied %d, unacknowledged %+v", applied, unacked)
+	}
+}
+
+// TestLeaderTrackerKnows: the node is known to the head it follows once
+// that head pushed it a desired state, also when the push came before the
+// agent followed the head's announcement; a push from another peer, or
+// one from an earlier head, does not count; every change closes the
+// channel.
+func TestLeaderTrackerKnows(t *testing.T) {
+	steps := []struct {
+		name  string
+		do    func(l *leaderTracker)
+		known bool
+	}{
+		{"fresh", func(*leaderTracker) {}, false},
+		{"push before the announcement", func(l *leaderTracker) { l.pushedBy("peerA") }, false},
+		{"follows the head that pushed", func(l *leaderTracker) { l.set("peerA") }, true},
+		{"a push from another peer", func(l *leaderTracker) { l.pushedBy("peerB") }, false},
+		{"the followed head again", func(l *leaderTracker) { l.pushedBy("peerA") }, true},
+		{"a new head", func(l *leaderTracker) { l.set("peerC") }, false},
+		{"the old head, late", func(l *leaderTracker) { l.pushedBy("peerA") }, false},
+		{"the new head", func(l *leaderTracker) { l.pushedBy("peerC") }, true},
+		{"back to the old head, which never pushed in its new term", func(l *leaderTracker) { l.set("peerA") }, false},
+	}
+	l := newLeaderTracker()
+	for _, s := range steps {
+		_, ch := l.knows()
+		s.do(l)
+		known, _ := l.knows()
+		if known != s.known {
+			t.Errorf("%s: knows = %v, want %v", s.name, known, s.known)
+		}
+		if s.name == "fresh" {
+			continue
+		}
+		select {
+		case <-ch:
+		default:
+			t.Errorf("%s: the change did not close the channel", s.name)
+		}
+	}
+}
+
+// TestOthersNotice: 'ducc logs N' of a work with several processes says
+// which process's log it shows and how to see the others; with one
+// process, or a process asked for, it says nothing.
+func TestOthersNotice(t *testing.T) {
+	two := wire.WorkInfo{ID: 5, Procs: []wire.ProcInfo{{ID: "5.1", Node: "n1"}, {ID: "5.2", Node: "n2"}}}
+	one := wire.WorkInfo{ID: 6, Procs: []wire.ProcInfo{{ID: "6.1", Node: "n1"}}}
+	tests := []struct {
+		name   string
+		info   wire.WorkInfo
+		procID string
+		want   string
+	}{
+		{"two processes", two, "", "showing the log of process 5.1 of work 5 (on n1); its other processes: 5.2 ('ducc logs 5 --process ID' shows one)"},
+		{"one asked for", two, "5.2", ""},
+		{"one process", one, "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := othersNotice(tc.info, pickProc(tc.info, tc.procID), tc.procID); got != tc.want {
+				t.Errorf("notice %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAttachedOutputLeavesOutTheCapLine: an attached 'ducc run' prints the
+// process's output as its own stdout, without the line the shim appends
+// to the log when the memory cap struck ('ducc run' says it on stderr);
+// a line of the process's own that only looks like it, followed by more
+// output, is kept, and a detached log keeps everything.
+func TestAttachedOutputLeavesOutTheCapLine(t *testing.T) {
+	const capLine = "ducc: process 1.1 exited normally; memory cap hit: 1 process killed by the OOM killer (cap 512 MiB)\n"
+	tests := []struct {
+		name     string
+		attached bool
+		chunks   []string
+		want     string
+	}{
+		{"attached", true, []string{"Killed\nsurv", "ived\n", "ducc: pro", capLine[len("ducc: pro"):]}, "Killed\nsurvived\n"},
+		{"attached, in one chunk", true, []string{"survived\n" + capLine}, "survived\n"},
+		{"attached, look-alike then more", true, []string{"ducc: process says hi\n", "bye\n"}, "ducc: process says hi\nbye\n"},
+		{"attached, partial last line", true, []string{"ducc: proc"}, "ducc: proc"},
+		{"detached", false, []string{"survived\n", capLine}, "survived\n" + capLine},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			ev := newEventWriter(rec)
+			ev.attached = tc.attached
+			for _, c := range tc.chunks {
+				if err := ev.send(wire.AttachEvent{Output: []byte(c)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := ev.send(wire.AttachEvent{Work: &wire.WorkInfo{ID: 1}}); err != nil {
+				t.Fatal(err)
+			}
+			var got strings.Builder
+			dec := json.NewDecoder(rec.Body)
+			for {
+				var e wire.AttachEvent
+				if err := dec.Decode(&e); err != nil {
+					break
+				}
+				got.Write(e.Output)
+			}
+			if got.String() != tc.want {
+				t.Errorf("output %q, want %q", got.String(), tc.want)
+			}
+		})
 	}
 }

@@ -30,7 +30,7 @@ func TestRun(t *testing.T) {
 		{name: "output and exit code", args: []string{"run", "--", "sh", "-c", "echo hello; echo oops >&2; exit 7"}, wantCode: 7, wantOut: "hello\noops\n"},
 		{name: "success", args: []string{"run", "--memory", "512M", "--", "true"}, wantCode: 0},
 		{name: "memory cap kill", args: []string{"run", "--memory", "512M", "--", "sh", "-c", "head -c 3000M /dev/zero | tail"},
-			wantCode: 137, wantErr: "exceeded its memory limit of 1 GiB", needsRoot: true},
+			wantCode: 137, wantErr: "exceeded its memory limit of 512 MiB", needsRoot: true},
 		{name: "missing executable", args: []string{"run", "--", "/no/such/program"}, wantCode: 1, wantErr: "LaunchFailure"},
 		{name: "unknown class", args: []string{"run", "--class", "hgih", "--", "true"}, wantCode: 2, wantErr: `unknown class "hgih"; the classes 'ducc run' and services may use (FIXED_SHARE) are: fixed `},
 		{name: "fair class refused", args: []string{"run", "--class", "normal", "--", "true"}, wantCode: 2, wantErr: "needs a FIXED_SHARE class"},

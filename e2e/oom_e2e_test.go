@@ -24,7 +24,7 @@ func TestRunChildOOM(t *testing.T) {
 		t.Skip("needs root for cgroups")
 	}
 	c := startCluster(t)
-	const want = "exited normally; memory cap hit: 1 process killed by the OOM killer (cap 1 GiB)"
+	const want = "exited normally; memory cap hit: 1 process killed by the OOM killer (cap 512 MiB)"
 	out, errs, code := c.ducc("run", "--memory", "512M", "--", "sh", "-c", eatMemory+"; echo survived; exit 0")
 	if code != wire.CodeMemoryCap {
 		t.Fatalf("ducc run: exit %d, want %d\nstdout: %s\nstderr: %s", code, wire.CodeMemoryCap, out, errs)
@@ -101,7 +101,7 @@ func TestJobChildOOM(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	p := w.Procs[0]
-	if p.OOMKills != 2 || !strings.Contains(p.Reason, "memory cap hit: 2 processes killed by the OOM killer (cap 1 GiB)") {
+	if p.OOMKills != 2 || !strings.Contains(p.Reason, "memory cap hit: 2 processes killed by the OOM killer (cap 512 MiB)") {
 		t.Errorf("job process record: %+v; want 2 OOM kills named in the reason", p)
 	}
 	text, _, _ := c.ducc("show", id)

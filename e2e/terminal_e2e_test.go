@@ -147,7 +147,7 @@ func TestTerminalFits(t *testing.T) {
 	t.Logf("ducc show %s:\n%s", id, show)
 	checkFits(t, "ducc show", show)
 	flat = strings.Join(strings.Fields(show), " ")
-	for _, s := range []string{"Items:", "of 60 done", "Rate:", "asked 256 MiB; capped at 1 GiB: memory is given in shares of 1 GiB", "Nodes: n1", "Processes:"} {
+	for _, s := range []string{"Items:", "of 60 done", "Rate:", "256 MiB per process (held as 1 share of 1 GiB)", "Nodes: n1", "Processes:"} {
 		if code != 0 || !strings.Contains(flat, s) {
 			t.Errorf("ducc show %s (exit %d) lacks %q:\n%s", id, code, s, show)
 		}

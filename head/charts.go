@@ -128,6 +128,26 @@ func (c *charts) reply(id uint64, order []string) wire.ChartsReply {
 	return out
 }
 
+// before returns the time and the finished items (done and failed) of
+// job id's newest sample taken at or before cutoff (Unix ms), or its
+// oldest sample when none is that old; ok is false when it has none.
+func (c *charts) before(id uint64, cutoff int64) (at int64, items int, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.jobs[id]
+	if s == nil || len(s.pts) == 0 {
+		return 0, 0, false
+	}
+	p := s.pts[0]
+	for _, q := range s.pts {
+		if q.At > cutoff {
+			break
+		}
+		p = q
+	}
+	return p.At, p.Done + p.Failed, true
+}
+
 // Charts answers wire.MethodCharts. Its samples are counts that the work
 // list shows anyone too, so every caller may have them.
 func (h *Head) Charts(r wire.ChartsRequest) wire.ChartsReply {

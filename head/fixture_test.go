@@ -137,6 +137,8 @@ type options struct {
 	monitors string
 	// broker is the head's DefaultBrokerURL (UIMA-AS services).
 	broker string
+	// dev makes the head a dev cluster's (head.Config.DevLogs).
+	dev bool
 }
 
 func newFixture(t *testing.T, o options) *fixture {
@@ -166,7 +168,7 @@ func newFixture(t *testing.T, o options) *fixture {
 	f.h = head.New(head.Config{
 		FSM: f.fsm, Apply: f.app, Node: "head-node", Peer: "head-peer", Version: "test",
 		Push: f.push, Scheduler: sc, Administrators: []string{"carol"},
-		NodeTimeout: 10 * time.Second, Now: f.clock.Now, Retention: o.retention, Metrics: o.metrics, ReleaseMemory: o.release, DefaultBrokerURL: o.broker,
+		NodeTimeout: 10 * time.Second, Now: f.clock.Now, Retention: o.retention, Metrics: o.metrics, ReleaseMemory: o.release, DefaultBrokerURL: o.broker, DevLogs: o.dev,
 		PingerPaths: o.pingers, ServiceMonitors: o.monitors, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -66,6 +66,11 @@ type Config struct {
 	// head.service_monitors, as the registered pingers' folder if set.
 	PingerPaths     *spec.PingerPaths
 	ServiceMonitors string
+	// DevLogs marks a dev cluster (`ducc agent --dev`): work that names no
+	// log directory logs under ~/ducc/logs/dev-<incarnation>/ rather than
+	// DUCC's ~/ducc/logs/, since every dev cluster's ids start at 1
+	// (defaultLogDir).
+	DevLogs bool
 }
 
 // Head is the cluster's brain for one leadership term: it answers the
@@ -77,7 +82,6 @@ type Head struct {
 	orch    *orch.Orchestrator
 	jd      *jd.Driver
 	sm      *sm.Manager
-	rates   rates
 	charts  charts
 
 	// admitVisit, when set (by tests), is told of each admission check
@@ -159,11 +163,12 @@ func (h *Head) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// Heartbeat folds one agent heartbeat in.
+// Heartbeat folds one agent heartbeat in. The work ids it reports are
+// folded in first: once the orchestrator knows the node (and pushes it
+// its desired state, on which the node's agent lets its users submit:
+// agent.awaitNodeKnown), no new id repeats one the node runs.
 func (h *Head) Heartbeat(ctx context.Context, hb wire.Heartbeat, peer string) {
-	if len(hb.Leftovers) > 0 {
-		h.raiseIDFloor(ctx, hb)
-	}
+	h.raiseIDFloor(ctx, hb.Node, hb.Procs, hb.Leftovers)
 	h.orch.Heartbeat(ctx, hb, peer)
 }
 
@@ -180,6 +185,7 @@ func (h *Head) sched() *rm.Config {
 
 // Report folds an agent's process report in.
 func (h *Head) Report(ctx context.Context, r wire.Report) (wire.Empty, error) {
+	h.raiseIDFloor(ctx, r.Node, r.Procs, nil)
 	h.orch.Report(ctx, r.Node, r.Procs)
 	return wire.Empty{}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"path/filepath"
 
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/wire"
@@ -17,6 +18,24 @@ import (
 // incarnation's process of the same id. The new incarnation's work ids
 // continue above those of the leftovers its nodes report
 // (docs/decisions.md, "Cluster incarnations").
+
+// defaultLogDir is the log directory of work that asks for none (asked is
+// ""): DUCC's ~/ducc/logs (left to the orchestrator, procSpec), except on
+// a dev cluster, whose work logs under ~/ducc/logs/dev-<incarnation>/:
+// every dev cluster's work ids start at 1, so the logs of different dev
+// clusters mixed in one directory (log 1 of today's cluster beside log 1
+// of yesterday's).
+func (h *Head) defaultLogDir(asked, home string) string {
+	if asked != "" || !h.cfg.DevLogs || home == "" {
+		return asked
+	}
+	var inc string
+	h.cfg.FSM.View(func(v *state.View) { inc = v.Incarnation() })
+	if inc == "" {
+		return asked
+	}
+	return filepath.Join(home, "ducc", "logs", "dev-"+inc[:min(len(inc), 8)])
+}
 
 // nameIncarnation gives the cluster an incarnation id if it has none: the
 // first head of a new Raft state does, before it pushes any desired state.
@@ -37,26 +56,54 @@ func (h *Head) nameIncarnation(ctx context.Context) {
 	h.log.Info("cluster incarnation", "incarnation", id)
 }
 
-// raiseIDFloor makes the next work id higher than the work ids of the
-// leftovers of another incarnation that a node reports, so that ids never
-// repeat across incarnations.
-func (h *Head) raiseIDFloor(ctx context.Context, hb wire.Heartbeat) {
+// raiseIDFloor makes the next work id higher than the work id of every
+// process a node reports that this cluster never started: the leftovers
+// of another incarnation (wire.Heartbeat.Leftovers), and processes with
+// an id this cluster has not given yet. An agent takes the processes of
+// an earlier cluster for leftovers only once it follows the new
+// incarnation (its first desired state); until then its heartbeats list
+// them with its own processes. Only work admitted through the Raft log
+// gets an id, below the next one, so a process at or above it belongs to
+// an earlier Raft state, whatever incarnation its node thinks it follows.
+func (h *Head) raiseIDFloor(ctx context.Context, node string, procs []wire.ProcStatus, left []wire.Leftover) {
+	var top uint64
+	for _, p := range procs {
+		top = max(top, p.WorkID)
+	}
+	for _, l := range left {
+		top = max(top, l.WorkID)
+	}
+	if top == 0 {
+		return
+	}
 	var inc string
 	var next uint64
 	h.cfg.FSM.View(func(v *state.View) { inc, next = v.Incarnation(), v.NextID() })
-	top, from := uint64(0), ""
-	for _, l := range hb.Leftovers {
-		if l.Incarnation != inc && l.WorkID >= top {
-			top, from = l.WorkID, l.Incarnation
-		}
-	}
 	if top < next {
 		return
 	}
-	if _, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdIDFloor, Time: h.cfg.Now().UnixMilli(), IDFloor: top + 1}); err != nil {
-		h.log.Warn("cannot raise the next work id above an earlier incarnation's", "node", hb.Node, "err", err)
+	top = 0
+	var from, proc string
+	for _, l := range left {
+		if l.Incarnation != inc && l.WorkID >= next && l.WorkID >= top {
+			top, from, proc = l.WorkID, l.Incarnation, l.ID
+		}
+	}
+	for _, p := range procs {
+		if p.WorkID >= next && p.WorkID > top {
+			top, from, proc = p.WorkID, "", p.ID
+		}
+	}
+	if top == 0 {
 		return
 	}
-	h.log.Warn("a node runs processes of an earlier cluster incarnation; work ids continue above theirs",
-		"node", hb.Node, "their_incarnation", from, "highest_work_id", top, "next_work_id", top+1)
+	if _, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdIDFloor, Time: h.cfg.Now().UnixMilli(), IDFloor: top + 1}); err != nil {
+		h.log.Warn("cannot raise the next work id above an earlier cluster's", "node", node, "err", err)
+		return
+	}
+	if from == "" {
+		from = "unknown (the node does not follow this cluster yet)"
+	}
+	h.log.Warn("a node runs processes this cluster did not start (an earlier cluster incarnation's); work ids continue above theirs",
+		"node", node, "process", proc, "their_incarnation", from, "highest_work_id", top, "next_work_id", top+1)
 }

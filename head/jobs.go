@@ -34,7 +34,7 @@ func (h *Head) SubmitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobReq
 	w := &state.Work{
 		Kind: wire.WorkJob, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: s.Memory, Path: s.Executable, Args: s.Args, Env: jobEnv(c, s),
-		Dir: dir, LogDir: s.LogDirectory, Description: s.Description, MachineList: s.MachineList,
+		Dir: dir, LogDir: h.defaultLogDir(s.LogDirectory, c.Home), Description: s.Description, MachineList: s.MachineList,
 		Job: &state.Job{Spec: s, DriverClass: driverClass}, Deps: s.ServiceDependency, Umask: s.Umask,
 		ShareGroup: s.ShareGroup, ShareGID: s.ShareGID,
 	}

@@ -105,6 +105,25 @@ func (h *Head) info(c wire.Caller, w *state.Work) wire.WorkInfo {
 	if !w.Ended() {
 		h.waiting(w, &info) // Reason, ReasonCode, Held, HeldCode
 	}
+	if w.Job != nil && !w.Ended() && !w.Canceling && w.State == state.StateRunning && len(w.Live()) == 0 {
+		// Every process of the running job was taken back (preempted,
+		// or its node went down): it waits for new ones, and says why,
+		// rather than showing Running with no process.
+		info.State = string(state.StateWaitingForResources)
+		if info.Reason == "" {
+			info.Reason, info.ReasonCode = "waiting for the next scheduling cycle", wire.ReasonScheduling
+		}
+	}
+	if w.Service != nil && !w.Ended() {
+		// A service is in the state 'ducc services query' shows (Stopped,
+		// Disabled, Available...), not its work's, which stays Running
+		// while it is registered.
+		si := h.serviceInfo(w)
+		info.State, info.Reason = si.State, si.Reason
+		if si.Reason == "" {
+			info.ReasonCode = ""
+		}
+	}
 	h.memoryCap(w, &info)
 	info.Nodes = liveNodes(w)
 	for _, p := range w.Procs {
@@ -142,10 +161,8 @@ func (h *Head) jobInfo(w *state.Work, info *wire.WorkInfo) {
 		st.Queued = q
 	}
 	st.Processes = len(w.JobProcs())
-	if w.Ended() {
-		h.rates.forget(w.ID)
-	} else {
-		st.Rate = h.rate(w.ID, w.Job.Done+w.Job.Failed)
+	if !w.Ended() {
+		st.Rate = h.rate(w.ID, w.Job.Done+w.Job.Failed, w.StartedAt)
 	}
 	info.Job = &st
 	info.Command = append([]string{w.Path}, w.Args...)

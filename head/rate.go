@@ -1,54 +1,30 @@
 package head
 
-import (
-	"sync"
-	"time"
-)
+import "time"
 
 // rateWindow is how far back the items/s estimate looks.
 const rateWindow = 10 * time.Second
 
-// rates estimates items per second per job from samples taken whenever a
-// job is shown.
-type rates struct {
-	mu   sync.Mutex
-	jobs map[uint64][]rateSample
-}
-
-type rateSample struct {
-	at    time.Time
-	count int
-}
-
-func (r *rates) sample(id uint64, count int, now time.Time) float64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.jobs == nil {
-		r.jobs = map[uint64][]rateSample{}
+// rate estimates a job's items per second at now from the chart samples
+// the head takes of every live job on its own ticker (sampleCharts): the
+// items finished since the newest sample at least rateWindow old, over
+// the time since; a job without a sample that old is measured from its
+// oldest sample, and one without samples from its start. The estimate
+// depends on the job, not on who asks or how often: it used to come from
+// samples taken whenever the job was shown, and read 0.0/s at the first
+// look at a running job and when looks came close together.
+func (h *Head) rate(id uint64, done int, startedAt int64) float64 {
+	now := h.cfg.Now()
+	at, base, ok := h.charts.before(id, now.Add(-rateWindow).UnixMilli())
+	if !ok || startedAt > at {
+		if startedAt == 0 {
+			return 0
+		}
+		at, base = startedAt, 0
 	}
-	s := append(r.jobs[id], rateSample{now, count})
-	for len(s) > 2 && now.Sub(s[1].at) > rateWindow {
-		s = s[1:]
+	dt := now.Sub(time.UnixMilli(at)).Seconds()
+	if dt < 0.2 || done < base {
+		return 0 // too short to tell
 	}
-	if len(s) > 64 {
-		s = s[len(s)-64:]
-	}
-	r.jobs[id] = s
-	first := s[0]
-	if dt := now.Sub(first.at).Seconds(); dt > 0.2 {
-		return float64(count-first.count) / dt
-	}
-	return 0
-}
-
-// forget drops the samples of a job.
-func (r *rates) forget(id uint64) {
-	r.mu.Lock()
-	delete(r.jobs, id)
-	r.mu.Unlock()
-}
-
-// rate estimates a job's items per second from the last few samples.
-func (h *Head) rate(id uint64, done int) float64 {
-	return h.rates.sample(id, done, h.cfg.Now())
+	return float64(done-base) / dt
 }

@@ -92,7 +92,9 @@ func (h *Head) waiting(w *state.Work, info *wire.WorkInfo) {
 }
 
 // memoryCap fills the share quantum of w's nodepool and the memory cap
-// each process of w gets: its memory rounded up to whole shares.
+// each process of w gets: the memory asked (the scheduler holds it in
+// whole shares of the quantum, but caps the process at what was asked:
+// orch.planCommands).
 func (h *Head) memoryCap(w *state.Work, info *wire.WorkInfo) {
 	sc := h.sched()
 	pool := ""
@@ -104,7 +106,7 @@ func (h *Head) memoryCap(w *state.Work, info *wire.WorkInfo) {
 		return
 	}
 	info.Quantum = q
-	info.MemoryCap = (w.Memory + q - 1) / q * q
+	info.MemoryCap = w.Memory
 }
 
 // liveNodes lists, once each and in order of first use, the nodes of w's

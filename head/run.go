@@ -20,7 +20,7 @@ func (h *Head) RunManaged(ctx context.Context, c wire.Caller, r wire.RunRequest)
 	w := &state.Work{
 		Kind: wire.WorkManaged, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: mem, Path: r.Path, Args: r.Args, Env: r.Env, Dir: r.Dir,
-		LogDir: r.LogDir, Description: r.Description, MachineList: r.MachineList, Umask: r.Umask,
+		LogDir: h.defaultLogDir(r.LogDir, c.Home), Description: r.Description, MachineList: r.MachineList, Umask: r.Umask,
 		ShareGroup: r.ShareGroup, ShareGID: r.ShareGID,
 		State: state.StateWaitingForResources,
 	}

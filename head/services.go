@@ -36,7 +36,7 @@ func (h *Head) RegisterService(ctx context.Context, c wire.Caller, r wire.Servic
 	w := &state.Work{
 		Kind: wire.WorkService, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: s.Memory, Path: s.Executable, Args: s.Args,
-		Env: state.ServiceEnv(c.User, c.Home, s.Environment), Dir: s.WorkingDirectory, LogDir: s.LogDirectory,
+		Env: state.ServiceEnv(c.User, c.Home, s.Environment), Dir: s.WorkingDirectory, LogDir: h.defaultLogDir(s.LogDirectory, c.Home),
 		Description: s.Description, Service: &state.Service{Spec: s}, Umask: s.Umask,
 		ShareGroup: s.ShareGroup, ShareGID: s.ShareGID,
 	}

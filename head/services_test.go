@@ -282,3 +282,40 @@ func TestJobWaitsForItsService(t *testing.T) {
 		t.Errorf("query by endpoint found %d, want %d", info.ID, svc)
 	}
 }
+
+// TestServiceShowAgreesWithQuery: 'ducc show' of a service says the state
+// 'ducc services query' says (after 'services stop', show said Running
+// and query Disabled or Stopped).
+func TestServiceShowAgreesWithQuery(t *testing.T) {
+	f := newFixture(t, options{})
+	f.node("n1", 8*gib)
+	id := f.register(t, alice, wire.ServiceSpec{Endpoint: deadEndpoint, Executable: "/bin/server", Memory: gib})
+	ref := strconv.FormatUint(id, 10)
+	steps := []struct {
+		action string
+		want   string
+	}{
+		{"", wire.SvcStateStopped},
+		{wire.SvcStart, ""},
+		{wire.SvcStop, ""},
+		{wire.SvcDisable, wire.SvcStateDisabled},
+	}
+	for _, s := range steps {
+		if s.action != "" {
+			var info wire.ServiceInfo
+			f.mustCall(t, wire.MethodServiceControl, alice, wire.ServiceControlRequest{Service: ref, Action: s.action}, &info)
+		}
+		if s.action == wire.SvcStart {
+			p := f.waitProc(t, id)
+			f.report(t, "n1", wire.ProcStatus{ID: p.ID, WorkID: id, State: wire.ProcRunning, PID: 31})
+		}
+		// The Service Manager decides in its own time: wait for the state
+		// wanted, then both must say it.
+		var q wire.ServiceInfo
+		var shown wire.WorkInfo
+		eventually(t, fmt.Sprintf("after %q, show and services query agree", s.action), func() bool {
+			q, shown = f.query(t, ref), f.show(t, id)
+			return (s.want == "" || q.State == s.want) && shown.State == q.State && shown.Reason == q.Reason
+		})
+	}
+}

@@ -172,6 +172,22 @@ func formatReason(st *Status) string {
 	return how + survivedKills(st)
 }
 
+// oomLogLine is the line the shim appends to the log of a process the
+// memory cap killed, or whose tree lost a process to it: "ducc: process
+// 5.1 was killed by the OOM killer: it exceeded its memory limit of
+// 256 MiB". It is "" when the OOM killer killed nothing.
+func oomLogLine(st *Status) string {
+	switch {
+	case st.OOMKilled && st.MemoryLimit > 0:
+		return "ducc: process " + st.ID + " was killed by the OOM killer: it " + st.Reason + "\n"
+	case st.OOMKilled:
+		return "ducc: process " + st.ID + " was " + st.Reason + "\n"
+	case st.OOMKills > 0:
+		return "ducc: process " + st.ID + " " + st.Reason + "\n"
+	}
+	return ""
+}
+
 // survivedKills is what formatReason adds for OOM kills in the tree of a
 // process that did not end because of them: "" when there were none.
 func survivedKills(st *Status) string {

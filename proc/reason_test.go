@@ -52,3 +52,28 @@ func TestOOMVerdict(t *testing.T) {
 		}
 	}
 }
+
+// TestOOMLogLine: the line the shim appends to the log when the memory cap
+// killed the process or one of its tree, and none otherwise.
+func TestOOMLogLine(t *testing.T) {
+	cases := []struct {
+		name string
+		st   Status
+		want string
+	}{
+		{"killed at the cap", Status{ID: "5.1", ExitCode: -1, Signal: "SIGKILL", OOMKilled: true, OOMKills: 1, MemoryLimit: 256 << 20},
+			"ducc: process 5.1 was killed by the OOM killer: it exceeded its memory limit of 256 MiB\n"},
+		{"killed, no cap", Status{ID: "5.1", ExitCode: -1, Signal: "SIGKILL", OOMKilled: true, OOMKills: 1},
+			"ducc: process 5.1 was killed by the kernel OOM killer\n"},
+		{"a child killed", Status{ID: "7.2", OOMKills: 1, MemoryLimit: 512 << 20},
+			"ducc: process 7.2 exited normally; memory cap hit: 1 process killed by the OOM killer (cap 512 MiB)\n"},
+		{"no kill", Status{ID: "5.1", ExitCode: 3}, ""},
+		{"killed by a signal", Status{ID: "5.1", ExitCode: -1, Signal: "SIGKILL"}, ""},
+	}
+	for _, c := range cases {
+		c.st.Reason = formatReason(&c.st)
+		if got := oomLogLine(&c.st); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -65,6 +65,10 @@ type shim struct {
 	pid       int
 	group     cgroup.Group
 	oomBefore uint64
+	// logFile is the shim's copy of the child's log (nil: none), kept
+	// open until the child ended to say there what the memory cap did
+	// (oomLogLine).
+	logFile *os.File
 }
 
 // host is the shim process that is the parent of a child: itself for a
@@ -171,7 +175,11 @@ func (s *shim) launch(cgroups cgroupsFunc, parent host) (handshake, error) {
 		return s.launchFailed(err.Error())
 	}
 	if cmd.logFile != nil {
-		defer cmd.logFile.Close() // the child has its own
+		defer func() {
+			if s.logFile == nil {
+				cmd.logFile.Close() // not started: nothing more to say there
+			}
+		}()
 	}
 
 	cg, err := cgroups(&s.spec)
@@ -195,6 +203,7 @@ func (s *shim) launch(cgroups cgroupsFunc, parent host) (handshake, error) {
 	}
 	s.pid = pid
 	s.st.State, s.st.PID, s.st.StartedAt = Running, pid, time.Now()
+	s.logFile = cmd.logFile // the child has its own; ended writes through this one
 
 	// Rename the log to carry the child pid (<WorkID>-<Kind>-<Node>-<pid>.log).
 	final := ""
@@ -260,6 +269,18 @@ func (s *shim) ended(ps *exit) error {
 		s.st.OOMKilled, s.st.OOMKills = oomVerdict(&s.st, oomAfter-s.oomBefore, s.group.OOMExact())
 	}
 	s.st.Reason = formatReason(&s.st)
+	if s.logFile != nil {
+		// Like DUCC and Slurm, the log says when the memory cap killed
+		// the process or one of its tree: else the log of a process
+		// killed at its cap just stops.
+		if line := oomLogLine(&s.st); line != "" {
+			if _, err := s.logFile.WriteString(line); err != nil {
+				s.log.Warn("cannot write the memory cap's kill to the log", "err", err)
+			}
+		}
+		s.logFile.Close()
+		s.logFile = nil
+	}
 	// Not synced to disk: the exit is durable once the head has recorded
 	// it (Raft); this file carries it across a restart of the agent, which
 	// keeps the page cache. A power loss ends the node's processes anyway

@@ -172,6 +172,8 @@ func TestSpecErrors(t *testing.T) {
 			[]string{"process_memory_size", "unknown unit"}},
 		{"bad minutes", "j.yaml", "process_executable: x\nprocess_per_item_time_max: soon\n",
 			[]string{"process_per_item_time_max", "neither minutes"}},
+		{"minutes that overflow", "j.yaml", "process_executable: x\nprocess_per_item_time_max: 153722868\n",
+			[]string{"process_per_item_time_max", "too large: at most 153722867 minutes"}},
 		{"zero minutes", "j.yaml", "process_executable: x\nprocess_initialization_time_max: 0\n",
 			[]string{"more than zero"}},
 		{"bad protocol", "j.yaml", "process_executable: x\nworker_protocol: uima\n",

@@ -269,6 +269,7 @@ func TestValidate(t *testing.T) {
 		{"job bad protocol", ValidateJob(wire.JobSpec{Executable: "w", WorkerProtocol: "uima"}), "worker_protocol: unknown worker protocol"},
 		{"job protocol not normalized", ValidateJob(wire.JobSpec{Executable: "w", WorkerProtocol: "EXEC"}), `write "exec"`},
 		{"job negative", ValidateJob(wire.JobSpec{Executable: "w", MaxItemRetries: -1}), "max_item_retries must not be negative, got -1"},
+		{"job time limit too large", ValidateJob(wire.JobSpec{Executable: "w", PerItemTimeMaxMS: 1 << 62}), "process_per_item_time_max is too large: 4611686018427387904 ms, at most 9223372036854 ms"},
 		{"items", CheckItems([]string{"a", strings.Repeat("x", MaxItemSize+1)}), "work item 1 is 1048577 bytes"},
 		{"run ok", ValidateRun(wire.RunRequest{Path: "true"}), ""},
 		{"run without command", ValidateRun(wire.RunRequest{}), "no command given"},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -33,6 +34,9 @@ func checkFields(kind Kind, target any) error {
 		case *int64:
 			if *p < 0 {
 				return fmt.Errorf("%s must not be negative, got %d", k.Name, *p)
+			}
+			if (k.Type == Minutes || k.Type == Millis) && *p > units.MaxMillis {
+				return fmt.Errorf("%s is too large: %d ms, at most %d ms (about 292 years)", k.Name, *p, units.MaxMillis)
 			}
 		case *string:
 			if k.Check != nil && *p != "" {

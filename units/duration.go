@@ -86,21 +86,45 @@ func FormatDuration(d time.Duration) string {
 	}
 }
 
+// MaxMillis is the longest time limit in milliseconds: the longest
+// time.Duration, about 292 years.
+const MaxMillis = math.MaxInt64 / int64(time.Millisecond)
+
+// maxMinutes is MaxMillis in whole minutes (153,722,867).
+const maxMinutes = math.MaxInt64 / int64(time.Minute)
+
+// tooLong says that a time limit is over the longest one.
+func tooLong(s, unit string, most int64) error {
+	return fmt.Errorf("%q is too large: at most %d %s (about 292 years)", s, most, unit)
+}
+
 // ParseMinutes reads minutes, DUCC's unit for job time limits ("120",
 // "0.5"), or a Go duration ("90s", "1h30m"), and returns milliseconds
-// (at least 1). Zero and negative values are refused.
+// (at least 1). Zero and negative values are refused, and so are values
+// over maxMinutes (a time.Duration would overflow).
 func ParseMinutes(s string) (int64, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return 0, errors.New("is empty: give minutes, like 30, or a duration like 90s")
 	}
 	var d time.Duration
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		if math.IsNaN(f) || math.IsInf(f, 0) || f > 1e9 {
+	if f, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		switch {
+		case math.IsNaN(f) || (math.IsInf(f, 0) && err == nil):
 			return 0, fmt.Errorf("%q is not a number of minutes", s)
+		case f <= 0:
+			return 0, fmt.Errorf("must be more than zero, got %q", s)
+		case f*float64(time.Minute) >= math.MaxInt64:
+			return 0, tooLong(s, "minutes", maxMinutes)
 		}
 		d = time.Duration(f * float64(time.Minute))
 	} else if d, err = time.ParseDuration(s); err != nil {
+		if strings.HasPrefix(s, "-") {
+			return 0, fmt.Errorf("must be more than zero, got %q", s)
+		}
+		if durationOverflows(s) {
+			return 0, tooLong(s, "minutes", maxMinutes)
+		}
 		return 0, fmt.Errorf("%q is neither minutes (like 30 or 0.5) nor a duration (like 90s or 2h)", s)
 	}
 	if d <= 0 {
@@ -109,18 +133,54 @@ func ParseMinutes(s string) (int64, error) {
 	return max(d.Milliseconds(), 1), nil
 }
 
+// durationOverflows reports whether s is a well-formed Go duration too
+// long for a time.Duration (time.ParseDuration says only "invalid"): the
+// same text with every number made 1 parses.
+func durationOverflows(s string) bool {
+	var b strings.Builder
+	digits, dots := false, 0
+	for _, r := range s {
+		if r >= '0' && r <= '9' || r == '.' {
+			if !digits {
+				b.WriteByte('1')
+				dots = 0
+			}
+			if r == '.' {
+				if dots++; dots > 1 {
+					return false // not a number
+				}
+			}
+			digits = true
+			continue
+		}
+		digits = false
+		b.WriteRune(r)
+	}
+	_, err := time.ParseDuration(b.String())
+	return err == nil
+}
+
 // ParseMillis reads milliseconds, DUCC's unit for service timings
 // ("500"), or a Go duration ("10s"), and returns milliseconds (at least
-// 1). Zero and negative values are refused.
+// 1). Zero and negative values are refused, and so are values over
+// MaxMillis.
 func ParseMillis(s string) (int64, error) {
 	s = strings.TrimSpace(s)
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if n <= 0 {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		switch {
+		case n <= 0:
 			return 0, fmt.Errorf("must be more than zero, got %q", s)
+		case err != nil || n > MaxMillis:
+			return 0, tooLong(s, "milliseconds", MaxMillis)
 		}
 		return n, nil
 	}
 	d, err := time.ParseDuration(s)
+	if err != nil && !strings.HasPrefix(s, "-") {
+		if durationOverflows(s) {
+			return 0, tooLong(s, "milliseconds", MaxMillis)
+		}
+	}
 	if err != nil || d <= 0 {
 		return 0, fmt.Errorf("%q is neither milliseconds (like 500) nor a duration (like 10s)", s)
 	}

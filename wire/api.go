@@ -178,8 +178,9 @@ type WorkInfo struct {
 	// (0 when it knows none), Nodes the nodes of its live processes.
 	Wanted int      `cbor:"53,keyasint,omitempty" json:"processes_wanted,omitempty"`
 	Nodes  []string `cbor:"54,keyasint,omitempty" json:"nodes,omitempty"`
-	// MemoryCap is each process's memory cap: Memory rounded up to whole
-	// shares of Quantum, the share quantum of the work's nodepool.
+	// MemoryCap is each process's memory cap: Memory, held by the
+	// scheduler in whole shares of Quantum, the share quantum of the
+	// work's nodepool.
 	MemoryCap int64 `cbor:"55,keyasint,omitempty" json:"memory_cap,omitempty"`
 	Quantum   int64 `cbor:"56,keyasint,omitempty" json:"share_quantum,omitempty"`
 }

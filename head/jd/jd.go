@@ -489,6 +489,18 @@ func (d *Driver) ProcGone(ctx context.Context, jobID uint64, procID string) {
 	delete(j.procs, procID)
 	delete(j.killing, procID)
 	sort.Ints(back)
+	// The items of a job being canceled (or ended) go nowhere: they are
+	// not preempted and queued again, and are not counted so
+	// (ducc_work_items_preempted_total counted every in-flight item of
+	// a canceled job).
+	over := false
+	d.fsm.View(func(v *state.View) {
+		w := v.Work(jobID)
+		over = w == nil || w.Canceling || w.Ended()
+	})
+	if over {
+		back = nil
+	}
 	now := d.now().UnixMilli()
 	var cmds []state.Command
 	if len(timedOut) > 0 {

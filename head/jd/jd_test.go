@@ -366,3 +366,41 @@ func TestHeldSame(t *testing.T) {
 		})
 	}
 }
+
+// TestCanceledJobItemsAreNotPreempted: the items a process of a canceled
+// job held when it was stopped are not re-queued nor counted as preempted
+// (they were counted in ducc_work_items_preempted_total); a process that
+// goes while its job runs still re-queues and counts them.
+func TestCanceledJobItemsAreNotPreempted(t *testing.T) {
+	tests := []struct {
+		name      string
+		cancel    bool
+		preempted int
+	}{
+		{"running job", false, 2},
+		{"canceled job", true, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, app, c := setup(t, 6, wire.JobSpec{})
+			d := New(f, app, c.now, slog.Default())
+			ctx := context.Background()
+			ex(t, d, "1.2", 2, nil) // items 0, 1
+			if tc.cancel {
+				if _, err := app.Apply(ctx, state.Command{Type: state.CmdCancel, Time: 8, WorkID: 1, By: "u"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			app.Apply(ctx, state.Command{Type: state.CmdProc, Time: 9, Proc: &wire.ProcStatus{ID: "1.2", WorkID: 1, State: wire.ProcExited, ExitCode: -1}})
+			d.ProcGone(ctx, 1, "1.2")
+			f.View(func(v *state.View) {
+				if got := v.Totals().ItemsPreempted; got != uint64(tc.preempted) {
+					t.Errorf("items counted preempted: %d, want %d", got, tc.preempted)
+				}
+				if w := v.Work(1); w != nil && w.Job.Preempted != tc.preempted {
+					t.Errorf("job's preempted items: %d, want %d", w.Job.Preempted, tc.preempted)
+				}
+			})
+		})
+	}
+}

@@ -258,9 +258,11 @@ func (o *Orchestrator) cycle(ctx context.Context) error {
 		nodes[i].Admin = admin[nodes[i].Name]
 	}
 	t0 := time.Now()
-	plan := o.rmSched.Schedule(o.input(now, nodes, active))
+	in := o.input(now, nodes, active)
+	asked := requested(in)
+	plan := o.rmSched.Schedule(in)
 	o.carry = plan.Carry
-	cmds, pending := planCommands(plan, active, now.UnixMilli())
+	cmds, pending := planCommands(plan, active, now.UnixMilli(), asked)
 	o.observeCycle(time.Since(t0), cmds, active, now)
 	o.mu.Lock()
 	o.pending, o.classes = pending, plan.Classes

@@ -171,10 +171,32 @@ var rmKinds = map[wire.WorkKind]rm.WorkKind{
 	wire.WorkService: rm.Service, wire.WorkReservation: rm.Reservation,
 }
 
+// requested maps each rm work of the input to the memory asked for each
+// of its processes (the class's default_memory where it names none).
+func requested(in rm.Input) map[uint64]int64 {
+	def := in.Config.DefaultMemory.Bytes()
+	m := make(map[uint64]int64, len(in.Work))
+	for _, w := range in.Work {
+		mem := w.Memory
+		if mem <= 0 {
+			mem = def
+		}
+		m[w.ID] = mem
+	}
+	return m
+}
+
 // planCommands turns a plan into the Raft commands that carry it out
 // (assignments, then stops) and the reason each waiting work waits. Starts
 // for work being canceled are dropped.
-func planCommands(plan rm.Plan, active []*state.Work, ts int64) ([]state.Command, map[uint64]Waiting) {
+//
+// A process's memory cap is what was asked for it (asked, by rm work id),
+// not the whole shares the scheduler holds for it (rm.Start.Memory): the
+// scheduler accounts in shares, but `ducc run --memory 256M` must be
+// killed past 256 MiB, not past the 1 GiB its share holds, and `ducc show`
+// and the dashboard then show the one cap the process has. A work the map
+// does not know keeps the shares' memory.
+func planCommands(plan rm.Plan, active []*state.Work, ts int64, asked map[uint64]int64) ([]state.Command, map[uint64]Waiting) {
 	canceling := map[uint64]bool{}
 	for _, w := range active {
 		canceling[w.ID] = w.Canceling
@@ -185,7 +207,11 @@ func planCommands(plan rm.Plan, active []*state.Work, ts int64) ([]state.Command
 		if canceling[id] {
 			continue
 		}
-		a := &state.Assignment{Node: s.Node, Shares: s.Shares, MemoryLimit: s.Memory, Instance: inst}
+		limit := s.Memory
+		if m, ok := asked[s.WorkID]; ok && m > 0 && m < limit {
+			limit = m
+		}
+		a := &state.Assignment{Node: s.Node, Shares: s.Shares, MemoryLimit: limit, Instance: inst}
 		if isDriverKey(s.WorkID) {
 			a.Kind = wire.ProcDriver
 		}

@@ -6,7 +6,17 @@ import (
 
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/wire"
 )
+
+func TestRequested(t *testing.T) {
+	cfg := rm.DefaultConfig()
+	in := rm.Input{Config: cfg, Work: []rm.Work{{ID: 1, Memory: 256 << 20}, {ID: 2}}}
+	got := requested(in)
+	if got[1] != 256<<20 || got[2] != cfg.DefaultMemory.Bytes() || len(got) != 2 {
+		t.Errorf("requested = %v, want 1: 256 MiB, 2: the default %d", got, cfg.DefaultMemory.Bytes())
+	}
+}
 
 func TestServiceKeyRoundTrip(t *testing.T) {
 	for _, c := range []struct {
@@ -29,6 +39,7 @@ func TestPlanCommands(t *testing.T) {
 	tests := []struct {
 		name        string
 		plan        rm.Plan
+		asked       map[uint64]int64
 		wantCmds    []state.Command
 		wantPending map[uint64]Waiting
 	}{
@@ -46,6 +57,24 @@ func TestPlanCommands(t *testing.T) {
 			wantCmds: []state.Command{
 				{Type: state.CmdAssign, Time: ts, WorkID: 1, Assign: &state.Assignment{Node: "n1", Shares: 2, MemoryLimit: 2 << 30}},
 				{Type: state.CmdAssign, Time: ts, WorkID: 3, Assign: &state.Assignment{Node: "n2", Shares: 1, MemoryLimit: 1 << 30, Instance: 4}},
+			},
+			wantPending: map[uint64]Waiting{},
+		},
+		{
+			name: "the memory cap is what was asked, under the shares held",
+			plan: rm.Plan{Starts: []rm.Start{
+				{WorkID: 1, Node: "n1", Shares: 1, Memory: 1 << 30},
+				{WorkID: drvKey(3), Node: "n1", Shares: 1, Memory: 1 << 30},
+				{WorkID: svcKey(3, 0), Node: "n2", Shares: 2, Memory: 2 << 30},
+				{WorkID: svcKey(3, 1), Node: "n2", Shares: 1, Memory: 1 << 30},
+			}},
+			asked: map[uint64]int64{1: 256 << 20, drvKey(3): 300 << 20, svcKey(3, 0): 1536 << 20, svcKey(3, 1): 4 << 30},
+			wantCmds: []state.Command{
+				{Type: state.CmdAssign, Time: ts, WorkID: 1, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 256 << 20}},
+				{Type: state.CmdAssign, Time: ts, WorkID: 3, Assign: &state.Assignment{Node: "n1", Shares: 1, MemoryLimit: 300 << 20, Kind: wire.ProcDriver}},
+				{Type: state.CmdAssign, Time: ts, WorkID: 3, Assign: &state.Assignment{Node: "n2", Shares: 2, MemoryLimit: 1536 << 20}},
+				// Never above the shares held.
+				{Type: state.CmdAssign, Time: ts, WorkID: 3, Assign: &state.Assignment{Node: "n2", Shares: 1, MemoryLimit: 1 << 30, Instance: 1}},
 			},
 			wantPending: map[uint64]Waiting{},
 		},
@@ -94,7 +123,7 @@ func TestPlanCommands(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cmds, pending := planCommands(tc.plan, active, ts)
+			cmds, pending := planCommands(tc.plan, active, ts, tc.asked)
 			if !reflect.DeepEqual(cmds, tc.wantCmds) {
 				t.Errorf("commands\n got %+v\nwant %+v", cmds, tc.wantCmds)
 			}

@@ -93,6 +93,8 @@ type Config struct {
 	// WebTokenValidity is how long a dashboard token is valid by default
 	// and at most (web.token_validity; DefaultWebTokenValidity if zero).
 	WebTokenValidity time.Duration
+	// DevLogs marks a dev cluster's head (head.Config.DevLogs).
+	DevLogs bool
 	// Hooks observe the server (for measurements); nil hooks are skipped.
 	Hooks  Hooks
 	Logger *slog.Logger
@@ -158,7 +160,7 @@ func New(cfg Config) (*Server, error) {
 		Scheduler: cfg.Scheduler, Administrators: cfg.Administrators, NodeTimeout: cfg.NodeTimeout,
 		Heartbeat: cfg.Heartbeat, MaxHeartbeatsPerSecond: cfg.MaxHeartbeatsPerSecond,
 		Metrics: cfg.Metrics, Logger: cfg.Logger, FailoverGrace: cfg.FailoverGrace, Voters: s.voters,
-		Retention: cfg.Retention, ServiceMonitors: cfg.ServiceMonitors, DefaultBrokerURL: cfg.DefaultBrokerURL,
+		Retention: cfg.Retention, ServiceMonitors: cfg.ServiceMonitors, DefaultBrokerURL: cfg.DefaultBrokerURL, DevLogs: cfg.DevLogs,
 		Snapshots: func() wire.SnapshotInfo { return s.cand.fsm.info() },
 	}
 	cand, err := newCandidate(candidateConfig{

@@ -169,7 +169,71 @@ func (h *hcLogger) Log(level hclog.Level, msg string, args ...any) {
 	if level == hclog.Off {
 		return
 	}
-	h.l.Log(context.Background(), hcToSlog(level), msg, args...)
+	if level == hclog.Warn && expectedRaftWarning(msg, args) {
+		level = hclog.Info
+	}
+	h.l.Log(context.Background(), hcToSlog(level), msg, hcArgs(args)...)
+}
+
+// expectedRaftWarning reports whether a warning of Raft's says nothing
+// is wrong, so that it is logged as information: every start of a head
+// logged two warnings. Raft warns that pre-vote is off because this
+// transport does not implement it (a property of ducc's Raft transport,
+// not a fault), and that the heartbeat timeout was reached when a member
+// that never had a leader starts its first election (with a leader known
+// before, the warning stays: the leader was lost).
+func expectedRaftWarning(msg string, args []any) bool {
+	switch msg {
+	case "pre-vote is disabled because it is not supported by the Transport":
+		return true
+	case "heartbeat timeout reached, starting election":
+		for i := 0; i+1 < len(args); i += 2 {
+			if args[i] == "last-leader-addr" {
+				return fmt.Sprint(args[i+1]) == ""
+			}
+		}
+	}
+	return false
+}
+
+// hcArgs formats the values hclog formats itself (hclog.Fmt, its number
+// formats), which slog would print as their Go structure: Raft logs its
+// configuration as hclog.Fmt("%+v", servers), and the line showed a
+// literal "%+v".
+func hcArgs(args []any) []any {
+	var out []any
+	for i, a := range args {
+		var v any
+		switch x := a.(type) {
+		case hclog.Format:
+			if len(x) == 0 {
+				continue
+			}
+			f, ok := x[0].(string)
+			if !ok {
+				continue
+			}
+			v = fmt.Sprintf(f, x[1:]...)
+		case hclog.Hex:
+			v = fmt.Sprintf("0x%x", int(x))
+		case hclog.Octal:
+			v = fmt.Sprintf("0%o", int(x))
+		case hclog.Binary:
+			v = fmt.Sprintf("0b%b", int(x))
+		case hclog.Quote:
+			v = fmt.Sprintf("%q", string(x))
+		default:
+			continue
+		}
+		if out == nil {
+			out = append([]any(nil), args...)
+		}
+		out[i] = v
+	}
+	if out == nil {
+		return args
+	}
+	return out
 }
 func (h *hcLogger) Trace(msg string, args ...any) { h.Log(hclog.Trace, msg, args...) }
 func (h *hcLogger) Debug(msg string, args ...any) { h.Log(hclog.Debug, msg, args...) }

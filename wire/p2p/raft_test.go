@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/libp2p/go-libp2p/core/host"
 )
@@ -187,5 +188,57 @@ func TestHCLogger(t *testing.T) {
 	out := buf.String()
 	if !strings.Contains(out, "level=WARN msg=slow") || !strings.Contains(out, "sub=raft.net") || !strings.Contains(out, "peer=p1") || !strings.Contains(out, "ms=12") || strings.Contains(out, "hidden") || strings.Count(out, "sub=") != 1 {
 		t.Fatalf("unexpected log output %q", out)
+	}
+}
+
+// TestHCLoggerFormats: the values hclog formats itself are formatted, not
+// printed as their structure (Raft's "initial configuration" line showed
+// a literal %+v).
+func TestHCLoggerFormats(t *testing.T) {
+	tests := []struct {
+		name string
+		val  any
+		want string
+	}{
+		{"Fmt", hclog.Fmt("%+v", []struct{ ID string }{{"a"}}), `v=[{ID:a}]`},
+		{"Fmt percent", hclog.Fmt("%0.2f%%", 12.5), `v=12.50%`},
+		{"Hex", hclog.Hex(255), "v=0xff"},
+		{"Quote", hclog.Quote("a b"), `v="\"a b\""`},
+		{"plain", 7, "v=7"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			l := NewHCLogger(slog.New(slog.NewTextHandler(&buf, nil)), "raft")
+			l.Info("initial configuration", "v", tc.val, "after", 1)
+			out := buf.String()
+			if !strings.Contains(out, tc.want+" after=1") || strings.Contains(out, "%+v") {
+				t.Errorf("log line %q, want %q in it", out, tc.want)
+			}
+		})
+	}
+}
+
+// TestHCLoggerExpectedWarnings: Raft's warnings that say nothing is wrong
+// (pre-vote off with this transport, the first election of a member that
+// never had a leader) are logged as information; the others stay warnings.
+func TestHCLoggerExpectedWarnings(t *testing.T) {
+	tests := []struct {
+		msg   string
+		args  []any
+		level string
+	}{
+		{"pre-vote is disabled because it is not supported by the Transport", nil, "INFO"},
+		{"heartbeat timeout reached, starting election", []any{"last-leader-addr", raft.ServerAddress(""), "last-leader-id", raft.ServerID("")}, "INFO"},
+		{"heartbeat timeout reached, starting election", []any{"last-leader-addr", raft.ServerAddress("12D3KooW"), "last-leader-id", raft.ServerID("n1")}, "WARN"},
+		{"failed to contact quorum of nodes, stepping down", nil, "WARN"},
+	}
+	for _, tc := range tests {
+		var buf bytes.Buffer
+		l := NewHCLogger(slog.New(slog.NewTextHandler(&buf, nil)), "raft")
+		l.Warn(tc.msg, tc.args...)
+		if !strings.Contains(buf.String(), "level="+tc.level) {
+			t.Errorf("%q %v logged as %q, want level %s", tc.msg, tc.args, buf.String(), tc.level)
+		}
 	}
 }

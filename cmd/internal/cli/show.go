@@ -224,7 +224,8 @@ func memoryLine(x *wire.WorkInfo) string {
 	}
 	if x.MemoryCap == 0 || x.MemoryCap == x.Memory {
 		if x.Quantum > 0 {
-			return asked + " per process (" + plural(int(x.Memory/x.Quantum), "share") + " of " + units.FormatSize(x.Quantum) + ")"
+			// Capped at what was asked, held in whole shares.
+			return asked + " per process (held as " + plural(int((x.Memory+x.Quantum-1)/x.Quantum), "share") + " of " + units.FormatSize(x.Quantum) + ")"
 		}
 		return asked + " per process"
 	}

@@ -152,6 +152,8 @@ func TestJobsColumns(t *testing.T) {
 
 func TestShowText(t *testing.T) {
 	ws := sampleWork()
+	asked := ws[0]
+	asked.MemoryCap = asked.Memory // a head that caps at the memory asked
 	tests := []struct {
 		name string
 		w    wire.WorkInfo
@@ -170,6 +172,7 @@ func TestShowText(t *testing.T) {
 		}, []string{"exit 143", "143", "EXIT 0", "killed by SIGTERM"}},
 		{"reservation", ws[1], []string{"State: WaitingForResources (NoFit)", "Reason: no machine in pool default has exactly 4 GiB"},
 			[]string{"Command:"}},
+		{"capped as asked", asked, []string{"Memory: 256 MiB per process (held as 1 share of 1 GiB)"}, []string{"0 shares"}},
 		{"ended job", ws[2], []string{"Rate: 2.0 items/s on average", "Run time: 50s"}, []string{"ETA"}},
 	}
 	for _, tt := range tests {

@@ -384,7 +384,9 @@ func (s *lineSource) readLine() ([]byte, error) {
 	for {
 		frag, err := s.r.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
-			if len(long)+len(frag) > maxItemBytes {
+			// The limit is on the item, not its line end: a fragment may
+			// end in the \r of a \r\n.
+			if len(long)+len(frag) > maxItemBytes+1 {
 				return nil, usageErr("%s line %d is longer than %d bytes; put large inputs in files and pass their names as items", s.name, s.line+1, maxItemBytes)
 			}
 			long = append(long, frag...)
@@ -400,10 +402,10 @@ func (s *lineSource) readLine() ([]byte, error) {
 		if long != nil {
 			line = append(long, frag...)
 		}
+		line = trimEOL(line)
 		if len(line) > maxItemBytes {
 			return nil, usageErr("%s line %d is longer than %d bytes; put large inputs in files and pass their names as items", s.name, s.line+1, maxItemBytes)
 		}
-		line = trimEOL(line)
 		if line == nil {
 			line = []byte{}
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ducc-project/ducc/spec"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -274,6 +275,42 @@ func TestSubmitLineSource(t *testing.T) {
 				t.Errorf("error %v, want %q", err, tc.err)
 			}
 		})
+	}
+}
+
+// TestSubmitLineSourceLimit: the 1 MiB limit is on the item, whatever
+// ends its line (an item of exactly 1 MiB was refused with a newline
+// after it and accepted without one), as the head counts it
+// (spec.CheckItems).
+func TestSubmitLineSourceLimit(t *testing.T) {
+	full := strings.Repeat("y", maxItemBytes)
+	tests := []struct {
+		name, in string
+		want     int // length of the one item read; 0: refused
+	}{
+		{"1 MiB, newline", full + "\n", maxItemBytes},
+		{"1 MiB, CRLF", full + "\r\n", maxItemBytes},
+		{"1 MiB, at the end", full, maxItemBytes},
+		{"1 MiB and a byte, newline", full + "y\n", 0},
+		{"1 MiB and a byte, at the end", full + "y", 0},
+		{"1 MiB and a CR inside", full + "\ry\n", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			it, ok, err := newLineSource(strings.NewReader(tc.in), "in").next()
+			switch {
+			case tc.want == 0 && (err == nil || !strings.Contains(err.Error(), "line 1 is longer than 1048576 bytes")):
+				t.Errorf("an item of %d bytes: ok %v, error %v; want it refused", len(strings.TrimRight(tc.in, "\r\n")), ok, err)
+			case tc.want != 0 && (err != nil || !ok || len(it) != tc.want):
+				t.Errorf("item of %d bytes, ok %v, error %v; want one of %d bytes", len(it), ok, err, tc.want)
+			}
+		})
+	}
+	if err := spec.CheckItems([]string{full}); err != nil {
+		t.Errorf("the head refuses an item the CLI sends: %v", err)
+	}
+	if err := spec.CheckItems([]string{full + "y"}); err == nil {
+		t.Error("the head accepts an item the CLI refuses")
 	}
 }
 
