@@ -35,6 +35,11 @@ func TestAgentForwardsCLICalls(t *testing.T) {
 		return wire.WorkInfo{ID: 7, User: req.Caller.User, State: "Running"}, nil
 	})
 	a := startAgent(t, workerConfig(t, psk, fh))
+	// The head shows it knows the node (a desired state after a full
+	// heartbeat), as a real head does: until then the agent holds the
+	// calls of its users for a while (awaitNodeKnown).
+	fh.waitFor("a heartbeat of n1", func() bool { _, ok := fh.beats["n1"]; return ok })
+	fh.push(t, a.peerID(t), wire.DesiredState{Node: "n1", Version: 1})
 
 	var st wire.StatusInfo
 	wiretest.Eventually(t, "status through the agent", func() bool {
@@ -251,6 +256,8 @@ func TestAgentFollowsANewHead(t *testing.T) {
 		})
 	}
 	a := startAgent(t, workerConfig(t, psk, old))
+	old.waitFor("a heartbeat of n1", func() bool { _, ok := old.beats["n1"]; return ok })
+	old.push(t, a.peerID(t), wire.DesiredState{Node: "n1", Version: 1}) // it knows the node
 	wiretest.Eventually(t, "the agent to follow the old head", func() bool {
 		var id wire.IDInfo
 		_, err := a.api(http.MethodGet, "/v1/id", nil, &id)
