@@ -75,6 +75,7 @@ type node struct {
 	eligDefrag int            // shares of processes eligible for defragmentation (see eligibleDefrag)
 	cands      []*proc        // round candidates in victim order (roundCandidates)
 	candsMade  bool
+	gpus       []gpuDev // the node's GPU devices (gpu.go); nil on a node without
 }
 
 func (n *node) up() bool { return n.n.State == NodeUp }
@@ -172,7 +173,9 @@ type sched struct {
 	waitText   string           // the note on the next preemption round (noteText)
 	changed    []*node          // nodes whose space or processes changed in this cycle, in order
 	evictSets  map[evictKey]*evictSet
-	mem        *buildMem // where build lays out nodes, works and processes
+	mem        *buildMem       // where build lays out nodes, works and processes
+	gpuBuf     []int           // scratch space of gpuPick
+	gpuFair    map[*pool]int64 // GPU bytes fair-share bands handed out per pool (fairGPU)
 	schedState
 }
 
@@ -266,6 +269,7 @@ func (s *sched) buildNodes() {
 		}
 		nd := &nodeSlab[i]
 		*nd = node{n: n, pool: s.resolvePool(n)}
+		s.layoutGPUs(nd)
 		nd.shares = int(max(n.MemSchedulable, 0) / nd.pool.quantum)
 		s.nodeBy[n.Name] = nd
 		s.nodes = append(s.nodes, nd)
@@ -339,7 +343,7 @@ func (s *sched) layoutWorks(keys []workKey) int {
 	for rank, k := range keys {
 		w := &in.Work[k.i]
 		wk := &workSlab[rank]
-		*wk = work{w: w, id: w.ID, anyNode: len(w.MachineList) == 0 && w.ServiceID == "", user: w.User, rank: rank}
+		*wk = work{w: w, id: w.ID, anyNode: len(w.MachineList) == 0 && w.ServiceID == "" && w.GPUs == 0 && w.GPUMemory == 0, user: w.User, rank: rank}
 		s.byInput[k.i] = wk
 		s.works[rank] = wk
 		s.classify(wk)
@@ -351,6 +355,7 @@ func (s *sched) layoutWorks(keys []workKey) int {
 		s.plan.Trace = s.plan.Trace[:ntrace]
 		for _, n := range s.nodes {
 			n.used, n.svc = 0, nil
+			n.resetGPUs()
 		}
 		l = s.startLayout(nprocs, make(map[string]bool, nprocs))
 		for _, wk := range s.works {
@@ -466,6 +471,7 @@ func (s *sched) layoutWork(wk *work, l *procLayout) {
 		pr.stopping = p.State == ProcStopping || issued
 		if pr.n != nil {
 			pr.n.used += pr.shares
+			s.takeGPUs(pr.n, wk, p)
 			if !pr.stopping {
 				onNode[pr.n.idx]++
 				if wk.w.ServiceID != "" {

@@ -18,17 +18,20 @@ import (
 // following pointers.
 
 type fsJob struct {
-	alloc  int // shares
-	rank   int // the work's rank (age)
-	target int // processes handed out; written to w.target when the job leaves
-	want   int // w.want
-	order  int // w.order
+	alloc  int   // shares
+	rank   int   // the work's rank (age)
+	target int   // processes handed out; written to w.target when the job leaves
+	want   int   // w.want
+	order  int   // w.order
+	dom    int   // what one process adds to alloc: its dominant share (fairGPU), order without GPUs
+	gpu    int64 // GPU bytes of one process (fairGPU)
 	w      *work
 }
 
 type fsUser struct {
 	name  string
 	alloc int
+	mem   int // shares handed out (alloc counts dominant shares)
 	jobs  minHeap[fsJob]
 	njobs int // len(jobs) once filled
 }
@@ -44,7 +47,8 @@ type fsClass struct {
 	weight     int64
 	guaranteed int // shares
 	max        int // shares; 0 = none
-	alloc      int
+	alloc      int // dominant shares (fairGPU)
+	mem        int // shares
 	users      minHeap[fsUserEntry]
 	nusers     int
 }
@@ -53,8 +57,9 @@ type fsClass struct {
 type classUser struct{ class, user string }
 
 // fairShare computes targets for the given fair jobs (all of one band and
-// one pool) over capacity shares, and returns the shares used.
-func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
+// one pool) over capacity shares and gpuCap GPU bytes (fairGPU), and
+// returns the shares and GPU bytes used.
+func (s *sched) fairShare(jobs []*work, capacity int, quantum int64, gpuCap int64) (int, int64) {
 	classes := map[string]*fsClass{}
 	users := map[classUser]*fsUser{}
 	var cl []*fsClass
@@ -103,7 +108,11 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 		}
 		u := owners[i]
 		i++
-		u.jobs = append(u.jobs, fsJob{rank: w.rank, want: w.want, order: w.order, w: w})
+		u.jobs = append(u.jobs, fsJob{rank: w.rank, want: w.want, order: w.order, dom: w.order, w: w})
+		if w.asksGPU() {
+			j := &u.jobs[len(u.jobs)-1]
+			j.gpu, j.dom = s.dominant(w, capacity, gpuCap)
+		}
 	}
 	slices.SortFunc(cl, func(a, b *fsClass) int { return strings.Compare(a.c.Name, b.c.Name) })
 	ch := classHeap(cl)
@@ -118,13 +127,13 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 		c.users.init()
 	}
 	ch.init()
-	left := capacity
+	left, gpuLeft := capacity, gpuCap
 	for len(ch) > 0 && left > 0 {
 		c := ch[0]
 		ue := &c.users[0]
 		u := ue.u
 		j := &u.jobs[0]
-		if j.target >= j.want || j.order > left || (c.max > 0 && c.alloc+j.order > c.max) {
+		if j.target >= j.want || j.order > left || j.gpu > gpuLeft || (c.max > 0 && c.mem+j.order > c.max) {
 			j.w.target = j.target
 			u.jobs.pop()
 			if len(u.jobs) == 0 {
@@ -136,11 +145,14 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 			continue
 		}
 		j.target++
-		j.alloc += j.order
-		ue.alloc += j.order
-		u.alloc += j.order
-		c.alloc += j.order
+		j.alloc += j.dom
+		ue.alloc += j.dom
+		u.alloc += j.dom
+		c.alloc += j.dom
+		u.mem += j.order
+		c.mem += j.order
 		left -= j.order
+		gpuLeft -= j.gpu
 		u.jobs.down(0)
 		c.users.down(0)
 		ch.down(0)
@@ -153,13 +165,13 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 		}
 	}
 	for _, c := range cl {
-		s.classShare[c.c.Name] += c.alloc
+		s.classShare[c.c.Name] += c.mem
 		s.classUsers[c.c.Name] += c.nusers
 	}
 	for _, k := range ul {
-		s.userShare[k] += users[k].alloc
+		s.userShare[k] += users[k].mem
 	}
-	return capacity - left
+	return capacity - left, gpuCap - gpuLeft
 }
 
 // minHeap is a binary min-heap of small values ordered by their before

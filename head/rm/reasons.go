@@ -138,6 +138,9 @@ func (s *sched) fairReason(w *work) (WaitCode, string) {
 				" (" + s.sz(w, us) + ") goes to their older jobs" + note()
 		})
 	}
+	if w.have() < w.target && s.gpuBlocked(w) {
+		return WaitGPUs, "fair share is " + itoa(w.target) + " processes, has " + itoa(w.have()) + "; " + s.gpuWaitReason(w) + note()
+	}
 	if w.have() < w.target {
 		k.kind, k.n, k.order = reasonNoRoom, [4]int64{int64(w.target), int64(w.have())}, w.order
 		return WaitResources, s.reasonText(w, k, func() string {

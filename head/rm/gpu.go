@@ -1,0 +1,572 @@
+package rm
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+	"strings"
+
+	"github.com/ducc-project/ducc/units"
+)
+
+// GPUs as the second dimension of a share (docs/scheduling.md, "GPUs"). A
+// node's devices are laid out beside its shares; a work asks either whole
+// devices per process (Work.GPUs, all on one node) or a slice of one
+// device's memory (Work.GPUMemory). A device held whole takes no slice and
+// no other whole holder; slices on one device never add up to more than
+// its memory. Nothing here is looked at for work that asks no GPUs on a
+// cluster without them, so memory-only cycles decide as before.
+
+// gpuDev is one device of a node in the cycle's working state.
+type gpuDev struct {
+	id    string
+	mem   int64
+	whole bool  // held whole by one process (or a whole-machine reservation)
+	used  int64 // bytes of slices placed on it
+}
+
+// partly tells whether slices are on the device.
+func (d *gpuDev) partly() bool { return d.used > 0 }
+
+// free tells whether nothing is placed on the device.
+func (d *gpuDev) free() bool { return !d.whole && d.used == 0 }
+
+// asksGPU tells whether w wants GPUs per process.
+func (w *work) asksGPU() bool { return w.w.GPUs > 0 || w.w.GPUMemory > 0 }
+
+// layoutGPUs gives nd its devices, the first of an id listed twice winning
+// and devices without memory left out (both said in the trace).
+func (s *sched) layoutGPUs(nd *node) {
+	gs := nd.n.GPUs
+	if len(gs) == 0 {
+		return
+	}
+	nd.gpus = make([]gpuDev, 0, len(gs))
+	for _, g := range gs {
+		switch {
+		case g.Memory <= 0:
+			s.tracef("node %s: GPU %s has no memory; not scheduled", nd.n.Name, g.ID)
+			continue
+		case slices.ContainsFunc(nd.gpus, func(d gpuDev) bool { return d.id == g.ID }):
+			s.tracef("node %s: GPU %s listed twice; using the first", nd.n.Name, g.ID)
+			continue
+		}
+		nd.gpus = append(nd.gpus, gpuDev{id: g.ID, mem: g.Memory})
+	}
+}
+
+// resetGPUs forgets what is placed on n's devices (a layout done again).
+func (n *node) resetGPUs() {
+	for i := range n.gpus {
+		n.gpus[i].whole, n.gpus[i].used = false, 0
+	}
+}
+
+// gpu returns the index of n's device with the id, or -1.
+func (n *node) gpu(id string) int {
+	for i := range n.gpus {
+		if n.gpus[i].id == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// takeGPUs records the devices an existing process of w holds on n (a
+// stopping one included: it holds them until it is gone). A whole-machine
+// reservation holds every device of its node.
+func (s *sched) takeGPUs(n *node, w *work, p *Proc) {
+	if len(n.gpus) == 0 {
+		return
+	}
+	if w.whole {
+		for i := range n.gpus {
+			n.gpus[i].whole = true
+		}
+		return
+	}
+	if !w.asksGPU() {
+		return
+	}
+	for _, id := range p.GPUs {
+		i := n.gpu(id)
+		if i < 0 {
+			s.tracef("process %s holds GPU %s, which node %s does not list", p.ID, id, n.n.Name)
+			continue
+		}
+		if w.w.GPUs > 0 {
+			n.gpus[i].whole = true
+		} else {
+			n.gpus[i].used += w.w.GPUMemory
+		}
+	}
+}
+
+// gpuScore ranks nodes for one process of a GPU work: lower is better,
+// compared a first, then b.
+type gpuScore struct{ a, b int64 }
+
+func (x gpuScore) less(y gpuScore) bool {
+	if x.a != y.a {
+		return x.a < y.a
+	}
+	return x.b < y.b
+}
+
+// gpuPick returns the devices (indexes in n.gpus) one process of w would
+// get on n now, how good a fit that is, and whether it fits at all.
+// Whole devices: the first free ones by position, scored by the free
+// devices left (best fit). A slice: a partly used device before a free
+// one, then the least memory left over (packing).
+func (n *node) gpuPick(w *work, dst []int) ([]int, gpuScore, bool) {
+	dst = dst[:0]
+	if k := w.w.GPUs; k > 0 {
+		nfree := 0
+		for i := range n.gpus {
+			if n.gpus[i].free() {
+				nfree++
+				if len(dst) < k {
+					dst = append(dst, i)
+				}
+			}
+		}
+		return dst, gpuScore{int64(nfree - k), 0}, len(dst) == k
+	}
+	best, bs := -1, gpuScore{}
+	for i := range n.gpus {
+		d := &n.gpus[i]
+		left := d.mem - d.used - w.w.GPUMemory
+		if d.whole || left < 0 {
+			continue
+		}
+		sc := gpuScore{1, left}
+		if d.partly() {
+			sc.a = 0
+		}
+		if best < 0 || sc.less(bs) {
+			best, bs = i, sc
+		}
+	}
+	if best < 0 {
+		return dst, bs, false
+	}
+	return append(dst, best), bs, true
+}
+
+// gpuFits tells whether w's GPU request can be met on n now. A
+// whole-machine reservation needs as many devices as it asks, and for a
+// slice one device of that size, on a machine it empties.
+func (s *sched) gpuFits(w *work, n *node) bool {
+	if !w.asksGPU() {
+		return true
+	}
+	if w.whole {
+		return gpuCanHold(n.gpus, w.w.GPUs, w.w.GPUMemory)
+	}
+	_, _, ok := n.gpuPick(w, s.gpuBuf[:0])
+	return ok
+}
+
+// gpuCanHold tells whether devices of these sizes could ever hold k whole
+// devices or a slice of mem bytes.
+func gpuCanHold(gs []gpuDev, k int, mem int64) bool {
+	if k > 0 {
+		return len(gs) >= k
+	}
+	for _, d := range gs {
+		if d.mem >= mem {
+			return true
+		}
+	}
+	return false
+}
+
+// assignGPUs marks on n the devices a new process of w gets and returns
+// their ids (nil: none). A whole-machine reservation gets every device of
+// its node; work that asks no GPUs gets none.
+func (s *sched) assignGPUs(w *work, n *node) []string {
+	if len(n.gpus) == 0 {
+		return nil
+	}
+	var ids []string
+	if w.whole {
+		for i := range n.gpus {
+			n.gpus[i].whole = true
+			ids = append(ids, n.gpus[i].id)
+		}
+		return ids
+	}
+	if !w.asksGPU() {
+		return nil
+	}
+	pick, _, ok := n.gpuPick(w, s.gpuBuf[:0])
+	if !ok {
+		panic(fmt.Sprintf("rm: work %d placed on %s where its GPUs do not fit", w.id, n.n.Name)) // a bug: every placement checks gpuFits
+	}
+	for _, i := range pick {
+		d := &n.gpus[i]
+		if w.w.GPUs > 0 {
+			d.whole = true
+		} else {
+			d.used += w.w.GPUMemory
+		}
+		ids = append(ids, d.id)
+	}
+	return ids
+}
+
+// fitGPU is fitIn for work that asks GPUs: among p's Up nodes where w's
+// memory and GPUs fit, service instances spread first, then the best GPU
+// fit (gpuPick), then the best fit by free shares, then the name.
+func (s *sched) fitGPU(w *work, p *pool) *node {
+	var best *node
+	var bestSc gpuScore
+	bestSvc, bestFree := 0, 0
+	for _, n := range p.nodes {
+		if !n.up() || !inMachineList(w.w, n.n.Name) {
+			continue
+		}
+		f := n.freeFor(s, w)
+		if f < w.order {
+			continue
+		}
+		_, sc, ok := n.gpuPick(w, s.gpuBuf[:0])
+		if !ok {
+			continue
+		}
+		svc := 0
+		if w.w.ServiceID != "" {
+			svc = n.svc[w.w.ServiceID]
+		}
+		better := best == nil || svc < bestSvc ||
+			(svc == bestSvc && (sc.less(bestSc) || (sc == bestSc && f < bestFree)))
+		if better {
+			best, bestSc, bestSvc, bestFree = n, sc, svc, f
+		}
+	}
+	return best
+}
+
+// gpuAsk says w's GPU request in words: "2 GPUs" or "a 20 GiB GPU slice".
+func gpuAsk(k int, mem int64) string {
+	if k > 0 {
+		if k == 1 {
+			return "1 whole GPU"
+		}
+		return fmt.Sprintf("%d whole GPUs", k)
+	}
+	return "a " + units.FormatSize(mem) + " GPU memory slice"
+}
+
+// gpuBadAsk says what is wrong with w's GPU request, or "".
+func gpuBadAsk(w *Work) string {
+	switch {
+	case w.GPUs < 0 || w.GPUMemory < 0:
+		return fmt.Sprintf("GPU request is negative (gpus %d, gpu memory %d); ask a positive number of GPUs or a positive slice", w.GPUs, w.GPUMemory)
+	case w.GPUs > 0 && w.GPUMemory > 0:
+		return fmt.Sprintf("asks both %d whole GPUs and a %s GPU memory slice per process; ask one of the two", w.GPUs, units.FormatSize(w.GPUMemory))
+	}
+	return ""
+}
+
+// gpuTooBig says why no Up node of pools ps can ever hold w's GPU request
+// (with the sizes that exist), or "".
+func (s *sched) gpuTooBig(w *work, ps []*pool) string {
+	if msg := gpuBadAsk(w.w); msg != "" {
+		return msg
+	}
+	var nodes []Node
+	for _, p := range ps {
+		for _, n := range p.nodes {
+			if !n.up() || !inMachineList(w.w, n.n.Name) {
+				continue
+			}
+			if gpuCanHold(n.gpus, w.w.GPUs, w.w.GPUMemory) {
+				return ""
+			}
+			nodes = append(nodes, *n.n)
+		}
+	}
+	if len(nodes) == 0 {
+		return "" // no node is up: tooBig says so
+	}
+	return fitMessage(w.w.GPUs, w.w.GPUMemory, nodes)
+}
+
+// GPUFit tells whether one process asking k whole GPUs, or a slice of mem
+// bytes of one GPU, could ever be placed on some node of nodes (whatever
+// their state and load): "" if so, else why not, with the GPU sizes that
+// exist, for refusing such a request at once. A request of neither is "".
+// It is pure, like Schedule.
+func GPUFit(k int, mem int64, nodes []Node) string {
+	if msg := gpuBadAsk(&Work{GPUs: k, GPUMemory: mem}); msg != "" {
+		return msg
+	}
+	if k == 0 && mem == 0 {
+		return ""
+	}
+	for i := range nodes {
+		devs := make([]gpuDev, 0, len(nodes[i].GPUs))
+		for _, g := range nodes[i].GPUs {
+			if g.Memory > 0 {
+				devs = append(devs, gpuDev{id: g.ID, mem: g.Memory})
+			}
+		}
+		if gpuCanHold(devs, k, mem) {
+			return ""
+		}
+	}
+	return fitMessage(k, mem, nodes)
+}
+
+// fitMessage says that no node of nodes can hold the request, and which
+// GPUs the nodes have: "no node has 3 GPUs; nodes have 2 × 80 GiB GPUs (4
+// nodes), no GPUs (1 node)".
+func fitMessage(k int, mem int64, nodes []Node) string {
+	head := fmt.Sprintf("no node has %d GPUs", k)
+	if k == 1 {
+		head = "no node has a GPU"
+	}
+	if k == 0 {
+		var largest int64
+		for _, n := range nodes {
+			for _, g := range n.GPUs {
+				largest = max(largest, g.Memory)
+			}
+		}
+		head = "no GPU has " + units.FormatSize(mem) + " of memory for the slice"
+		if largest > 0 {
+			head += " (the largest has " + units.FormatSize(largest) + ")"
+		}
+	}
+	if len(nodes) == 0 {
+		return head + "; there are no nodes"
+	}
+	return head + "; nodes have " + gpuSizes(nodes)
+}
+
+// gpuSizes groups nodes by the GPUs they have, most common first (then by
+// the words): "2 × 80 GiB GPUs (4 nodes), no GPUs (1 node)".
+func gpuSizes(nodes []Node) string {
+	count := map[string]int{}
+	var kinds []string
+	for _, n := range nodes {
+		k := gpuKind(n.GPUs)
+		if count[k] == 0 {
+			kinds = append(kinds, k)
+		}
+		count[k]++
+	}
+	slices.SortFunc(kinds, func(a, b string) int {
+		if count[a] != count[b] {
+			return count[b] - count[a]
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		noun := "nodes"
+		if count[k] == 1 {
+			noun = "node"
+		}
+		parts[i] = fmt.Sprintf("%s (%d %s)", k, count[k], noun)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// gpuKind says which GPUs one node has: "2 × 80 GiB GPUs", "1 × 80 GiB +
+// 2 × 40 GiB GPUs", "no GPUs".
+func gpuKind(gs []GPU) string {
+	by := map[int64]int{}
+	var sizes []int64
+	for _, g := range gs {
+		if g.Memory <= 0 {
+			continue
+		}
+		if by[g.Memory] == 0 {
+			sizes = append(sizes, g.Memory)
+		}
+		by[g.Memory]++
+	}
+	if len(sizes) == 0 {
+		return "no GPUs"
+	}
+	slices.SortFunc(sizes, func(a, b int64) int { return int(min(max(b-a, -1), 1)) })
+	parts := make([]string, len(sizes))
+	total := 0
+	for i, sz := range sizes {
+		parts[i] = fmt.Sprintf("%d × %s", by[sz], units.FormatSize(sz))
+		total += by[sz]
+	}
+	if total == 1 {
+		return parts[0] + " GPU"
+	}
+	return strings.Join(parts, " + ") + " GPUs"
+}
+
+// gpuWaitReason says where GPUs are free when w's next process finds no
+// node with its GPUs free: the free devices per node, the first few nodes.
+func (s *sched) gpuWaitReason(w *work) string {
+	var parts []string
+	more := 0
+	for _, n := range w.pool.nodes {
+		if !n.up() || len(n.gpus) == 0 || !inMachineList(w.w, n.n.Name) {
+			continue
+		}
+		if len(parts) == 6 {
+			more++
+			continue
+		}
+		parts = append(parts, n.n.Name+" "+gpuFreeText(n))
+	}
+	where := strings.Join(parts, "; ")
+	if more > 0 {
+		where += fmt.Sprintf("; and %d more node(s)", more)
+	}
+	if where == "" {
+		where = "no node with GPUs is up"
+	}
+	return fmt.Sprintf("waiting for GPUs: no node in pool %s has %s and %s of memory free; free now: %s",
+		w.pool.name, gpuAsk(w.w.GPUs, w.w.GPUMemory), units.FormatSize(int64(w.order)*w.quantum), where)
+}
+
+// gpuFreeText says what is free on n's devices: "1 of 2 GPUs free, 40 GiB
+// of slices free".
+func gpuFreeText(n *node) string {
+	nfree := 0
+	var slice int64
+	for _, d := range n.gpus {
+		if d.free() {
+			nfree++
+		}
+		if !d.whole {
+			slice = max(slice, d.mem-d.used)
+		}
+	}
+	txt := fmt.Sprintf("%d of %d GPUs free", nfree, len(n.gpus))
+	if slice > 0 {
+		txt += ", largest slice free " + units.FormatSize(slice)
+	}
+	return txt
+}
+
+// gpuBlocked tells whether w's next process waits for GPUs: some node
+// has w's memory free, none has its GPUs too.
+func (s *sched) gpuBlocked(w *work) bool {
+	if !w.asksGPU() || w.whole {
+		return false
+	}
+	room := false
+	for _, p := range append([]*pool{w.pool}, w.pool.squat()...) {
+		for _, n := range p.nodes {
+			if n.up() && inMachineList(w.w, n.n.Name) && n.freeFor(s, w) >= w.order {
+				room = true
+				if s.gpuFits(w, n) {
+					return false
+				}
+			}
+		}
+	}
+	return room
+}
+
+// Fair share by dominant resource (Ghodsi et al., NSDI 2011). A process of
+// GPU work costs its memory shares and its GPU bytes (a whole GPU counts
+// the mean device size of the reach); what it adds to its job's, user's
+// and class's allocation is its dominant share expressed in memory
+// shares: the larger of its shares and its GPU bytes' fraction of the
+// band's GPU capacity times the band's share capacity. Progressive filling
+// then equalizes dominant shares and stops an entity at either capacity.
+// Work without GPUs costs its order and no GPU bytes, exactly as before.
+
+// fairGPUCap is the GPU bytes fair-share work of one band may get in the
+// pools of reach: the devices of their Up nodes, less what other work holds
+// on them now and what better fair bands were given. It is 0 unless one of
+// jobs asks GPUs (and then nothing of this is computed).
+func (s *sched) fairGPUCap(jobs []*work, reach []*pool) int64 {
+	if !slices.ContainsFunc(jobs, (*work).asksGPU) {
+		return 0
+	}
+	var total int64
+	for _, p := range reach {
+		total -= s.gpuFair[p]
+		for _, n := range p.nodes {
+			if !n.up() {
+				continue
+			}
+			for _, d := range n.gpus {
+				total += d.mem
+			}
+		}
+	}
+	for _, w := range s.works {
+		if w.fair || w.class == nil {
+			continue
+		}
+		for _, pr := range w.live {
+			if pr.n.up() && slices.Contains(reach, pr.n.pool) {
+				total -= gpuBytes(w, pr.n)
+			}
+		}
+	}
+	return max(total, 0)
+}
+
+// gpuBytes is what one process of w holds of n's GPUs.
+func gpuBytes(w *work, n *node) int64 {
+	switch {
+	case w.whole:
+		var b int64
+		for _, d := range n.gpus {
+			b += d.mem
+		}
+		return b
+	case w.w.GPUs > 0:
+		return int64(w.w.GPUs) * meanGPU(n.gpus)
+	}
+	return max(w.w.GPUMemory, 0)
+}
+
+// meanGPU is the mean memory of devices (0 without any).
+func meanGPU(ds []gpuDev) int64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	var b int64
+	for _, d := range ds {
+		b += d.mem
+	}
+	return b / int64(len(ds))
+}
+
+// dominant returns the GPU bytes of one process of w and its dominant
+// share in memory shares, over the band's capacity shares and gpuCap bytes.
+// With no GPU capacity the process costs more than there is (it cannot be
+// handed out).
+func (s *sched) dominant(w *work, capacity int, gpuCap int64) (int64, int) {
+	per := w.w.GPUMemory
+	if w.w.GPUs > 0 {
+		var all []gpuDev
+		for _, p := range append([]*pool{w.pool}, w.pool.squat()...) {
+			for _, n := range p.nodes {
+				if n.up() {
+					all = append(all, n.gpus...)
+				}
+			}
+		}
+		per = int64(w.w.GPUs) * meanGPU(all)
+	}
+	if gpuCap <= 0 || per <= 0 {
+		return max(per, 1), w.order
+	}
+	hi, lo := bits.Mul64(uint64(per), uint64(capacity))
+	if hi >= uint64(gpuCap) {
+		return per, math.MaxInt32
+	}
+	q, r := bits.Div64(hi, lo, uint64(gpuCap))
+	if r > 0 {
+		q++
+	}
+	return per, max(w.order, int(min(q, math.MaxInt32)))
+}
