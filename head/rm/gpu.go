@@ -406,8 +406,15 @@ func gpuKind(gs []GPU) string {
 }
 
 // gpuWaitReason says where GPUs are free when w's next process finds no
-// node with its GPUs free: the free devices per node, the first few nodes.
+// node with its GPUs free.
 func (s *sched) gpuWaitReason(w *work) string {
+	return fmt.Sprintf("waiting for GPUs: no node in pool %s has %s and %s of memory free; free now: %s",
+		w.pool.name, gpuAsk(w.w.GPUs, w.w.GPUMemory), units.FormatSize(int64(w.order)*w.quantum), s.gpuFreeWhere(w))
+}
+
+// gpuFreeWhere says what is free on the GPUs of w's pool, node by node,
+// the first six nodes.
+func (s *sched) gpuFreeWhere(w *work) string {
 	var parts []string
 	more := 0
 	for _, n := range w.pool.nodes {
@@ -427,8 +434,7 @@ func (s *sched) gpuWaitReason(w *work) string {
 	if where == "" {
 		where = "no node with GPUs is up"
 	}
-	return fmt.Sprintf("waiting for GPUs: no node in pool %s has %s and %s of memory free; free now: %s",
-		w.pool.name, gpuAsk(w.w.GPUs, w.w.GPUMemory), units.FormatSize(int64(w.order)*w.quantum), where)
+	return where
 }
 
 // gpuFreeText says what is free on n's devices: "1 of 2 GPUs free, 40 GiB
@@ -451,24 +457,20 @@ func gpuFreeText(n *node) string {
 	return txt
 }
 
-// gpuBlocked tells whether w's next process waits for GPUs: some node
-// has w's memory free, none has its GPUs too.
+// gpuBlocked tells whether w's next process waits for GPUs: no Up node
+// it may use has its GPUs free (whatever its memory).
 func (s *sched) gpuBlocked(w *work) bool {
 	if !w.asksGPU() || w.whole {
 		return false
 	}
-	room := false
 	for _, p := range append([]*pool{w.pool}, w.pool.squat()...) {
 		for _, n := range p.nodes {
-			if n.up() && inMachineList(w.w, n.n.Name) && n.freeFor(s, w) >= w.order {
-				room = true
-				if s.gpuFits(w, n) {
-					return false
-				}
+			if n.up() && inMachineList(w.w, n.n.Name) && s.gpuFits(w, n) {
+				return false
 			}
 		}
 	}
-	return room
+	return true
 }
 
 // Fair share by dominant resource (Ghodsi et al., NSDI 2011). A process of
@@ -508,6 +510,12 @@ func (s *sched) fairGPUCap(jobs []*work, reach []*pool) int64 {
 			if pr.n.up() && slices.Contains(reach, pr.n.pool) {
 				total -= gpuBytes(w, pr.n)
 			}
+		}
+	}
+	for _, st := range s.plan.Starts { // other work started in this cycle's better bands
+		w, n := s.workByID(st.WorkID), s.nodeBy[st.Node]
+		if !w.fair && slices.Contains(reach, n.pool) {
+			total -= gpuBytes(w, n)
 		}
 	}
 	return max(total, 0)
