@@ -43,18 +43,22 @@ func startGPUs(p Plan) map[uint64][][]string {
 	return m
 }
 
-// The example on two 80 GiB GPUs, and the placement rules one by one.
-func TestGPUPlacement(t *testing.T) {
+// gpuCase is one case of TestGPUPlacement.
+type gpuCase struct {
+	name     string
+	nodes    []Node
+	work     []Work
+	gpus     map[uint64][][]string // GPU ids of the starts per work (nil entry: not started)
+	pend     map[uint64]WaitCode
+	pendHas  map[uint64][]string // words the pending reason must contain
+	noStarts []uint64
+}
+
+// gpuCases are the example on two 80 GiB GPUs, and the placement
+// rules one by one.
+func gpuCases() []gpuCase {
 	two := func() []Node { return gpuNodes("n", 1, 64*GiB, 2, 80*GiB) }
-	tests := []struct {
-		name     string
-		nodes    []Node
-		work     []Work
-		gpus     map[uint64][][]string // GPU ids of the starts per work (nil entry: not started)
-		pend     map[uint64]WaitCode
-		pendHas  map[uint64][]string // words the pending reason must contain
-		noStarts []uint64
-	}{
+	return []gpuCase{
 		{
 			name:    "whole GPUs, a third waits",
 			nodes:   two(),
@@ -153,7 +157,10 @@ func TestGPUPlacement(t *testing.T) {
 			pendHas: map[uint64][]string{1: {"dominant resource", "1 whole GPU", "n01 0 of 2 GPUs free"}},
 		},
 	}
-	for _, tc := range tests {
+}
+
+func TestGPUPlacement(t *testing.T) {
+	for _, tc := range gpuCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			in := Input{Now: t0.Add(time.Hour), Config: flat(DefaultConfig()), Nodes: tc.nodes, Work: tc.work}
 			p := Schedule(in)
