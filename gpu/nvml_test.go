@@ -13,13 +13,14 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 )
 
 // migOn turns MIG on for GPU d of a mock server and gives it instances of
 // the given sizes in MiB (the first two indexes left empty, as NVML may).
 func migOn(t *testing.T, d nvml.Device, sizes ...uint64) []string {
 	t.Helper()
-	dev := d.(*dgxa100.Device)
+	dev := d.(*server.Device)
 	dev.MigMode = nvml.DEVICE_MIG_ENABLE
 	var uuids []string
 	inst := map[int]*mock.Device{}
@@ -130,7 +131,7 @@ func TestDiscover(t *testing.T) {
 			name: "a device NVML cannot read",
 			lib: func(t *testing.T) nvml.Interface {
 				s := dgxa100.NewWithGPUs(gpus.Multiple(2, gpus.A100_SXM4_40GB)...)
-				s.Devices[1].(*dgxa100.Device).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) {
+				s.Devices[1].(*server.Device).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) {
 					return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST
 				}
 				return s
@@ -169,7 +170,7 @@ func TestProcessMemory(t *testing.T) {
 	for i, d := range s.Devices {
 		procs := []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 3 << 30}, {Pid: uint32(200 + i), UsedGpuMemory: 1 << 20},
 			{Pid: 300, UsedGpuMemory: ^uint64(0)}} // usage unknown: left out
-		d.(*dgxa100.Device).GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return procs, nvml.SUCCESS }
+		d.(*server.Device).GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return procs, nvml.SUCCESS }
 	}
 	sess, inv := Open(s)
 	if sess == nil {
@@ -181,14 +182,14 @@ func TestProcessMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]map[int]int64{
-		s.Devices[0].(*dgxa100.Device).UUID: {100: 3 << 30, 200: 1 << 20},
-		s.Devices[1].(*dgxa100.Device).UUID: {100: 3 << 30, 201: 1 << 20},
+		s.Devices[0].(*server.Device).UUID: {100: 3 << 30, 200: 1 << 20},
+		s.Devices[1].(*server.Device).UUID: {100: 3 << 30, 201: 1 << 20},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 
-	s.Devices[1].(*dgxa100.Device).GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+	s.Devices[1].(*server.Device).GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
 		return nil, nvml.ERROR_NO_PERMISSION
 	}
 	if _, err := sess.ProcessMemory(); !errors.Is(err, nvml.ERROR_NO_PERMISSION) || !strings.Contains(err.Error(), "running compute processes") {
