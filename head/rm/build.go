@@ -138,6 +138,7 @@ type work struct {
 	gainer   bool    // got space in this preemption round
 	rank     int     // position in sched.works (submit order)
 	held     *int    // fair shares w's user holds, set by the preemption round
+	gpu      bool    // w asks GPUs per process (asksGPU)
 }
 
 func (w *work) have() int { return w.cur + w.starts }
@@ -343,7 +344,8 @@ func (s *sched) layoutWorks(keys []workKey) int {
 	for rank, k := range keys {
 		w := &in.Work[k.i]
 		wk := &workSlab[rank]
-		*wk = work{w: w, id: w.ID, anyNode: len(w.MachineList) == 0 && w.ServiceID == "" && w.GPUs == 0 && w.GPUMemory == 0, user: w.User, rank: rank}
+		*wk = work{w: w, id: w.ID, anyNode: len(w.MachineList) == 0 && w.ServiceID == "" && w.GPUs == 0 && w.GPUMemory == 0, user: w.User, rank: rank,
+			gpu: w.GPUs > 0 || w.GPUMemory > 0}
 		s.byInput[k.i] = wk
 		s.works[rank] = wk
 		s.classify(wk)

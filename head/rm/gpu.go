@@ -33,7 +33,7 @@ func (d *gpuDev) partly() bool { return d.used > 0 }
 func (d *gpuDev) free() bool { return !d.whole && d.used == 0 }
 
 // asksGPU tells whether w wants GPUs per process.
-func (w *work) asksGPU() bool { return w.w.GPUs > 0 || w.w.GPUMemory > 0 }
+func (w *work) asksGPU() bool { return w.gpu }
 
 // layoutGPUs gives nd its devices, the first of an id listed twice winning
 // and devices without memory left out (both said in the trace).
