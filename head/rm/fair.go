@@ -57,9 +57,9 @@ type fsClass struct {
 type classUser struct{ class, user string }
 
 // fairShare computes targets for the given fair jobs (all of one band and
-// one pool) over capacity shares and gpuCap GPU bytes (fairGPU), and
+// one pool) over capacity shares and the GPUs of gc (fairGPUCap), and
 // returns the shares and GPU bytes used.
-func (s *sched) fairShare(jobs []*work, capacity int, quantum int64, gpuCap int64) (int, int64) {
+func (s *sched) fairShare(jobs []*work, capacity int, quantum int64, gc gpuCap) (int, int64) {
 	classes := map[string]*fsClass{}
 	users := map[classUser]*fsUser{}
 	var cl []*fsClass
@@ -111,7 +111,7 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64, gpuCap int6
 		u.jobs = append(u.jobs, fsJob{rank: w.rank, want: w.want, order: w.order, dom: w.order, w: w})
 		if w.asksGPU() {
 			j := &u.jobs[len(u.jobs)-1]
-			j.gpu, j.dom = s.dominant(w, capacity, gpuCap)
+			j.gpu, j.dom = dominant(w, capacity, gc)
 		}
 	}
 	slices.SortFunc(cl, func(a, b *fsClass) int { return strings.Compare(a.c.Name, b.c.Name) })
@@ -127,7 +127,7 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64, gpuCap int6
 		c.users.init()
 	}
 	ch.init()
-	left, gpuLeft := capacity, gpuCap
+	left, gpuLeft := capacity, gc.bytes
 	for len(ch) > 0 && left > 0 {
 		c := ch[0]
 		ue := &c.users[0]
@@ -171,7 +171,7 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64, gpuCap int6
 	for _, k := range ul {
 		s.userShare[k] += users[k].mem
 	}
-	return capacity - left, gpuCap - gpuLeft
+	return capacity - left, gc.bytes - gpuLeft
 }
 
 // minHeap is a binary min-heap of small values ordered by their before

@@ -482,15 +482,23 @@ func (s *sched) gpuBlocked(w *work) bool {
 // then equalizes dominant shares and stops an entity at either capacity.
 // Work without GPUs costs its order and no GPU bytes, exactly as before.
 
-// fairGPUCap is the GPU bytes fair-share work of one band may get in the
-// pools of reach: the devices of their Up nodes, less what other work holds
-// on them now and what better fair bands were given. It is 0 unless one of
+// gpuCap is what fair-share work of one band may get of the GPUs of a
+// pool and its sub-pools: bytes, and the mean device size a whole GPU
+// counts as.
+type gpuCap struct {
+	bytes, mean int64
+}
+
+// fairGPUCap is the GPUs fair-share work of one band may get in the pools
+// of reach: the devices of their Up nodes, less what other work holds on
+// them now and what better fair bands were given. It is zero unless one of
 // jobs asks GPUs (and then nothing of this is computed).
-func (s *sched) fairGPUCap(jobs []*work, reach []*pool) int64 {
+func (s *sched) fairGPUCap(jobs []*work, reach []*pool) gpuCap {
 	if !slices.ContainsFunc(jobs, (*work).asksGPU) {
-		return 0
+		return gpuCap{}
 	}
-	var total int64
+	var total, all int64
+	ndev := 0
 	for _, p := range reach {
 		total -= s.gpuFair[p]
 		for _, n := range p.nodes {
@@ -498,9 +506,15 @@ func (s *sched) fairGPUCap(jobs []*work, reach []*pool) int64 {
 				continue
 			}
 			for _, d := range n.gpus {
-				total += d.mem
+				all += d.mem
+				ndev++
 			}
 		}
+	}
+	total += all
+	gc := gpuCap{}
+	if ndev > 0 {
+		gc.mean = all / int64(ndev)
 	}
 	for _, w := range s.works {
 		if w.fair || w.class == nil {
@@ -518,7 +532,8 @@ func (s *sched) fairGPUCap(jobs []*work, reach []*pool) int64 {
 			total -= gpuBytes(w, n)
 		}
 	}
-	return max(total, 0)
+	gc.bytes = max(total, 0)
+	return gc
 }
 
 // gpuBytes is what one process of w holds of n's GPUs.
@@ -549,30 +564,22 @@ func meanGPU(ds []gpuDev) int64 {
 }
 
 // dominant returns the GPU bytes of one process of w and its dominant
-// share in memory shares, over the band's capacity shares and gpuCap bytes.
+// share in memory shares, over the band's capacity shares and GPUs gc.
 // With no GPU capacity the process costs more than there is (it cannot be
 // handed out).
-func (s *sched) dominant(w *work, capacity int, gpuCap int64) (int64, int) {
+func dominant(w *work, capacity int, gc gpuCap) (int64, int) {
 	per := w.w.GPUMemory
 	if w.w.GPUs > 0 {
-		var all []gpuDev
-		for _, p := range append([]*pool{w.pool}, w.pool.squat()...) {
-			for _, n := range p.nodes {
-				if n.up() {
-					all = append(all, n.gpus...)
-				}
-			}
-		}
-		per = int64(w.w.GPUs) * meanGPU(all)
+		per = int64(w.w.GPUs) * gc.mean
 	}
-	if gpuCap <= 0 || per <= 0 {
+	if gc.bytes <= 0 || per <= 0 {
 		return max(per, 1), w.order
 	}
 	hi, lo := bits.Mul64(uint64(per), uint64(capacity))
-	if hi >= uint64(gpuCap) {
+	if hi >= uint64(gc.bytes) {
 		return per, math.MaxInt32
 	}
-	q, r := bits.Div64(hi, lo, uint64(gpuCap))
+	q, r := bits.Div64(hi, lo, uint64(gc.bytes))
 	if r > 0 {
 		q++
 	}

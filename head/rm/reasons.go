@@ -111,6 +111,9 @@ func (s *sched) fairReason(w *work) (WaitCode, string) {
 		k.note = noteBudget
 	}
 	note := func() string { return s.noteText(k.note) }
+	if w.target == 0 && s.gpuBlocked(w) {
+		return WaitGPUs, "fair share is 0 processes: no GPUs are left to share in pool " + w.pool.name + "; " + s.gpuWaitReason(w) + note()
+	}
 	if w.target == 0 {
 		pc := s.poolCap[poolBand{w.pool.name, w.prio}]
 		if pc == 0 {

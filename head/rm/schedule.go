@@ -178,8 +178,8 @@ func (s *sched) runBand(b band) {
 		}
 		capacity := p.leftover()
 		s.poolCap[poolBand{p.name, b.prio}] = capacity
-		gpuCap := s.fairGPUCap(jobs, reach)
-		used, gpuUsed := s.fairShare(jobs, capacity, p.quantum, gpuCap)
+		gc := s.fairGPUCap(jobs, reach)
+		used, gpuUsed := s.fairShare(jobs, capacity, p.quantum, gc)
 		p.consume(used)
 		if gpuUsed > 0 {
 			if s.gpuFair == nil {
