@@ -149,6 +149,14 @@ func gpuCases() []gpuCase {
 			pendHas: map[uint64][]string{2: {"n01 0 of 2 GPUs free"}},
 		},
 		{
+			name:    "a fair job waits for GPUs other work holds",
+			nodes:   two(),
+			work:    []Work{run(1, "a", GiB, 2, 0), withGPUs(job(2, "b", "normal", GiB, 10), 0, GiB)},
+			gpus:    map[uint64][][]string{1: {{"n01-g0", "n01-g1"}}},
+			pend:    map[uint64]WaitCode{2: WaitGPUs},
+			pendHas: map[uint64][]string{2: {"fair share is 0 processes: no GPUs are left to share", "a 1 GiB GPU memory slice"}},
+		},
+		{
 			name:    "a fair job's processes take GPUs up to what is free",
 			nodes:   two(),
 			work:    []Work{withGPUs(job(1, "a", "normal", GiB, 10), 1, 0)},
