@@ -43,15 +43,19 @@ func migOn(t *testing.T, d nvml.Device, sizes ...uint64) []string {
 	return uuids
 }
 
-func TestDiscover(t *testing.T) {
+// discoverCase is one case of TestDiscover: a mock NVML, the status and
+// line discovery gives, and a check of its devices.
+type discoverCase struct {
+	name   string
+	lib    func(t *testing.T) nvml.Interface
+	status Status
+	want   func(inv Inventory) error
+	says   string
+}
+
+func discoverCases() []discoverCase {
 	const gib = int64(1) << 30
-	tests := []struct {
-		name   string
-		lib    func(t *testing.T) nvml.Interface
-		status Status
-		want   func(inv Inventory) error
-		says   string
-	}{
+	return []discoverCase{
 		{
 			name:   "eight A100s",
 			lib:    func(t *testing.T) nvml.Interface { return dgxa100.New() },
@@ -146,7 +150,10 @@ func TestDiscover(t *testing.T) {
 			},
 		},
 	}
-	for _, tc := range tests {
+}
+
+func TestDiscover(t *testing.T) {
+	for _, tc := range discoverCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			inv := Discover(tc.lib(t))
 			if inv.Status != tc.status {

@@ -56,7 +56,10 @@ type gpuCase struct {
 
 // gpuCases are the example on two 80 GiB GPUs, and the placement
 // rules one by one.
-func gpuCases() []gpuCase {
+func gpuCases() []gpuCase { return append(gpuFirstCases(), gpuMoreCases()...) }
+
+// gpuFirstCases are the first of gpuCases: whole GPUs, slices, packing.
+func gpuFirstCases() []gpuCase {
 	two := func() []Node { return gpuNodes("n", 1, 64*GiB, 2, 80*GiB) }
 	return []gpuCase{
 		{
@@ -103,6 +106,14 @@ func gpuCases() []gpuCase {
 			gpus: map[uint64][][]string{2: {{"n01-g1"}}, 3: {{"n01-g1"}}},
 			pend: map[uint64]WaitCode{4: WaitGPUs},
 		},
+	}
+}
+
+// gpuMoreCases are the rest of gpuCases: holders that stop, refusals,
+// whole-GPU fit, reservations, fair jobs.
+func gpuMoreCases() []gpuCase {
+	two := func() []Node { return gpuNodes("n", 1, 64*GiB, 2, 80*GiB) }
+	return []gpuCase{
 		{
 			name:  "a stopping process keeps its GPU until it is gone",
 			nodes: two(),
