@@ -14,7 +14,8 @@
 // ProcessMemory reads the GPU memory each process uses, per device, for the
 // watchdog of GPU memory slices.
 //
-// Only duccd links this package: NVML needs cgo. A build without cgo gets
-// the same API, where the host has no NVML library. Nothing here is wired
+// Only duccd may link this package: NVML needs cgo. A build without cgo
+// has the declaration and the types, and DiscoverHost, which reports no
+// NVML library; Discover, Open and Session need cgo. Nothing here is wired
 // into the agent yet (docs/scheduling.md, "GPUs").
 package gpu
