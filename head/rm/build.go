@@ -473,7 +473,9 @@ func (s *sched) layoutWork(wk *work, l *procLayout) {
 		pr.stopping = p.State == ProcStopping || issued
 		if pr.n != nil {
 			pr.n.used += pr.shares
-			s.takeGPUs(pr.n, wk, p)
+			if len(pr.n.gpus) > 0 {
+				s.takeGPUs(pr.n, wk, p)
+			}
 			if !pr.stopping {
 				onNode[pr.n.idx]++
 				if wk.w.ServiceID != "" {

@@ -1,8 +1,11 @@
 package rm
 
 import (
+	"math"
 	"slices"
 	"strings"
+
+	"github.com/ducc-project/ducc/units"
 )
 
 // Fair share (docs/scheduling.md, step 2) by progressive filling in quantum shares: the
@@ -18,14 +21,14 @@ import (
 // following pointers.
 
 type fsJob struct {
-	alloc  int   // shares
-	rank   int   // the work's rank (age)
-	target int   // processes handed out; written to w.target when the job leaves
-	want   int   // w.want
-	order  int   // w.order
-	dom    int   // what one process adds to alloc: its dominant share (fairGPU), order without GPUs
-	gpu    int64 // GPU bytes of one process (fairGPU)
+	alloc  int // dominant shares (fairGPU): shares, for work without GPUs
+	target int // processes handed out; written to w.target when the job leaves
+	want   int // w.want
 	w      *work
+	rank   int32 // the work's rank (age)
+	order  int32 // w.order
+	dom    int32 // what one process adds to alloc: its dominant share (fairGPU), order without GPUs
+	gpu    int32 // GPU memory of one process in MiB (fairGPU)
 }
 
 type fsUser struct {
@@ -108,8 +111,9 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64, gc gpuCap) 
 		}
 		u := owners[i]
 		i++
-		u.jobs = append(u.jobs, fsJob{rank: w.rank, want: w.want, order: w.order, dom: w.order, w: w})
-		if w.asksGPU() {
+		order := int32(min(w.order, math.MaxInt32))
+		u.jobs = append(u.jobs, fsJob{rank: int32(w.rank), want: w.want, order: order, dom: order, w: w})
+		if w.gpu {
 			j := &u.jobs[len(u.jobs)-1]
 			j.gpu, j.dom = dominant(w, capacity, gc)
 		}
@@ -127,13 +131,14 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64, gc gpuCap) 
 		c.users.init()
 	}
 	ch.init()
-	left, gpuLeft := capacity, gc.bytes
+	left, gpuLeft := capacity, gc.bytes/units.MiB
 	for len(ch) > 0 && left > 0 {
 		c := ch[0]
 		ue := &c.users[0]
 		u := ue.u
 		j := &u.jobs[0]
-		if j.target >= j.want || j.order > left || j.gpu > gpuLeft || (c.max > 0 && c.mem+j.order > c.max) {
+		order := int(j.order)
+		if j.target >= j.want || order > left || int64(j.gpu) > gpuLeft || (c.max > 0 && c.mem+order > c.max) {
 			j.w.target = j.target
 			u.jobs.pop()
 			if len(u.jobs) == 0 {
@@ -145,14 +150,15 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64, gc gpuCap) 
 			continue
 		}
 		j.target++
-		j.alloc += j.dom
-		ue.alloc += j.dom
-		u.alloc += j.dom
-		c.alloc += j.dom
-		u.mem += j.order
-		c.mem += j.order
-		left -= j.order
-		gpuLeft -= j.gpu
+		dom := int(j.dom)
+		j.alloc += dom
+		ue.alloc += dom
+		u.alloc += dom
+		c.alloc += dom
+		u.mem += order
+		c.mem += order
+		left -= order
+		gpuLeft -= int64(j.gpu)
 		u.jobs.down(0)
 		c.users.down(0)
 		ch.down(0)
@@ -171,7 +177,7 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64, gc gpuCap) 
 	for _, k := range ul {
 		s.userShare[k] += users[k].mem
 	}
-	return capacity - left, gc.bytes - gpuLeft
+	return capacity - left, (gc.bytes/units.MiB - gpuLeft) * units.MiB
 }
 
 // minHeap is a binary min-heap of small values ordered by their before

@@ -563,25 +563,27 @@ func meanGPU(ds []gpuDev) int64 {
 	return b / int64(len(ds))
 }
 
-// dominant returns the GPU bytes of one process of w and its dominant
-// share in memory shares, over the band's capacity shares and GPUs gc.
-// With no GPU capacity the process costs more than there is (it cannot be
-// handed out).
-func dominant(w *work, capacity int, gc gpuCap) (int64, int) {
+// dominant returns the GPU memory of one process of w in MiB (rounded up)
+// and its dominant share in memory shares, over the band's capacity shares
+// and GPUs gc. With no GPU capacity the process costs more than there is
+// (it cannot be handed out).
+func dominant(w *work, capacity int, gc gpuCap) (int32, int32) {
 	per := w.w.GPUMemory
 	if w.w.GPUs > 0 {
 		per = int64(w.w.GPUs) * gc.mean
 	}
+	mib := int32(min((max(per, 1)+units.MiB-1)/units.MiB, math.MaxInt32))
+	order := int32(min(w.order, math.MaxInt32))
 	if gc.bytes <= 0 || per <= 0 {
-		return max(per, 1), w.order
+		return mib, order
 	}
 	hi, lo := bits.Mul64(uint64(per), uint64(capacity))
 	if hi >= uint64(gc.bytes) {
-		return per, math.MaxInt32
+		return mib, math.MaxInt32
 	}
 	q, r := bits.Div64(hi, lo, uint64(gc.bytes))
 	if r > 0 {
 		q++
 	}
-	return per, max(w.order, int(min(q, math.MaxInt32)))
+	return mib, max(order, int32(min(q, math.MaxInt32)))
 }

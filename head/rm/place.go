@@ -34,7 +34,10 @@ func (s *sched) start(w *work, n *node, shares int, reason string) {
 	if n.pool.index != nil {
 		n.pool.index.update(n)
 	}
-	gpus := s.assignGPUs(w, n)
+	var gpus []string
+	if len(n.gpus) > 0 {
+		gpus = s.assignGPUs(w, n)
+	}
 	s.plan.Starts = append(s.plan.Starts, Start{
 		WorkID: w.w.ID, Node: n.n.Name, Shares: shares,
 		Memory: int64(shares) * w.quantum, GPUs: gpus, Reason: reason,
@@ -55,7 +58,7 @@ func (s *sched) heldNode(w *work) *node {
 			continue
 		}
 		n := s.nodeBy[h.Node]
-		if n != nil && n.up() && n.freeFor(s, w) >= w.order && inMachineList(w.w, n.n.Name) && s.gpuFits(w, n) {
+		if n != nil && n.up() && n.freeFor(s, w) >= w.order && inMachineList(w.w, n.n.Name) && (!w.gpu || s.gpuFits(w, n)) {
 			return n
 		}
 	}
@@ -225,7 +228,7 @@ func (s *sched) freeMachine(w *work) *node {
 		return n
 	}
 	for _, n := range w.pool.nodes {
-		if n.up() && n.shares == w.order && n.used == 0 && n.held == 0 && inMachineList(w.w, n.n.Name) && s.gpuFits(w, n) {
+		if n.up() && n.shares == w.order && n.used == 0 && n.held == 0 && inMachineList(w.w, n.n.Name) && (!w.gpu || s.gpuFits(w, n)) {
 			return n
 		}
 	}

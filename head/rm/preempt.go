@@ -114,7 +114,7 @@ func (s *sched) pickVictims(w *work, n *node, order int, exact bool, cat func(*p
 	if free >= order && !exact {
 		return nil
 	}
-	if !s.gpuFits(w, n) {
+	if w.gpu && !s.gpuFits(w, n) {
 		return nil // preemption frees memory for GPU work only where its GPUs are free (docs/scheduling.md)
 	}
 	list := n.victimOrder()
@@ -323,7 +323,7 @@ func (s *sched) scanEviction(w *work, exact bool) *node {
 		if exact && (n.held > 0 && n.freeFor(s, w) == n.free()) {
 			continue // held for someone else
 		}
-		if !s.gpuFits(w, n) {
+		if w.gpu && !s.gpuFits(w, n) {
 			continue
 		}
 		free := n.freeFor(s, w)
