@@ -174,9 +174,12 @@ type sched struct {
 	waitText   string           // the note on the next preemption round (noteText)
 	changed    []*node          // nodes whose space or processes changed in this cycle, in order
 	evictSets  map[evictKey]*evictSet
-	mem        *buildMem       // where build lays out nodes, works and processes
-	gpuBuf     []int           // scratch space of gpuPick
-	gpuFair    map[*pool]int64 // GPU bytes fair-share bands handed out per pool (fairGPU)
+	mem        *buildMem              // where build lays out nodes, works and processes
+	gpuBuf     []int                  // scratch space of gpuPick
+	gpuFair    map[*pool]int64        // GPU bytes fair-share bands handed out per pool (fairGPU)
+	gpuNoFit   map[gpuFitKey]bool     // GPU requests no node of a pool can take for the rest of the cycle (fitGPU)
+	gpuTaken   int                    // devices taken in this cycle so far (assignGPUs), for gpuWhere
+	gpuWhere   map[*pool]gpuWhereText // gpuFreeWhere's sentences
 	schedState
 }
 

@@ -191,6 +191,7 @@ func (s *sched) assignGPUs(w *work, n *node) []string {
 	}
 	var ids []string
 	if w.whole {
+		s.gpuTaken++
 		for i := range n.gpus {
 			n.gpus[i].whole = true
 			ids = append(ids, n.gpus[i].id)
@@ -200,6 +201,7 @@ func (s *sched) assignGPUs(w *work, n *node) []string {
 	if !w.asksGPU() {
 		return nil
 	}
+	s.gpuTaken++
 	pick, _, ok := n.gpuPick(w, s.gpuBuf[:0])
 	if !ok {
 		panic(fmt.Sprintf("rm: work %d placed on %s where its GPUs do not fit", w.id, n.n.Name)) // a bug: every placement checks gpuFits
@@ -219,7 +221,37 @@ func (s *sched) assignGPUs(w *work, n *node) []string {
 // fitGPU is fitIn for work that asks GPUs: among p's Up nodes where w's
 // memory and GPUs fit, service instances spread first, then the best GPU
 // fit (gpuPick), then the best fit by free shares, then the name.
+//
+// Free space and free devices only shrink within a cycle (a stop frees
+// nothing until its process is gone), so a request that found no node in
+// a pool finds none for the rest of the cycle: such failures are kept
+// (gpuNoFit) for work whose fit depends on nothing else (no machine list,
+// no space held for it).
 func (s *sched) fitGPU(w *work, p *pool) *node {
+	key, keep := gpuFitKey{p, w.w.GPUs, w.w.GPUMemory, w.order}, len(w.w.MachineList) == 0 && len(w.holds) == 0
+	if keep && s.gpuNoFit[key] {
+		return nil
+	}
+	best := s.scanGPU(w, p)
+	if best == nil && keep {
+		if s.gpuNoFit == nil {
+			s.gpuNoFit = map[gpuFitKey]bool{}
+		}
+		s.gpuNoFit[key] = true
+	}
+	return best
+}
+
+// gpuFitKey is a request that found no node in a pool (fitGPU).
+type gpuFitKey struct {
+	p     *pool
+	gpus  int
+	mem   int64
+	order int
+}
+
+// scanGPU is fitGPU's search over every node of p.
+func (s *sched) scanGPU(w *work, p *pool) *node {
 	var best *node
 	var bestSc gpuScore
 	bestSvc, bestFree := 0, 0
@@ -413,8 +445,31 @@ func (s *sched) gpuWaitReason(w *work) string {
 }
 
 // gpuFreeWhere says what is free on the GPUs of w's pool, node by node,
-// the first six nodes.
+// the first six nodes. The sentence is kept per pool until a device is
+// taken (gpuTaken) for work without a machine list.
 func (s *sched) gpuFreeWhere(w *work) string {
+	keep := len(w.w.MachineList) == 0
+	if c, ok := s.gpuWhere[w.pool]; keep && ok && c.taken == s.gpuTaken {
+		return c.text
+	}
+	text := s.gpuFreeText(w)
+	if keep {
+		if s.gpuWhere == nil {
+			s.gpuWhere = map[*pool]gpuWhereText{}
+		}
+		s.gpuWhere[w.pool] = gpuWhereText{text, s.gpuTaken}
+	}
+	return text
+}
+
+// gpuWhereText is gpuFreeWhere's sentence for a pool, as of gpuTaken.
+type gpuWhereText struct {
+	text  string
+	taken int
+}
+
+// gpuFreeText is gpuFreeWhere's sentence, made.
+func (s *sched) gpuFreeText(w *work) string {
 	var parts []string
 	more := 0
 	for _, n := range w.pool.nodes {
@@ -425,7 +480,7 @@ func (s *sched) gpuFreeWhere(w *work) string {
 			more++
 			continue
 		}
-		parts = append(parts, n.n.Name+" "+gpuFreeText(n))
+		parts = append(parts, n.n.Name+" "+nodeGPUText(n))
 	}
 	where := strings.Join(parts, "; ")
 	if more > 0 {
@@ -437,9 +492,9 @@ func (s *sched) gpuFreeWhere(w *work) string {
 	return where
 }
 
-// gpuFreeText says what is free on n's devices: "1 of 2 GPUs free, 40 GiB
-// of slices free".
-func gpuFreeText(n *node) string {
+// nodeGPUText says what is free on n's devices: "1 of 2 GPUs free,
+// largest slice free 40 GiB".
+func nodeGPUText(n *node) string {
 	nfree := 0
 	var slice int64
 	for _, d := range n.gpus {
@@ -458,10 +513,16 @@ func gpuFreeText(n *node) string {
 }
 
 // gpuBlocked tells whether w's next process waits for GPUs: no Up node
-// it may use has its GPUs free (whatever its memory).
+// it may use has its GPUs free (whatever its memory). Devices are only
+// taken within a cycle, so a request once blocked stays blocked: that is
+// kept (gpuNoFit, order -1) for work without a machine list.
 func (s *sched) gpuBlocked(w *work) bool {
 	if !w.asksGPU() || w.whole {
 		return false
+	}
+	key, keep := gpuFitKey{w.pool, w.w.GPUs, w.w.GPUMemory, -1}, len(w.w.MachineList) == 0
+	if keep && s.gpuNoFit[key] {
+		return true
 	}
 	for _, p := range append([]*pool{w.pool}, w.pool.squat()...) {
 		for _, n := range p.nodes {
@@ -469,6 +530,12 @@ func (s *sched) gpuBlocked(w *work) bool {
 				return false
 			}
 		}
+	}
+	if keep {
+		if s.gpuNoFit == nil {
+			s.gpuNoFit = map[gpuFitKey]bool{}
+		}
+		s.gpuNoFit[key] = true
 	}
 	return true
 }

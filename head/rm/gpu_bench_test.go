@@ -44,3 +44,23 @@ func BenchmarkScheduleGPU(b *testing.B) {
 		})
 	}
 }
+
+// The burst: 2,000 workers of one job on 10,000 nodes with eight
+// 80 GiB GPUs each, whole GPUs or 20 GiB slices, beside the same burst
+// without GPUs on the same nodes.
+func BenchmarkScheduleGPUBurst(b *testing.B) {
+	nodes := gpuNodes("n", 10000, 256*GiB, 8, 80*GiB)
+	for _, tc := range []struct {
+		name string
+		gpus int
+		gmem int64
+	}{{"memory-only", 0, 0}, {"whole-gpu", 1, 0}, {"slice-20G", 0, 20 * GiB}} {
+		w := withGPUs(job(1, "u", "normal", 8*GiB, 2000), tc.gpus, tc.gmem)
+		in := Input{Now: t0, Config: flat(DefaultConfig()), Nodes: nodes, Work: []Work{w}, NoTrace: true}
+		p := Schedule(in)
+		b.Run(tc.name+"/nodes=10000/workers=2000", func(b *testing.B) {
+			b.ReportMetric(float64(len(p.Starts)), "starts")
+			loop(b, in)
+		})
+	}
+}
