@@ -20,6 +20,9 @@ type pool struct {
 	avail    int     // shares of own nodes left for fair-share work of later bands
 	maxNode  int     // largest Up node's shares, own nodes only
 	index    *fitIndex
+	gpuHist  []int   // Up nodes by free GPU devices (fitWhole), made on first use
+	partly   []*node // nodes with slices on a device (fitSlice), in the order they got them
+	minDev   []int64 // the pool's device sizes, ascending (fitSlice), made on first use
 }
 
 // squat returns the sub-pools fair-share work of p may spill into, in search order.
@@ -76,6 +79,8 @@ type node struct {
 	cands      []*proc        // round candidates in victim order (roundCandidates)
 	candsMade  bool
 	gpus       []gpuDev // the node's GPU devices (gpu.go); nil on a node without
+	gpuFree    int      // devices with nothing on them
+	inPartly   bool     // listed in pool.partly
 }
 
 func (n *node) up() bool { return n.n.State == NodeUp }

@@ -54,12 +54,41 @@ func (s *sched) layoutGPUs(nd *node) {
 		}
 		nd.gpus = append(nd.gpus, gpuDev{id: g.ID, mem: g.Memory})
 	}
+	nd.gpuFree = len(nd.gpus)
 }
 
 // resetGPUs forgets what is placed on n's devices (a layout done again).
 func (n *node) resetGPUs() {
 	for i := range n.gpus {
 		n.gpus[i].whole, n.gpus[i].used = false, 0
+	}
+	n.gpuFree = len(n.gpus)
+	if n.inPartly {
+		n.pool.partly = slices.DeleteFunc(n.pool.partly, func(m *node) bool { return m == n })
+		n.inPartly = false
+	}
+}
+
+// take puts one holder on device i of n: whole, or a slice of mem bytes,
+// and keeps the node's counts (gpuFree, the pool's histogram and list of
+// partly used nodes).
+func (n *node) take(i int, whole bool, mem int64) {
+	d := &n.gpus[i]
+	if d.free() {
+		if h := n.pool.gpuHist; h != nil && n.up() {
+			h[n.gpuFree]--
+			h[n.gpuFree-1]++
+		}
+		n.gpuFree--
+	}
+	if whole {
+		d.whole = true
+		return
+	}
+	d.used += mem
+	if !n.inPartly {
+		n.inPartly = true
+		n.pool.partly = append(n.pool.partly, n)
 	}
 }
 
@@ -82,7 +111,7 @@ func (s *sched) takeGPUs(n *node, w *work, p *Proc) {
 	}
 	if w.whole {
 		for i := range n.gpus {
-			n.gpus[i].whole = true
+			n.take(i, true, 0)
 		}
 		return
 	}
@@ -95,11 +124,7 @@ func (s *sched) takeGPUs(n *node, w *work, p *Proc) {
 			s.tracef("process %s holds GPU %s, which node %s does not list", p.ID, id, n.n.Name)
 			continue
 		}
-		if w.w.GPUs > 0 {
-			n.gpus[i].whole = true
-		} else {
-			n.gpus[i].used += w.w.GPUMemory
-		}
+		n.take(i, w.w.GPUs > 0, w.w.GPUMemory)
 	}
 }
 
@@ -193,7 +218,7 @@ func (s *sched) assignGPUs(w *work, n *node) []string {
 	if w.whole {
 		s.gpuTaken++
 		for i := range n.gpus {
-			n.gpus[i].whole = true
+			n.take(i, true, 0)
 			ids = append(ids, n.gpus[i].id)
 		}
 		return ids
@@ -207,13 +232,8 @@ func (s *sched) assignGPUs(w *work, n *node) []string {
 		panic(fmt.Sprintf("rm: work %d placed on %s where its GPUs do not fit", w.id, n.n.Name)) // a bug: every placement checks gpuFits
 	}
 	for _, i := range pick {
-		d := &n.gpus[i]
-		if w.w.GPUs > 0 {
-			d.whole = true
-		} else {
-			d.used += w.w.GPUMemory
-		}
-		ids = append(ids, d.id)
+		n.take(i, w.w.GPUs > 0, w.w.GPUMemory)
+		ids = append(ids, n.gpus[i].id)
 	}
 	return ids
 }
@@ -232,7 +252,15 @@ func (s *sched) fitGPU(w *work, p *pool) *node {
 	if keep && s.gpuNoFit[key] {
 		return nil
 	}
-	best := s.scanGPU(w, p)
+	var best *node
+	switch {
+	case !keep || w.w.ServiceID != "":
+		best = s.scanGPU(w, p)
+	case w.w.GPUs > 0:
+		best = s.fitWhole(w, p)
+	default:
+		best = s.fitSlice(w, p)
+	}
 	if best == nil && keep {
 		if s.gpuNoFit == nil {
 			s.gpuNoFit = map[gpuFitKey]bool{}
@@ -250,17 +278,15 @@ type gpuFitKey struct {
 	order int
 }
 
-// scanGPU is fitGPU's search over every node of p.
+// scanGPU is fitGPU's search over every node of p, for service instances
+// (spread first) and work with a machine list or held space: the fewest
+// instances of its service, then the best GPU fit, then the name.
 func (s *sched) scanGPU(w *work, p *pool) *node {
 	var best *node
 	var bestSc gpuScore
-	bestSvc, bestFree := 0, 0
-	for _, n := range p.nodes {
-		if !n.up() || !inMachineList(w.w, n.n.Name) {
-			continue
-		}
-		f := n.freeFor(s, w)
-		if f < w.order {
+	bestSvc := 0
+	for _, n := range p.nodes { // by name: the first of equals wins
+		if !n.up() || !inMachineList(w.w, n.n.Name) || n.freeFor(s, w) < w.order {
 			continue
 		}
 		_, sc, ok := n.gpuPick(w, s.gpuBuf[:0])
@@ -271,13 +297,108 @@ func (s *sched) scanGPU(w *work, p *pool) *node {
 		if w.w.ServiceID != "" {
 			svc = n.svc[w.w.ServiceID]
 		}
-		better := best == nil || svc < bestSvc ||
-			(svc == bestSvc && (sc.less(bestSc) || (sc == bestSc && f < bestFree)))
-		if better {
-			best, bestSc, bestSvc, bestFree = n, sc, svc, f
+		if best == nil || svc < bestSvc || (svc == bestSvc && sc.less(bestSc)) {
+			best, bestSc, bestSvc = n, sc, svc
 		}
 	}
 	return best
+}
+
+// fitWhole is scanGPU for whole GPUs without a service or machine list, in
+// the same order without looking at every node: the pool's histogram of
+// free devices gives the tightest count that exists, and the first node
+// by name with that count and the memory is the answer (else the next
+// count).
+func (s *sched) fitWhole(w *work, p *pool) *node {
+	h := p.gpuHistogram()
+	for f := w.w.GPUs; f < len(h); f++ {
+		if h[f] == 0 {
+			continue
+		}
+		for _, n := range p.nodes {
+			if n.gpuFree == f && n.up() && n.freeFor(s, w) >= w.order {
+				return n
+			}
+		}
+	}
+	return nil
+}
+
+// gpuHistogram counts p's Up nodes by free devices, once per cycle (take
+// keeps it).
+func (p *pool) gpuHistogram() []int {
+	if p.gpuHist != nil {
+		return p.gpuHist
+	}
+	most := 0
+	for _, n := range p.nodes {
+		most = max(most, len(n.gpus))
+	}
+	p.gpuHist = make([]int, most+1)
+	for _, n := range p.nodes {
+		if n.up() {
+			p.gpuHist[n.gpuFree]++
+		}
+	}
+	return p.gpuHist
+}
+
+// fitSlice is scanGPU for a slice without a service or machine list, in
+// the same order without looking at every node: a partly used device
+// (among the pool's nodes that have one) with the least left over, then
+// the name; else a free device, where the first node by name with the
+// smallest device size that fits is the answer.
+func (s *sched) fitSlice(w *work, p *pool) *node {
+	var best *node
+	var bs gpuScore
+	for _, n := range p.partly {
+		if !n.up() || n.freeFor(s, w) < w.order {
+			continue
+		}
+		_, sc, ok := n.gpuPick(w, s.gpuBuf[:0])
+		if ok && sc.a == 0 && (best == nil || sc.less(bs) || (sc == bs && n.n.Name < best.n.Name)) {
+			best, bs = n, sc
+		}
+	}
+	if best != nil {
+		return best
+	}
+	floor := p.smallestDevice(w.w.GPUMemory) - w.w.GPUMemory // the least a free device can leave over
+	for _, n := range p.nodes {
+		if !n.up() || n.gpuFree == 0 || n.freeFor(s, w) < w.order {
+			continue
+		}
+		_, sc, ok := n.gpuPick(w, s.gpuBuf[:0])
+		if !ok {
+			continue
+		}
+		if sc.b == floor {
+			return n
+		}
+		if best == nil || sc.less(bs) {
+			best, bs = n, sc
+		}
+	}
+	return best
+}
+
+// smallestDevice is the smallest device size of p's nodes of at least mem
+// bytes (0 if none).
+func (p *pool) smallestDevice(mem int64) int64 {
+	if p.minDev == nil {
+		p.minDev = []int64{}
+		for _, n := range p.nodes {
+			for _, d := range n.gpus {
+				p.minDev = append(p.minDev, d.mem)
+			}
+		}
+		slices.Sort(p.minDev)
+	}
+	i, _ := slices.BinarySearch(p.minDev, mem)
+	if i == len(p.minDev) {
+		return 0
+	}
+	return p.minDev[i]
 }
 
 // gpuAsk says w's GPU request in words: "2 GPUs" or "a 20 GiB GPU slice".

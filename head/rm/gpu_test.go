@@ -535,3 +535,54 @@ func TestGPUMemoryOnlyUnchanged(t *testing.T) {
 		}
 	}
 }
+
+// fitWhole and fitSlice choose the node scanGPU would, request after
+// request, while devices fill up on random clusters.
+func TestGPUFitMatchesScan(t *testing.T) {
+	found := 0
+	for seed := int64(1); seed <= 200; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		in := randomGPUCluster(r)
+		in.NoTrace = true
+		var sc Scheduler
+		s := &sched{in: &in, cfg: in.Config, now: in.Now, mem: &sc.mem,
+			classShare: map[string]int{}, classUsers: map[string]int{}, userShare: map[classUser]int{}, poolCap: map[poolBand]int{},
+			schedState: schedState{shrinking: map[uint64]*Shrinking{}, observed: map[*work]bool{}, userHeld: map[string]*int{}}}
+		s.build()
+		for _, p := range s.pools {
+			p.index = newFitIndex(p.nodes)
+		}
+		for step := 0; step < 200; step++ {
+			w := s.works[r.Intn(len(s.works))]
+			if w.class == nil || !w.gpu || w.whole || len(w.w.MachineList) > 0 || w.w.ServiceID != "" || gpuBadAsk(w.w) != "" {
+				continue
+			}
+			p := s.pools[r.Intn(len(s.pools))]
+			want := s.scanGPU(w, p)
+			var got *node
+			if w.w.GPUs > 0 {
+				got = s.fitWhole(w, p)
+			} else {
+				got = s.fitSlice(w, p)
+			}
+			if got != want {
+				t.Fatalf("seed %d step %d: work %d (%d GPUs, slice %d) in pool %s: fit chose %v, the scan %v",
+					seed, step, w.id, w.w.GPUs, w.w.GPUMemory, p.name, nodeName(got), nodeName(want))
+			}
+			if got != nil {
+				found++
+				s.start(w, got, w.order, "test")
+			}
+		}
+	}
+	if found < 500 {
+		t.Fatalf("only %d placements compared; the test compares too little", found)
+	}
+}
+
+func nodeName(n *node) string {
+	if n == nil {
+		return "none"
+	}
+	return n.n.Name
+}
