@@ -775,3 +775,16 @@ func dominant(w *work, capacity int, gc gpuCap) (int32, int32) {
 	}
 	return mib, max(order, int32(min(q, math.MaxInt32)))
 }
+
+// gpuFairReason says why fair-share work w waits for GPUs, or "": its
+// share is 0 because no GPUs are left, or it has fewer processes than its
+// share and no node has its GPUs free.
+func (s *sched) gpuFairReason(w *work, note func() string) string {
+	switch {
+	case w.target == 0 && s.gpuBlocked(w):
+		return "fair share is 0 processes: no GPUs are left to share in pool " + w.pool.name + "; " + s.gpuWaitReason(w) + note()
+	case w.target > 0 && w.have() < w.target && s.gpuBlocked(w):
+		return "fair share is " + itoa(w.target) + " processes, has " + itoa(w.have()) + "; " + s.gpuWaitReason(w) + note()
+	}
+	return ""
+}

@@ -111,8 +111,8 @@ func (s *sched) fairReason(w *work) (WaitCode, string) {
 		k.note = noteBudget
 	}
 	note := func() string { return s.noteText(k.note) }
-	if w.target == 0 && s.gpuBlocked(w) {
-		return WaitGPUs, "fair share is 0 processes: no GPUs are left to share in pool " + w.pool.name + "; " + s.gpuWaitReason(w) + note()
+	if r := s.gpuFairReason(w, note); r != "" {
+		return WaitGPUs, r
 	}
 	if w.target == 0 {
 		pc := s.poolCap[poolBand{w.pool.name, w.prio}]
@@ -140,9 +140,6 @@ func (s *sched) fairReason(w *work) (WaitCode, string) {
 			return "waiting for resources: class " + cls + " fair share is 0 processes because user " + w.user + "'s share of class " + cls +
 				" (" + s.sz(w, us) + ") goes to their older jobs" + note()
 		})
-	}
-	if w.have() < w.target && s.gpuBlocked(w) {
-		return WaitGPUs, "fair share is " + itoa(w.target) + " processes, has " + itoa(w.have()) + "; " + s.gpuWaitReason(w) + note()
 	}
 	if w.have() < w.target {
 		k.kind, k.n, k.order = reasonNoRoom, [4]int64{int64(w.target), int64(w.have())}, w.order
