@@ -78,9 +78,6 @@ type node struct {
 	eligDefrag int            // shares of processes eligible for defragmentation (see eligibleDefrag)
 	cands      []*proc        // round candidates in victim order (roundCandidates)
 	candsMade  bool
-	gpus       []gpuDev // the node's GPU devices (gpu.go); nil on a node without
-	gpuFree    int      // devices with nothing on them
-	inPartly   bool     // listed in pool.partly
 }
 
 func (n *node) up() bool { return n.n.State == NodeUp }
@@ -123,6 +120,7 @@ type work struct {
 	order    int
 	fair     bool
 	whole    bool // RESERVE class: each process (or hold) is a whole machine of exactly order shares
+	gpu      bool // w asks GPUs per process (asksGPU)
 	prio     int
 	live     []*proc // counted processes (not stopping, not written off)
 	cur      int     // len(live) less processes stopped in this plan
@@ -143,7 +141,6 @@ type work struct {
 	gainer   bool    // got space in this preemption round
 	rank     int     // position in sched.works (submit order)
 	held     *int    // fair shares w's user holds, set by the preemption round
-	gpu      bool    // w asks GPUs per process (asksGPU)
 }
 
 func (w *work) have() int { return w.cur + w.starts }
@@ -180,7 +177,8 @@ type sched struct {
 	changed    []*node          // nodes whose space or processes changed in this cycle, in order
 	evictSets  map[evictKey]*evictSet
 	mem        *buildMem              // where build lays out nodes, works and processes
-	gpuBuf     []int                  // scratch space of gpuPick
+	gpuBuf     []int                  // scratch space of nodeGPU.pick
+	gpuNodes   []nodeGPU              // the GPU state of each node, by node index; nil when no node has GPUs
 	gpuFair    map[*pool]int64        // GPU bytes fair-share bands handed out per pool (fairGPU)
 	gpuNoFit   map[gpuFitKey]bool     // GPU requests no node of a pool can take for the rest of the cycle (fitGPU)
 	gpuTaken   int                    // devices taken in this cycle so far (assignGPUs), for gpuWhere
@@ -278,7 +276,6 @@ func (s *sched) buildNodes() {
 		}
 		nd := &nodeSlab[i]
 		*nd = node{n: n, pool: s.resolvePool(n)}
-		s.layoutGPUs(nd)
 		nd.shares = int(max(n.MemSchedulable, 0) / nd.pool.quantum)
 		s.nodeBy[n.Name] = nd
 		s.nodes = append(s.nodes, nd)
@@ -293,6 +290,7 @@ func (s *sched) buildNodes() {
 			nd.pool.maxNode = max(nd.pool.maxNode, nd.shares)
 		}
 	}
+	s.layoutGPUs()
 }
 
 // orderWorks returns the keys of the works in submit order (submit time,
@@ -365,7 +363,7 @@ func (s *sched) layoutWorks(keys []workKey) int {
 		s.plan.Trace = s.plan.Trace[:ntrace]
 		for _, n := range s.nodes {
 			n.used, n.svc = 0, nil
-			n.resetGPUs()
+			s.resetGPUs(n)
 		}
 		l = s.startLayout(nprocs, make(map[string]bool, nprocs))
 		for _, wk := range s.works {
@@ -481,7 +479,7 @@ func (s *sched) layoutWork(wk *work, l *procLayout) {
 		pr.stopping = p.State == ProcStopping || issued
 		if pr.n != nil {
 			pr.n.used += pr.shares
-			if len(pr.n.gpus) > 0 {
+			if s.gpuNodes != nil {
 				s.takeGPUs(pr.n, wk, p)
 			}
 			if !pr.stopping {

@@ -35,67 +35,101 @@ func (d *gpuDev) free() bool { return !d.whole && d.used == 0 }
 // asksGPU tells whether w wants GPUs per process.
 func (w *work) asksGPU() bool { return w.gpu }
 
-// layoutGPUs gives nd its devices, the first of an id listed twice winning
-// and devices without memory left out (both said in the trace).
-func (s *sched) layoutGPUs(nd *node) {
-	gs := nd.n.GPUs
-	if len(gs) == 0 {
+// nodeGPU is the GPU state of one node, kept beside the nodes (in
+// sched.gpuNodes, by node index) rather than in them: a cycle without GPUs
+// walks nodes of the size it always did.
+type nodeGPU struct {
+	devs     []gpuDev
+	free     int  // devices with nothing on them
+	inPartly bool // listed in pool.partly
+}
+
+// gpuOf returns n's GPU state, nil when no node has GPUs.
+func (s *sched) gpuOf(n *node) *nodeGPU {
+	if s.gpuNodes == nil {
+		return nil
+	}
+	return &s.gpuNodes[n.idx]
+}
+
+// devs returns n's devices (nil without any).
+func (s *sched) devs(n *node) []gpuDev {
+	if s.gpuNodes == nil {
+		return nil
+	}
+	return s.gpuNodes[n.idx].devs
+}
+
+// layoutGPUs gives every node its devices, the first of an id listed
+// twice winning and devices without memory left out (both said in the
+// trace). Without any GPU in the snapshot nothing is made.
+func (s *sched) layoutGPUs() {
+	s.gpuNodes = nil
+	if !slices.ContainsFunc(s.nodes, func(n *node) bool { return len(n.n.GPUs) > 0 }) {
 		return
 	}
-	nd.gpus = make([]gpuDev, 0, len(gs))
-	for _, g := range gs {
-		switch {
-		case g.Memory <= 0:
-			s.tracef("node %s: GPU %s has no memory; not scheduled", nd.n.Name, g.ID)
-			continue
-		case slices.ContainsFunc(nd.gpus, func(d gpuDev) bool { return d.id == g.ID }):
-			s.tracef("node %s: GPU %s listed twice; using the first", nd.n.Name, g.ID)
-			continue
+	s.gpuNodes = make([]nodeGPU, len(s.nodes))
+	for i, nd := range s.nodes {
+		g := &s.gpuNodes[i]
+		for _, d := range nd.n.GPUs {
+			switch {
+			case d.Memory <= 0:
+				s.tracef("node %s: GPU %s has no memory; not scheduled", nd.n.Name, d.ID)
+				continue
+			case slices.ContainsFunc(g.devs, func(x gpuDev) bool { return x.id == d.ID }):
+				s.tracef("node %s: GPU %s listed twice; using the first", nd.n.Name, d.ID)
+				continue
+			}
+			g.devs = append(g.devs, gpuDev{id: d.ID, mem: d.Memory})
 		}
-		nd.gpus = append(nd.gpus, gpuDev{id: g.ID, mem: g.Memory})
+		g.free = len(g.devs)
 	}
-	nd.gpuFree = len(nd.gpus)
 }
 
 // resetGPUs forgets what is placed on n's devices (a layout done again).
-func (n *node) resetGPUs() {
-	for i := range n.gpus {
-		n.gpus[i].whole, n.gpus[i].used = false, 0
+func (s *sched) resetGPUs(n *node) {
+	g := s.gpuOf(n)
+	if g == nil {
+		return
 	}
-	n.gpuFree = len(n.gpus)
-	if n.inPartly {
+	for i := range g.devs {
+		g.devs[i].whole, g.devs[i].used = false, 0
+	}
+	g.free = len(g.devs)
+	if g.inPartly {
 		n.pool.partly = slices.DeleteFunc(n.pool.partly, func(m *node) bool { return m == n })
-		n.inPartly = false
+		g.inPartly = false
 	}
 }
 
 // take puts one holder on device i of n: whole, or a slice of mem bytes,
-// and keeps the node's counts (gpuFree, the pool's histogram and list of
+// and keeps the counts (nodeGPU.free, the pool's histogram and list of
 // partly used nodes).
-func (n *node) take(i int, whole bool, mem int64) {
-	d := &n.gpus[i]
+func (s *sched) take(n *node, i int, whole bool, mem int64) {
+	g := &s.gpuNodes[n.idx]
+	d := &g.devs[i]
 	if d.free() {
 		if h := n.pool.gpuHist; h != nil && n.up() {
-			h[n.gpuFree]--
-			h[n.gpuFree-1]++
+			h[g.free]--
+			h[g.free-1]++
 		}
-		n.gpuFree--
+		g.free--
 	}
 	if whole {
 		d.whole = true
 		return
 	}
 	d.used += mem
-	if !n.inPartly {
-		n.inPartly = true
+	if !g.inPartly {
+		g.inPartly = true
 		n.pool.partly = append(n.pool.partly, n)
 	}
 }
 
-// gpu returns the index of n's device with the id, or -1.
-func (n *node) gpu(id string) int {
-	for i := range n.gpus {
-		if n.gpus[i].id == id {
+// index returns the index of the device with the id, or -1.
+func (g *nodeGPU) index(id string) int {
+	for i := range g.devs {
+		if g.devs[i].id == id {
 			return i
 		}
 	}
@@ -106,12 +140,13 @@ func (n *node) gpu(id string) int {
 // stopping one included: it holds them until it is gone). A whole-machine
 // reservation holds every device of its node.
 func (s *sched) takeGPUs(n *node, w *work, p *Proc) {
-	if len(n.gpus) == 0 {
+	g := s.gpuOf(n)
+	if g == nil || len(g.devs) == 0 {
 		return
 	}
 	if w.whole {
-		for i := range n.gpus {
-			n.take(i, true, 0)
+		for i := range g.devs {
+			s.take(n, i, true, 0)
 		}
 		return
 	}
@@ -119,12 +154,12 @@ func (s *sched) takeGPUs(n *node, w *work, p *Proc) {
 		return
 	}
 	for _, id := range p.GPUs {
-		i := n.gpu(id)
+		i := g.index(id)
 		if i < 0 {
 			s.tracef("process %s holds GPU %s, which node %s does not list", p.ID, id, n.n.Name)
 			continue
 		}
-		n.take(i, w.w.GPUs > 0, w.w.GPUMemory)
+		s.take(n, i, w.w.GPUs > 0, w.w.GPUMemory)
 	}
 }
 
@@ -139,17 +174,20 @@ func (x gpuScore) less(y gpuScore) bool {
 	return x.b < y.b
 }
 
-// gpuPick returns the devices (indexes in n.gpus) one process of w would
-// get on n now, how good a fit that is, and whether it fits at all.
+// pick returns the devices (indexes in g.devs) one process of w would
+// get on g's node now, how good a fit that is, and whether it fits at all.
 // Whole devices: the first free ones by position, scored by the free
 // devices left (best fit). A slice: a partly used device before a free
 // one, then the least memory left over (packing).
-func (n *node) gpuPick(w *work, dst []int) ([]int, gpuScore, bool) {
+func (g *nodeGPU) pick(w *work, dst []int) ([]int, gpuScore, bool) {
 	dst = dst[:0]
+	if g == nil {
+		return dst, gpuScore{}, false
+	}
 	if k := w.w.GPUs; k > 0 {
 		nfree := 0
-		for i := range n.gpus {
-			if n.gpus[i].free() {
+		for i := range g.devs {
+			if g.devs[i].free() {
 				nfree++
 				if len(dst) < k {
 					dst = append(dst, i)
@@ -159,8 +197,8 @@ func (n *node) gpuPick(w *work, dst []int) ([]int, gpuScore, bool) {
 		return dst, gpuScore{int64(nfree - k), 0}, len(dst) == k
 	}
 	best, bs := -1, gpuScore{}
-	for i := range n.gpus {
-		d := &n.gpus[i]
+	for i := range g.devs {
+		d := &g.devs[i]
 		left := d.mem - d.used - w.w.GPUMemory
 		if d.whole || left < 0 {
 			continue
@@ -187,9 +225,9 @@ func (s *sched) gpuFits(w *work, n *node) bool {
 		return true
 	}
 	if w.whole {
-		return gpuCanHold(n.gpus, w.w.GPUs, w.w.GPUMemory)
+		return gpuCanHold(s.devs(n), w.w.GPUs, w.w.GPUMemory)
 	}
-	_, _, ok := n.gpuPick(w, s.gpuBuf[:0])
+	_, _, ok := s.gpuOf(n).pick(w, s.gpuBuf[:0])
 	return ok
 }
 
@@ -211,15 +249,16 @@ func gpuCanHold(gs []gpuDev, k int, mem int64) bool {
 // their ids (nil: none). A whole-machine reservation gets every device of
 // its node; work that asks no GPUs gets none.
 func (s *sched) assignGPUs(w *work, n *node) []string {
-	if len(n.gpus) == 0 {
+	g := s.gpuOf(n)
+	if g == nil || len(g.devs) == 0 {
 		return nil
 	}
 	var ids []string
 	if w.whole {
 		s.gpuTaken++
-		for i := range n.gpus {
-			n.take(i, true, 0)
-			ids = append(ids, n.gpus[i].id)
+		for i := range g.devs {
+			s.take(n, i, true, 0)
+			ids = append(ids, g.devs[i].id)
 		}
 		return ids
 	}
@@ -227,13 +266,13 @@ func (s *sched) assignGPUs(w *work, n *node) []string {
 		return nil
 	}
 	s.gpuTaken++
-	pick, _, ok := n.gpuPick(w, s.gpuBuf[:0])
+	pick, _, ok := s.gpuOf(n).pick(w, s.gpuBuf[:0])
 	if !ok {
 		panic(fmt.Sprintf("rm: work %d placed on %s where its GPUs do not fit", w.id, n.n.Name)) // a bug: every placement checks gpuFits
 	}
 	for _, i := range pick {
-		n.take(i, w.w.GPUs > 0, w.w.GPUMemory)
-		ids = append(ids, n.gpus[i].id)
+		s.take(n, i, w.w.GPUs > 0, w.w.GPUMemory)
+		ids = append(ids, g.devs[i].id)
 	}
 	return ids
 }
@@ -289,7 +328,7 @@ func (s *sched) scanGPU(w *work, p *pool) *node {
 		if !n.up() || !inMachineList(w.w, n.n.Name) || n.freeFor(s, w) < w.order {
 			continue
 		}
-		_, sc, ok := n.gpuPick(w, s.gpuBuf[:0])
+		_, sc, ok := s.gpuOf(n).pick(w, s.gpuBuf[:0])
 		if !ok {
 			continue
 		}
@@ -310,13 +349,16 @@ func (s *sched) scanGPU(w *work, p *pool) *node {
 // by name with that count and the memory is the answer (else the next
 // count).
 func (s *sched) fitWhole(w *work, p *pool) *node {
-	h := p.gpuHistogram()
+	if s.gpuNodes == nil {
+		return nil
+	}
+	h := s.gpuHistogram(p)
 	for f := w.w.GPUs; f < len(h); f++ {
 		if h[f] == 0 {
 			continue
 		}
 		for _, n := range p.nodes {
-			if n.gpuFree == f && n.up() && n.freeFor(s, w) >= w.order {
+			if s.gpuNodes[n.idx].free == f && n.up() && n.freeFor(s, w) >= w.order {
 				return n
 			}
 		}
@@ -326,18 +368,18 @@ func (s *sched) fitWhole(w *work, p *pool) *node {
 
 // gpuHistogram counts p's Up nodes by free devices, once per cycle (take
 // keeps it).
-func (p *pool) gpuHistogram() []int {
+func (s *sched) gpuHistogram(p *pool) []int {
 	if p.gpuHist != nil {
 		return p.gpuHist
 	}
 	most := 0
 	for _, n := range p.nodes {
-		most = max(most, len(n.gpus))
+		most = max(most, len(s.devs(n)))
 	}
 	p.gpuHist = make([]int, most+1)
 	for _, n := range p.nodes {
 		if n.up() {
-			p.gpuHist[n.gpuFree]++
+			p.gpuHist[s.gpuNodes[n.idx].free]++
 		}
 	}
 	return p.gpuHist
@@ -349,13 +391,16 @@ func (p *pool) gpuHistogram() []int {
 // the name; else a free device, where the first node by name with the
 // smallest device size that fits is the answer.
 func (s *sched) fitSlice(w *work, p *pool) *node {
+	if s.gpuNodes == nil {
+		return nil
+	}
 	var best *node
 	var bs gpuScore
 	for _, n := range p.partly {
 		if !n.up() || n.freeFor(s, w) < w.order {
 			continue
 		}
-		_, sc, ok := n.gpuPick(w, s.gpuBuf[:0])
+		_, sc, ok := s.gpuOf(n).pick(w, s.gpuBuf[:0])
 		if ok && sc.a == 0 && (best == nil || sc.less(bs) || (sc == bs && n.n.Name < best.n.Name)) {
 			best, bs = n, sc
 		}
@@ -363,12 +408,12 @@ func (s *sched) fitSlice(w *work, p *pool) *node {
 	if best != nil {
 		return best
 	}
-	floor := p.smallestDevice(w.w.GPUMemory) - w.w.GPUMemory // the least a free device can leave over
+	floor := s.smallestDevice(p, w.w.GPUMemory) - w.w.GPUMemory // the least a free device can leave over
 	for _, n := range p.nodes {
-		if !n.up() || n.gpuFree == 0 || n.freeFor(s, w) < w.order {
+		if !n.up() || s.gpuNodes[n.idx].free == 0 || n.freeFor(s, w) < w.order {
 			continue
 		}
-		_, sc, ok := n.gpuPick(w, s.gpuBuf[:0])
+		_, sc, ok := s.gpuOf(n).pick(w, s.gpuBuf[:0])
 		if !ok {
 			continue
 		}
@@ -384,11 +429,11 @@ func (s *sched) fitSlice(w *work, p *pool) *node {
 
 // smallestDevice is the smallest device size of p's nodes of at least mem
 // bytes (0 if none).
-func (p *pool) smallestDevice(mem int64) int64 {
+func (s *sched) smallestDevice(p *pool, mem int64) int64 {
 	if p.minDev == nil {
 		p.minDev = []int64{}
 		for _, n := range p.nodes {
-			for _, d := range n.gpus {
+			for _, d := range s.devs(n) {
 				p.minDev = append(p.minDev, d.mem)
 			}
 		}
@@ -435,7 +480,7 @@ func (s *sched) gpuTooBig(w *work, ps []*pool) string {
 			if !n.up() || !inMachineList(w.w, n.n.Name) {
 				continue
 			}
-			if gpuCanHold(n.gpus, w.w.GPUs, w.w.GPUMemory) {
+			if gpuCanHold(s.devs(n), w.w.GPUs, w.w.GPUMemory) {
 				return ""
 			}
 			nodes = append(nodes, *n.n)
@@ -594,14 +639,14 @@ func (s *sched) gpuFreeText(w *work) string {
 	var parts []string
 	more := 0
 	for _, n := range w.pool.nodes {
-		if !n.up() || len(n.gpus) == 0 || !inMachineList(w.w, n.n.Name) {
+		if !n.up() || len(s.devs(n)) == 0 || !inMachineList(w.w, n.n.Name) {
 			continue
 		}
 		if len(parts) == 6 {
 			more++
 			continue
 		}
-		parts = append(parts, n.n.Name+" "+nodeGPUText(n))
+		parts = append(parts, n.n.Name+" "+nodeGPUText(s.devs(n)))
 	}
 	where := strings.Join(parts, "; ")
 	if more > 0 {
@@ -615,10 +660,10 @@ func (s *sched) gpuFreeText(w *work) string {
 
 // nodeGPUText says what is free on n's devices: "1 of 2 GPUs free,
 // largest slice free 40 GiB".
-func nodeGPUText(n *node) string {
+func nodeGPUText(devs []gpuDev) string {
 	nfree := 0
 	var slice int64
-	for _, d := range n.gpus {
+	for _, d := range devs {
 		if d.free() {
 			nfree++
 		}
@@ -626,7 +671,7 @@ func nodeGPUText(n *node) string {
 			slice = max(slice, d.mem-d.used)
 		}
 	}
-	txt := fmt.Sprintf("%d of %d GPUs free", nfree, len(n.gpus))
+	txt := fmt.Sprintf("%d of %d GPUs free", nfree, len(devs))
 	if slice > 0 {
 		txt += ", largest slice free " + units.FormatSize(slice)
 	}
@@ -693,7 +738,7 @@ func (s *sched) fairGPUCap(jobs []*work, reach []*pool) gpuCap {
 			if !n.up() {
 				continue
 			}
-			for _, d := range n.gpus {
+			for _, d := range s.devs(n) {
 				all += d.mem
 				ndev++
 			}
@@ -710,14 +755,14 @@ func (s *sched) fairGPUCap(jobs []*work, reach []*pool) gpuCap {
 		}
 		for _, pr := range w.live {
 			if pr.n.up() && slices.Contains(reach, pr.n.pool) {
-				total -= gpuBytes(w, pr.n)
+				total -= gpuBytes(w, s.devs(pr.n))
 			}
 		}
 	}
 	for _, st := range s.plan.Starts { // other work started in this cycle's better bands
 		w, n := s.workByID(st.WorkID), s.nodeBy[st.Node]
 		if !w.fair && slices.Contains(reach, n.pool) {
-			total -= gpuBytes(w, n)
+			total -= gpuBytes(w, s.devs(n))
 		}
 	}
 	gc.bytes = max(total, 0)
@@ -725,16 +770,16 @@ func (s *sched) fairGPUCap(jobs []*work, reach []*pool) gpuCap {
 }
 
 // gpuBytes is what one process of w holds of n's GPUs.
-func gpuBytes(w *work, n *node) int64 {
+func gpuBytes(w *work, devs []gpuDev) int64 {
 	switch {
 	case w.whole:
 		var b int64
-		for _, d := range n.gpus {
+		for _, d := range devs {
 			b += d.mem
 		}
 		return b
 	case w.w.GPUs > 0:
-		return int64(w.w.GPUs) * meanGPU(n.gpus)
+		return int64(w.w.GPUs) * meanGPU(devs)
 	}
 	return max(w.w.GPUMemory, 0)
 }
