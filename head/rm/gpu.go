@@ -279,7 +279,8 @@ func (s *sched) assignGPUs(w *work, n *node) []string {
 
 // fitGPU is fitIn for work that asks GPUs: among p's Up nodes where w's
 // memory and GPUs fit, service instances spread first, then the best GPU
-// fit (gpuPick), then the best fit by free shares, then the name.
+// fit (nodeGPU.pick), then the name (scanGPU; fitWhole and fitSlice give
+// the same answer without looking at every node).
 //
 // Free space and free devices only shrink within a cycle (a stop frees
 // nothing until its process is gone), so a request that found no node in
