@@ -3,6 +3,7 @@ module github.com/ducc-project/ducc
 go 1.26.0
 
 require (
+	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/chromedp/chromedp v0.14.2
 	github.com/creack/pty v1.1.24
 	github.com/fxamacker/cbor/v2 v2.9.6

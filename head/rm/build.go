@@ -20,6 +20,9 @@ type pool struct {
 	avail    int     // shares of own nodes left for fair-share work of later bands
 	maxNode  int     // largest Up node's shares, own nodes only
 	index    *fitIndex
+	gpuHist  []int   // Up nodes by free GPU devices (fitWhole), made on first use
+	partly   []*node // nodes with slices on a device (fitSlice), in the order they got them
+	minDev   []int64 // the pool's device sizes, ascending (fitSlice), made on first use
 }
 
 // squat returns the sub-pools fair-share work of p may spill into, in search order.
@@ -117,6 +120,7 @@ type work struct {
 	order    int
 	fair     bool
 	whole    bool // RESERVE class: each process (or hold) is a whole machine of exactly order shares
+	gpu      bool // w asks GPUs per process (asksGPU)
 	prio     int
 	live     []*proc // counted processes (not stopping, not written off)
 	cur      int     // len(live) less processes stopped in this plan
@@ -172,7 +176,13 @@ type sched struct {
 	waitText   string           // the note on the next preemption round (noteText)
 	changed    []*node          // nodes whose space or processes changed in this cycle, in order
 	evictSets  map[evictKey]*evictSet
-	mem        *buildMem // where build lays out nodes, works and processes
+	mem        *buildMem              // where build lays out nodes, works and processes
+	gpuBuf     []int                  // scratch space of nodeGPU.pick
+	gpuNodes   []nodeGPU              // the GPU state of each node, by node index; nil when no node has GPUs
+	gpuFair    map[*pool]int64        // GPU bytes fair-share bands handed out per pool (fairGPU)
+	gpuNoFit   map[gpuFitKey]bool     // GPU requests no node of a pool can take for the rest of the cycle (fitGPU)
+	gpuTaken   int                    // devices taken in this cycle so far (assignGPUs), for gpuWhere
+	gpuWhere   map[*pool]gpuWhereText // gpuFreeWhere's sentences
 	schedState
 }
 
@@ -280,6 +290,7 @@ func (s *sched) buildNodes() {
 			nd.pool.maxNode = max(nd.pool.maxNode, nd.shares)
 		}
 	}
+	s.layoutGPUs()
 }
 
 // orderWorks returns the keys of the works in submit order (submit time,
@@ -339,7 +350,8 @@ func (s *sched) layoutWorks(keys []workKey) int {
 	for rank, k := range keys {
 		w := &in.Work[k.i]
 		wk := &workSlab[rank]
-		*wk = work{w: w, id: w.ID, anyNode: len(w.MachineList) == 0 && w.ServiceID == "", user: w.User, rank: rank}
+		*wk = work{w: w, id: w.ID, anyNode: len(w.MachineList) == 0 && w.ServiceID == "" && w.GPUs == 0 && w.GPUMemory == 0, user: w.User, rank: rank,
+			gpu: w.GPUs > 0 || w.GPUMemory > 0}
 		s.byInput[k.i] = wk
 		s.works[rank] = wk
 		s.classify(wk)
@@ -351,6 +363,7 @@ func (s *sched) layoutWorks(keys []workKey) int {
 		s.plan.Trace = s.plan.Trace[:ntrace]
 		for _, n := range s.nodes {
 			n.used, n.svc = 0, nil
+			s.resetGPUs(n)
 		}
 		l = s.startLayout(nprocs, make(map[string]bool, nprocs))
 		for _, wk := range s.works {
@@ -466,6 +479,9 @@ func (s *sched) layoutWork(wk *work, l *procLayout) {
 		pr.stopping = p.State == ProcStopping || issued
 		if pr.n != nil {
 			pr.n.used += pr.shares
+			if s.gpuNodes != nil {
+				s.takeGPUs(pr.n, wk, p)
+			}
 			if !pr.stopping {
 				onNode[pr.n.idx]++
 				if wk.w.ServiceID != "" {

@@ -61,6 +61,19 @@
 //     issued is never taken back (Carry.Issued). With observe_only the
 //     preemptions are reported in Plan.WouldPreempt instead.
 //
+// # GPUs
+//
+// A node may list GPU devices (Node.GPUs: id and memory) and a work may ask,
+// per process, whole GPUs on one node (Work.GPUs) or a slice of one device's
+// memory (Work.GPUMemory). A device held whole has one holder and no slices,
+// slices never exceed a device's memory, slices pack onto partly used devices
+// first, and each Start names the devices it gets (Start.GPUs; the snapshot's
+// Proc.GPUs say what running processes hold). Fair share is by dominant
+// resource: a GPU process adds the larger of its memory shares and its GPU
+// fraction (in memory shares) to the fair-share keys, so work without GPUs
+// is scheduled exactly as without this dimension. GPUFit says whether a
+// request can ever fit, for admission (docs/scheduling.md, "GPUs").
+//
 // Carry is the only memory between cycles that a decision depends on; pass
 // the previous Plan.Carry into the next Input. A zero Carry (after a head
 // failover) is safe: at worst one preemption round comes early.

@@ -1,8 +1,11 @@
 package rm
 
 import (
+	"math"
 	"slices"
 	"strings"
+
+	"github.com/ducc-project/ducc/units"
 )
 
 // Fair share (docs/scheduling.md, step 2) by progressive filling in quantum shares: the
@@ -18,17 +21,20 @@ import (
 // following pointers.
 
 type fsJob struct {
-	alloc  int // shares
-	rank   int // the work's rank (age)
+	alloc  int // dominant shares (fairGPU): shares, for work without GPUs
 	target int // processes handed out; written to w.target when the job leaves
 	want   int // w.want
-	order  int // w.order
 	w      *work
+	rank   int32 // the work's rank (age)
+	order  int32 // w.order
+	dom    int32 // what one process adds to alloc: its dominant share (fairGPU), order without GPUs
+	gpu    int32 // GPU memory of one process in MiB (fairGPU)
 }
 
 type fsUser struct {
 	name  string
 	alloc int
+	mem   int // shares handed out (alloc counts dominant shares)
 	jobs  minHeap[fsJob]
 	njobs int // len(jobs) once filled
 }
@@ -44,7 +50,8 @@ type fsClass struct {
 	weight     int64
 	guaranteed int // shares
 	max        int // shares; 0 = none
-	alloc      int
+	alloc      int // dominant shares (fairGPU)
+	mem        int // shares
 	users      minHeap[fsUserEntry]
 	nusers     int
 }
@@ -53,8 +60,9 @@ type fsClass struct {
 type classUser struct{ class, user string }
 
 // fairShare computes targets for the given fair jobs (all of one band and
-// one pool) over capacity shares, and returns the shares used.
-func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
+// one pool) over capacity shares and the GPUs of gc (fairGPUCap), and
+// returns the shares and GPU bytes used.
+func (s *sched) fairShare(jobs []*work, capacity int, quantum int64, gc gpuCap) (int, int64) {
 	classes := map[string]*fsClass{}
 	users := map[classUser]*fsUser{}
 	var cl []*fsClass
@@ -103,7 +111,12 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 		}
 		u := owners[i]
 		i++
-		u.jobs = append(u.jobs, fsJob{rank: w.rank, want: w.want, order: w.order, w: w})
+		order := int32(min(w.order, math.MaxInt32))
+		u.jobs = append(u.jobs, fsJob{rank: int32(w.rank), want: w.want, order: order, dom: order, w: w})
+		if w.gpu {
+			j := &u.jobs[len(u.jobs)-1]
+			j.gpu, j.dom = dominant(w, capacity, gc)
+		}
 	}
 	slices.SortFunc(cl, func(a, b *fsClass) int { return strings.Compare(a.c.Name, b.c.Name) })
 	ch := classHeap(cl)
@@ -118,13 +131,14 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 		c.users.init()
 	}
 	ch.init()
-	left := capacity
+	left, gpuLeft := capacity, gc.bytes/units.MiB
 	for len(ch) > 0 && left > 0 {
 		c := ch[0]
 		ue := &c.users[0]
 		u := ue.u
 		j := &u.jobs[0]
-		if j.target >= j.want || j.order > left || (c.max > 0 && c.alloc+j.order > c.max) {
+		order := int(j.order)
+		if j.target >= j.want || order > left || int64(j.gpu) > gpuLeft || (c.max > 0 && c.mem+order > c.max) {
 			j.w.target = j.target
 			u.jobs.pop()
 			if len(u.jobs) == 0 {
@@ -136,11 +150,15 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 			continue
 		}
 		j.target++
-		j.alloc += j.order
-		ue.alloc += j.order
-		u.alloc += j.order
-		c.alloc += j.order
-		left -= j.order
+		dom := int(j.dom)
+		j.alloc += dom
+		ue.alloc += dom
+		u.alloc += dom
+		c.alloc += dom
+		u.mem += order
+		c.mem += order
+		left -= order
+		gpuLeft -= int64(j.gpu)
 		u.jobs.down(0)
 		c.users.down(0)
 		ch.down(0)
@@ -153,13 +171,13 @@ func (s *sched) fairShare(jobs []*work, capacity int, quantum int64) int {
 		}
 	}
 	for _, c := range cl {
-		s.classShare[c.c.Name] += c.alloc
+		s.classShare[c.c.Name] += c.mem
 		s.classUsers[c.c.Name] += c.nusers
 	}
 	for _, k := range ul {
-		s.userShare[k] += users[k].alloc
+		s.userShare[k] += users[k].mem
 	}
-	return capacity - left
+	return capacity - left, (gc.bytes/units.MiB - gpuLeft) * units.MiB
 }
 
 // minHeap is a binary min-heap of small values ordered by their before

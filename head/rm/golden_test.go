@@ -82,6 +82,21 @@ func goldenStories() []story {
 			steps: make([]func(*sim), 5),
 			dt:    time.Second,
 		},
+		{
+			// Two nodes with two 80 GiB GPUs each: a job of whole GPUs, slices
+			// of `ducc run`s packed two to a GPU, a memory-only job beside them.
+			name: "gpu_whole_and_slices",
+			sim: func(t *testing.T) *sim {
+				w := withGPUs(job(1, "alice", "normal", 4*GiB, 100), 1, 0)
+				return &sim{cfg: flat(DefaultConfig()), nodes: gpuNodes("g", 2, 32*GiB, 2, 80*GiB), now: t0,
+					work: []Work{w, run(2, "bob", 2*GiB, 0, 40*GiB)}}
+			},
+			steps: []func(*sim){nil, func(s *sim) {
+				s.work = append(s.work, run(3, "carol", 2*GiB, 0, 40*GiB), run(4, "carol", 2*GiB, 0, 30*GiB),
+					run(5, "carol", 2*GiB, 0, 60*GiB), job(6, "dan", "normal", 2*GiB, 100))
+			}, nil, nil},
+			dt: 4 * time.Second,
+		},
 	}
 }
 

@@ -157,7 +157,7 @@ func (s *sim) step(dt time.Duration) Plan {
 		}
 		s.seq[w.ID]++
 		w.Procs = append(w.Procs, Proc{ID: fmt.Sprintf("%d.%d", w.ID, s.seq[w.ID]), Node: st.Node, Shares: st.Shares,
-			State: ProcRunning, StartedAt: s.now, InitializedAt: s.now})
+			State: ProcRunning, StartedAt: s.now, InitializedAt: s.now, GPUs: st.GPUs})
 		w.EverInitialized = true
 	}
 	return p

@@ -34,13 +34,20 @@ func (s *sched) start(w *work, n *node, shares int, reason string) {
 	if n.pool.index != nil {
 		n.pool.index.update(n)
 	}
+	var gpus []string
+	if s.gpuNodes != nil {
+		gpus = s.assignGPUs(w, n)
+	}
 	s.plan.Starts = append(s.plan.Starts, Start{
 		WorkID: w.w.ID, Node: n.n.Name, Shares: shares,
-		Memory: int64(shares) * w.quantum, Reason: reason,
+		Memory: int64(shares) * w.quantum, GPUs: gpus, Reason: reason,
 	})
 	if s.trace {
 		s.tracef("start %s %d on %s: %d shares (%s), %s; %d free left", w.w.Kind, w.w.ID, n.n.Name, shares,
 			units.FormatSize(int64(shares)*w.quantum), reason, n.shares-n.used)
+		if gpus != nil {
+			s.tracef("  GPUs %s on %s: %s", joinIDs(gpus), n.n.Name, nodeGPUText(s.devs(n)))
+		}
 	}
 }
 
@@ -51,7 +58,7 @@ func (s *sched) heldNode(w *work) *node {
 			continue
 		}
 		n := s.nodeBy[h.Node]
-		if n != nil && n.up() && n.freeFor(s, w) >= w.order && inMachineList(w.w, n.n.Name) {
+		if n != nil && n.up() && n.freeFor(s, w) >= w.order && inMachineList(w.w, n.n.Name) && (!w.gpu || s.gpuFits(w, n)) {
 			return n
 		}
 	}
@@ -62,6 +69,9 @@ func (s *sched) heldNode(w *work) *node {
 // p, or nil. Service instances prefer nodes with fewer instances of their
 // service (spread before stacking).
 func (s *sched) fitIn(w *work, p *pool) *node {
+	if w.asksGPU() {
+		return s.fitGPU(w, p)
+	}
 	if w.anyNode && p.index != nil {
 		return p.index.best(w.order, nil)
 	}
@@ -115,6 +125,11 @@ func (s *sched) noFitCode(w *work, ps []*pool) WaitCode {
 // tooBig says why no node can ever hold one process of w, or "".
 func (s *sched) tooBig(w *work, ps []*pool) string {
 	l := s.largest(w, ps)
+	if l > 0 && (w.w.GPUs != 0 || w.w.GPUMemory != 0) {
+		if msg := s.gpuTooBig(w, ps); msg != "" {
+			return msg
+		}
+	}
 	if w.whole {
 		return ""
 	}
@@ -213,7 +228,7 @@ func (s *sched) freeMachine(w *work) *node {
 		return n
 	}
 	for _, n := range w.pool.nodes {
-		if n.up() && n.shares == w.order && n.used == 0 && n.held == 0 && inMachineList(w.w, n.n.Name) {
+		if n.up() && n.shares == w.order && n.used == 0 && n.held == 0 && inMachineList(w.w, n.n.Name) && (!w.gpu || s.gpuFits(w, n)) {
 			return n
 		}
 	}
@@ -223,6 +238,9 @@ func (s *sched) freeMachine(w *work) *node {
 // npWaitCode classifies npWaitReason.
 func (s *sched) npWaitCode(w *work) WaitCode {
 	if !w.whole {
+		if s.gpuBlocked(w) {
+			return WaitGPUs
+		}
 		return WaitResources
 	}
 	up := false
@@ -241,6 +259,9 @@ func (s *sched) npWaitCode(w *work) WaitCode {
 }
 
 func (s *sched) npWaitReason(w *work) string {
+	if !w.whole && s.gpuBlocked(w) {
+		return s.gpuWaitReason(w)
+	}
 	size := units.FormatSize(int64(w.order) * w.quantum)
 	if w.whole {
 		sizes := map[int]int{}

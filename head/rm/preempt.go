@@ -114,6 +114,9 @@ func (s *sched) pickVictims(w *work, n *node, order int, exact bool, cat func(*p
 	if free >= order && !exact {
 		return nil
 	}
+	if w.gpu && !s.gpuFits(w, n) {
+		return nil // preemption frees memory for GPU work only where its GPUs are free (docs/scheduling.md)
+	}
 	list := n.victimOrder()
 	if s.eligOn {
 		list = s.roundCandidates(n)
@@ -255,6 +258,9 @@ func (s *sched) evictFor(w *work) bool {
 		return false
 	}
 	vs := s.pickVictims(w, n, w.order, exact, cat, nil)
+	if len(vs) == 0 && w.asksGPU() {
+		return false // its GPUs do not fit there after all: nothing is evicted for nothing
+	}
 	text := fmt.Sprintf("evicted for %s %d (%s class %s, priority %d)", w.w.Kind, w.w.ID, w.class.Policy, w.class.Name, w.prio)
 	s.issueStops(vs, Evicted, text, false)
 	s.addHold(w, n, w.order, vs)
@@ -276,7 +282,7 @@ func (s *sched) evictFor(w *work) bool {
 // the rest of the cycle and is brought up to date from the nodes that
 // changed since it last answered (sched.changed).
 func (s *sched) cheapestEviction(w *work, exact bool) *node {
-	if len(w.w.MachineList) > 0 || s.holdShares(w) > 0 {
+	if len(w.w.MachineList) > 0 || s.holdShares(w) > 0 || w.asksGPU() {
 		return s.scanEviction(w, exact)
 	}
 	k := evictKey{w.pool, w.prio, w.order, exact}
@@ -316,6 +322,9 @@ func (s *sched) scanEviction(w *work, exact bool) *node {
 		}
 		if exact && (n.held > 0 && n.freeFor(s, w) == n.free()) {
 			continue // held for someone else
+		}
+		if w.gpu && !s.gpuFits(w, n) {
+			continue
 		}
 		free := n.freeFor(s, w)
 		if !exact && order-free >= bestCost {
@@ -982,7 +991,7 @@ func (r *round) findVictims(b *work, last *node, defrag bool) (*node, []victim) 
 		if n != nil {
 			return n, vs
 		}
-		if len(b.w.MachineList) == 0 {
+		if len(b.w.MachineList) == 0 && !b.asksGPU() {
 			r.failedAt[key] = b.order
 		}
 	}

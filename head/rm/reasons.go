@@ -111,6 +111,9 @@ func (s *sched) fairReason(w *work) (WaitCode, string) {
 		k.note = noteBudget
 	}
 	note := func() string { return s.noteText(k.note) }
+	if r := s.gpuFairReason(w, note); r != "" {
+		return WaitGPUs, r
+	}
 	if w.target == 0 {
 		pc := s.poolCap[poolBand{w.pool.name, w.prio}]
 		if pc == 0 {
@@ -154,6 +157,11 @@ func (s *sched) fairReason(w *work) (WaitCode, string) {
 	}
 	us, cs := s.userShare[classUser{cls, w.user}], s.classShare[cls]
 	k.kind, k.n, k.note, k.wait = reasonAtShare, [4]int64{int64(w.target), int64(w.want), int64(us), int64(cs)}, noteNone, 0
+	if w.asksGPU() {
+		return WaitAtShare, "at fair share: class " + cls + " fair share by dominant resource gives this job " + itoa(w.target) + " of the " +
+			itoa(w.want) + " processes it wants; each asks " + gpuAsk(w.w.GPUs, w.w.GPUMemory) + " and " + s.sz(w, w.order) +
+			", and its GPUs or its memory, whichever is the larger part of the pool, is shared (GPUs free: " + s.gpuFreeWhere(w) + ")"
+	}
 	return WaitAtShare, s.reasonText(w, k, func() string {
 		return "at fair share: class " + cls + " fair share gives this job " + itoa(w.target) + " of the " + itoa(w.want) +
 			" processes it wants (user " + w.user + "'s share is " + s.sz(w, us) + " of the class's " + s.sz(w, cs) + ")"

@@ -178,8 +178,15 @@ func (s *sched) runBand(b band) {
 		}
 		capacity := p.leftover()
 		s.poolCap[poolBand{p.name, b.prio}] = capacity
-		used := s.fairShare(jobs, capacity, p.quantum)
+		gc := s.fairGPUCap(jobs, reach)
+		used, gpuUsed := s.fairShare(jobs, capacity, p.quantum, gc)
 		p.consume(used)
+		if gpuUsed > 0 {
+			if s.gpuFair == nil {
+				s.gpuFair = map[*pool]int64{}
+			}
+			s.gpuFair[p] += gpuUsed
+		}
 		s.tracef("band %d pool %s: %d shares for %d jobs; fair share hands out %d", b.prio, p.name, capacity, len(jobs), used)
 		for _, w := range jobs {
 			if s.trace && (w.want > 0 || w.cur > 0) {

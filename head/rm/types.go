@@ -62,6 +62,15 @@ type Node struct {
 	// system processes and memory_reserved).
 	MemSchedulable int64
 	State          NodeState
+	// GPUs are the node's schedulable GPU devices (MIG instances count as
+	// devices of their own), in the order the agent lists them.
+	GPUs []GPU
+}
+
+// GPU is one schedulable GPU device of a node.
+type GPU struct {
+	ID     string // the device's UUID (what CUDA_VISIBLE_DEVICES names)
+	Memory int64  // bytes
 }
 
 // Proc is one process of a piece of work (or the hold of a reservation).
@@ -72,6 +81,9 @@ type Proc struct {
 	State         ProcState
 	StartedAt     time.Time
 	InitializedAt time.Time // zero until initialized
+	// GPUs are the ids of the devices the process holds (Start.GPUs of its
+	// start): whole devices, or the one device its slice is on.
+	GPUs []string
 }
 
 // Work is anything the scheduler allocates memory to: a job, a service
@@ -85,6 +97,11 @@ type Work struct {
 	Memory      int64  // bytes per process (reservations: the machine size); 0 = default_memory
 	SubmitTime  time.Time
 	MachineList []string // restrict placement to these nodes (nil = any)
+
+	// GPU request per process (at most one of the two): GPUs whole devices,
+	// all on one node, or a slice of GPUMemory bytes of one device.
+	GPUs      int
+	GPUMemory int64
 
 	// ServiceID groups instances of one service so they are spread over nodes.
 	ServiceID string
@@ -124,6 +141,10 @@ type Start struct {
 	Node   string
 	Shares int
 	Memory int64 // Shares × quantum: the cgroup memory cap
+	// GPUs are the ids of the devices the process gets (nil: none): its
+	// whole devices, the device of its slice, or every device of a node a
+	// whole-machine reservation holds.
+	GPUs   []string
 	Reason string
 }
 
@@ -183,6 +204,7 @@ const (
 	HeldInitialization          // initialization_cap until a process initializes
 	HeldDoubling                // expand_by_doubling
 	HeldInitFailures            // growth frozen by initialization failures
+	WaitGPUs                    // no node has the GPUs (whole or a slice) free now
 )
 
 // Shrinking explains why work loses processes in this plan.

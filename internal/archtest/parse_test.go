@@ -62,13 +62,14 @@ var libraries = map[string][]string{
 	"x/sys":  {"golang.org/x/sys"},
 	"yaml":   {"go.yaml.in/yaml"},
 	"UIMA":   nil, // Java (java/), no Go
+	"NVML":   {"github.com/NVIDIA/go-nvml"},
 }
 
 // daemonPackages are the project packages "a daemon package" means: the
 // ones cmd/ducc must not link (cmd/ducc/light_test.go); head/rm, pure, is
 // not one (classfile reads class files into its config section).
 var daemonPackages = []string{
-	"agent", "sim", "proc", "cgroup", "web", "wire/p2p", "cmd/duccd",
+	"agent", "sim", "proc", "cgroup", "web", "wire/p2p", "cmd/duccd", "gpu",
 	"head", "head/server", "head/orch", "head/jd", "head/sm", "head/state",
 }
 

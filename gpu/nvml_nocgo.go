@@ -1,0 +1,11 @@
+//go:build !cgo
+
+package gpu
+
+import "errors"
+
+// DiscoverHost says there is no NVML library: a build without cgo cannot
+// load it (only duccd, built with cgo, discovers GPUs).
+func DiscoverHost() Inventory {
+	return Inventory{Status: StatusNoLibrary, Err: errors.New("this build has no cgo, so it cannot load libnvidia-ml.so.1")}
+}

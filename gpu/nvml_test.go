@@ -1,0 +1,205 @@
+//go:build cgo
+
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+)
+
+// migOn turns MIG on for GPU d of a mock server and gives it instances of
+// the given sizes in MiB (the first two indexes left empty, as NVML may).
+func migOn(t *testing.T, d nvml.Device, sizes ...uint64) []string {
+	t.Helper()
+	dev := d.(*server.Device)
+	dev.MigMode = nvml.DEVICE_MIG_ENABLE
+	var uuids []string
+	inst := map[int]*mock.Device{}
+	for i, mb := range sizes {
+		uuid := fmt.Sprintf("MIG-%s-%d", dev.UUID, i)
+		uuids = append(uuids, uuid)
+		mem := nvml.Memory{Total: mb << 20}
+		inst[i+2] = &mock.Device{
+			GetUUIDFunc:       func() (string, nvml.Return) { return uuid, nvml.SUCCESS },
+			GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) { return mem, nvml.SUCCESS },
+		}
+	}
+	dev.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return len(sizes) + 2, nvml.SUCCESS }
+	dev.GetMigDeviceHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
+		if m, ok := inst[i]; ok {
+			return m, nvml.SUCCESS
+		}
+		return nil, nvml.ERROR_NOT_FOUND
+	}
+	return uuids
+}
+
+// discoverCase is one case of TestDiscover: a mock NVML, the status and
+// line discovery gives, and a check of its devices.
+type discoverCase struct {
+	name   string
+	lib    func(t *testing.T) nvml.Interface
+	status Status
+	want   func(inv Inventory) error
+	says   string
+}
+
+func discoverCases() []discoverCase {
+	const gib = int64(1) << 30
+	return []discoverCase{
+		{
+			name:   "eight A100s",
+			lib:    func(t *testing.T) nvml.Interface { return dgxa100.New() },
+			status: StatusFound,
+			says:   "NVML: 8 GPU(s), driver 550.54.15",
+			want: func(inv Inventory) error {
+				if len(inv.Devices) != 8 || len(inv.Schedulable()) != 8 {
+					return fmt.Errorf("%d devices, %d schedulable, want 8", len(inv.Devices), len(inv.Schedulable()))
+				}
+				seen := map[string]bool{}
+				for i, d := range inv.Devices {
+					if d.Index != i || d.Minor != i || d.Memory != 40*gib || d.Model != "Mock NVIDIA A100-SXM4-40GB" ||
+						d.MIG != MIGDisabled || d.Parent != "" || !strings.HasPrefix(d.UUID, "GPU-") || seen[d.UUID] {
+						return fmt.Errorf("device %d: %+v", i, d)
+					}
+					seen[d.UUID] = true
+				}
+				return nil
+			},
+		},
+		{
+			name: "MIG enabled with instances",
+			lib: func(t *testing.T) nvml.Interface {
+				s := dgxa100.NewWithGPUs(gpus.Multiple(2, gpus.A100_SXM4_40GB)...)
+				migOn(t, s.Devices[1], 20480, 10240)
+				return s
+			},
+			status: StatusFound,
+			says:   "NVML: 2 GPU(s), 2 MIG instance(s), driver 550.54.15",
+			want: func(inv Inventory) error {
+				if len(inv.Devices) != 4 {
+					return fmt.Errorf("%d devices, want 2 GPUs and 2 instances: %v", len(inv.Devices), inv.Devices)
+				}
+				p := inv.Devices[1]
+				if p.MIG != MIGEnabled {
+					return fmt.Errorf("GPU 1 MIG %v, want enabled", p.MIG)
+				}
+				sched := inv.Schedulable()
+				if len(sched) != 3 || sched[0].UUID != inv.Devices[0].UUID {
+					return fmt.Errorf("schedulable %v, want GPU 0 and the two instances", sched)
+				}
+				for i, mem := range []int64{20 * gib, 10 * gib} {
+					d := sched[i+1]
+					if d.MIG != MIGInstance || d.Parent != p.UUID || d.Memory != mem || d.Minor != p.Minor ||
+						d.UUID != fmt.Sprintf("MIG-%s-%d", p.UUID, i) || d.Index != i+2 {
+						return fmt.Errorf("instance %d: %+v", i, d)
+					}
+				}
+				return nil
+			},
+		},
+		{
+			name: "no GPUs",
+			lib: func(t *testing.T) nvml.Interface {
+				return dgxa100.NewWithGPUs()
+			},
+			status: StatusNoGPUs,
+			says:   "NVML found, 0 GPUs",
+		},
+		{
+			name: "the library missing",
+			lib: func(t *testing.T) nvml.Interface {
+				return &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }}
+			},
+			status: StatusNoLibrary,
+			says:   "no NVML library: libnvidia-ml.so.1 could not be loaded (no NVIDIA driver on this host)",
+		},
+		{
+			name: "NVML fails to initialize",
+			lib: func(t *testing.T) nvml.Interface {
+				return &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_DRIVER_NOT_LOADED }}
+			},
+			status: StatusError,
+			says:   "NVML init: " + nvml.ERROR_DRIVER_NOT_LOADED.Error(),
+		},
+		{
+			name: "a device NVML cannot read",
+			lib: func(t *testing.T) nvml.Interface {
+				s := dgxa100.NewWithGPUs(gpus.Multiple(2, gpus.A100_SXM4_40GB)...)
+				s.Devices[1].(*server.Device).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) {
+					return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST
+				}
+				return s
+			},
+			status: StatusError,
+			want: func(inv Inventory) error {
+				if !errors.Is(inv.Err, nvml.ERROR_GPU_IS_LOST) || !strings.Contains(inv.Err.Error(), "NVML device 1: GPU-") ||
+					!strings.Contains(inv.Err.Error(), ": memory: ") {
+					return fmt.Errorf("err %v, want device 1's memory wrapping ERROR_GPU_IS_LOST", inv.Err)
+				}
+				return nil
+			},
+		},
+	}
+}
+
+func TestDiscover(t *testing.T) {
+	for _, tc := range discoverCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			inv := Discover(tc.lib(t))
+			if inv.Status != tc.status {
+				t.Fatalf("status %v (%v), want %v", inv.Status, inv, tc.status)
+			}
+			if tc.says != "" && inv.String() != tc.says {
+				t.Errorf("says %q, want %q", inv.String(), tc.says)
+			}
+			if tc.want != nil {
+				if err := tc.want(inv); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
+
+// A process's GPU memory, per device, MIG instances by their own UUIDs.
+func TestProcessMemory(t *testing.T) {
+	s := dgxa100.NewWithGPUs(gpus.Multiple(2, gpus.A100_SXM4_40GB)...)
+	for i, d := range s.Devices {
+		procs := []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 3 << 30}, {Pid: uint32(200 + i), UsedGpuMemory: 1 << 20},
+			{Pid: 300, UsedGpuMemory: ^uint64(0)}} // usage unknown: left out
+		d.(*server.Device).GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return procs, nvml.SUCCESS }
+	}
+	sess, inv := Open(s)
+	if sess == nil {
+		t.Fatalf("Open: %v", inv)
+	}
+	defer sess.Close()
+	got, err := sess.ProcessMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[int]int64{
+		s.Devices[0].(*server.Device).UUID: {100: 3 << 30, 200: 1 << 20},
+		s.Devices[1].(*server.Device).UUID: {100: 3 << 30, 201: 1 << 20},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+
+	s.Devices[1].(*server.Device).GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+		return nil, nvml.ERROR_NO_PERMISSION
+	}
+	if _, err := sess.ProcessMemory(); !errors.Is(err, nvml.ERROR_NO_PERMISSION) || !strings.Contains(err.Error(), "running compute processes") {
+		t.Fatalf("err %v, want the device's error wrapped", err)
+	}
+}
