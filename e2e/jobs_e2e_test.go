@@ -241,7 +241,7 @@ func TestJobBadSpec(t *testing.T) {
 		// whole machine of exactly its memory, which this node is not.
 		{"reserve class, no machine of that size", []string{"--scheduling-class", "reserve"}, "gets a whole machine of exactly its size"},
 		{"too big", []string{"--process-memory-size", "64G"}, "no node can hold 64 GiB"},
-		{"bad protocol", []string{"--worker-protocol", "carrier-pigeon"}, "worker_protocol"},
+		{"bad protocol", []string{"--worker-protocol", "carrier-pigeon"}, "--worker-protocol: unknown worker protocol \"carrier-pigeon\""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

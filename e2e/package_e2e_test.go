@@ -104,7 +104,7 @@ func TestPackageDeb(t *testing.T) {
 			t.Errorf("/usr/bin/%s is not a link to ducc: %q, %v", name, dst, err)
 		}
 	}
-	if help := run("/usr/bin/ducc_cancel", "--help"); !strings.Contains(help, "cancel work") {
+	if help := run("/usr/bin/ducc_cancel", "--help"); !strings.Contains(strings.ToLower(help), "cancel work") {
 		t.Errorf("ducc_cancel --help does not run ducc cancel:\n%s", help)
 	}
 	checkManPages(t)
