@@ -195,7 +195,7 @@ func TestJavaPingers(t *testing.T) {
 		{"not on the class path", []string{"--service-request-endpoint", "CUSTOM:missing", "--service-ping-class", "no.such.Ping",
 			"--service-ping-classpath", jars.test},
 			"service_ping_class no.such.Ping is not in service_ping_classpath: looked for no/such/Ping.class in " + jars.test + " on this node"},
-		{"internal registered pinger with a class path", []string{"--service-request-endpoint", "CUSTOM:stats:127.0.0.1:1",
+		{"internal registered pinger with a class path", []string{"--service-request-endpoint", "CUSTOM:127.0.0.1:1",
 			"--service-ping-class", "site.StatsPing", "--service-ping-classpath", jars.test},
 			"service_ping_class site.StatsPing is a pinger the administrators registered with internal = true: it runs as they set it up; drop service_ping_classpath"},
 		{"a class neither registered nor with a class path", []string{"--service-request-endpoint", "CUSTOM:x", "--service-ping-class", "site.Unknown"},
@@ -210,11 +210,12 @@ func TestJavaPingers(t *testing.T) {
 		}
 	}
 
-	// CustomPing, from DUCC's properties format, unchanged.
+	// CustomPing registered as the chapter registers it (DUCC's properties
+	// format, endpoint CUSTOM:host:port).
 	file := filepath.Join(c.dir, "custom.service")
 	props := fmt.Sprintf(`# DUCC's CustomPing sample
 description = stats via CustomPing
-service_request_endpoint = CUSTOM:stats:127.0.0.1:%s
+service_request_endpoint = CUSTOM:127.0.0.1:%s
 service_ping_class = ducc.pinger.test.CustomPing
 service_ping_classpath = %s
 service_ping_jvmargs = -Xmx32m
@@ -236,7 +237,7 @@ working_directory = %s
 	c.mustDucc(t, append([]string{"services", "start"}, append(as, scaling)...)...)
 
 	// The registered pinger, named by a service that gives no class path.
-	registered := c.register(t, append(as, "--service-request-endpoint", "CUSTOM:stats2:127.0.0.1:"+stats.port,
+	registered := c.register(t, append(as, "--service-request-endpoint", "CUSTOM:localhost:"+stats.port,
 		"--service-ping-class", "site.StatsPing", "--service-ping-interval", "1s", "--working-directory", c.dir)...)
 
 	// Failures.
@@ -310,7 +311,7 @@ working_directory = %s
 	c.mustDucc(t, append([]string{"services", "modify", hangs}, append(as, "--service-ping-class", "ducc.pinger.test.CustomPing")...)...)
 	s = c.waitService(hangs, 60*time.Second, "pinged by the modified pinger", func(s wire.ServiceInfo) bool {
 		return s.Spec.PingClass == "ducc.pinger.test.CustomPing" && strings.Contains(s.Reason,
-			"ducc-pinger: ducc.pinger.test.CustomPing.init() failed: java.lang.IllegalArgumentException: endpoint CUSTOM:hangs is not CUSTOM:name:host:port")
+			"ducc-pinger: ducc.pinger.test.CustomPing.init() failed: java.lang.IllegalArgumentException: endpoint CUSTOM:hangs is not CUSTOM:host:port")
 	})
 	t.Logf("modified pinger: %s: %s", s.State, s.Reason)
 }

@@ -33,7 +33,7 @@ SERVER=$!
 for _ in $(seq 50); do grep -qs "^port " "$TMP/server" && break; sleep 0.1; done
 PORT=$(awk '/^port /{print $2}' "$TMP/server")
 [ -n "$PORT" ] || { echo "FAIL the stats server did not start: $(cat "$TMP/server")"; exit 1; }
-EP="CUSTOM:stats:127.0.0.1:$PORT"
+EP="CUSTOM:127.0.0.1:$PORT"
 
 # 1. CustomPing, one ping (as ducc's agent runs it): alive, the stats as info.
 state "$EP" >"$TMP/in"; host ducc.pinger.test.CustomPing <"$TMP/in"

@@ -8,11 +8,12 @@ import org.apache.uima.ducc.cli.AServicePing;
 import org.apache.uima.ducc.cli.ServiceStatistics;
 
 /**
- * Test fixture: DUCC's documented CustomPing sample, written from its
- * description. The endpoint is CUSTOM:name:host:port; each ping connects
- * to host:port, reads four statistics (64-bit, little-endian) and answers
- * alive and healthy with them as info ("S1[..] S2[..] S3[..] S4[..]");
- * when that fails the service is not alive and the info says why.
+ * Test fixture: DUCC's documented CustomPing sample (the services chapter
+ * of the DUCC book), written from it: the same API calls and the same
+ * endpoint, CUSTOM:host:port. Each ping connects to host:port, reads four
+ * statistics (64-bit, little-endian) and answers alive and healthy with
+ * them as info ("S1[..] S2[..] S3[..] S4[..]"); when that fails the
+ * service is not alive and the info says why.
  * getStatistics() is declared with the covariant return type
  * ServiceStatistics, as the sample does.
  */
@@ -22,12 +23,13 @@ public class CustomPing extends AServicePing {
 
   @Override
   public void init(String arguments, String endpoint) throws Exception {
+    // CUSTOM:host:port, as the chapter's registration writes it.
     String[] parts = endpoint.split(":");
-    if (parts.length < 4) {
-      throw new IllegalArgumentException("endpoint " + endpoint + " is not CUSTOM:name:host:port");
+    if (parts.length < 3) {
+      throw new IllegalArgumentException("endpoint " + endpoint + " is not CUSTOM:host:port");
     }
-    host = parts[2];
-    port = Integer.parseInt(parts[3]);
+    host = parts[1];
+    port = Integer.parseInt(parts[2]);
     doLog("init", "pinging", host + ":" + port, "arguments", arguments);
   }
 
