@@ -75,7 +75,7 @@ bench: build
 # Python worker, idle CPU and RSS of a fresh dev agent (60 s). Root; not
 # part of make test.
 bench-e2e: build
-	$(GO) test -count=1 -timeout 30m -run XXX -bench 'ShortJobs500|JobStream100k|Idle' -benchtime 1x ./e2e/
+	$(GO) test -count=1 -timeout 30m -run XXX -bench 'ShortJobs500|JobStream100k|Idle|RetentionRSS' -benchtime 1x ./e2e/
 	$(GO) test -count=1 -timeout 10m -run XXX -bench 'RunTrue|SubmitDetach' -benchtime 40x ./e2e/
 	$(GO) test -count=1 -timeout 60m -run XXX -bench 'FlatWithHistory' -benchtime 1x ./e2e/
 

@@ -126,6 +126,7 @@ func (h *Head) info(c wire.Caller, w *state.Work) wire.WorkInfo {
 	}
 	h.memoryCap(w, &info)
 	info.Nodes = liveNodes(w)
+	var started int64 // the earliest start the agents reported that the state has not written yet
 	for _, p := range w.Procs {
 		if info.Node == "" || !p.Ended() {
 			info.Node = p.Node
@@ -140,14 +141,47 @@ func (h *Head) info(c wire.Caller, w *state.Work) wire.WorkInfo {
 			if pi.LogPath == "" {
 				pi.LogPath = live.LogPath
 			}
+			if p.State == wire.ProcStarting && live.State == wire.ProcRunning {
+				// Its agent reported the start, which the state writes
+				// with the next log entry (orch's startLinger): show
+				// what runs, not what the log has caught up with.
+				pi.State, pi.PID = live.State, live.PID
+				if live.StartedAt != 0 {
+					pi.StartedAt = live.StartedAt
+				}
+				if started == 0 || pi.StartedAt < started {
+					started = pi.StartedAt
+				}
+			}
 		}
 		info.Procs = append(info.Procs, pi)
 	}
+	startedWork(w, started, &info)
 	h.jobInfo(w, &info)
 	if !h.mayRead(c, w.User) {
 		info.Redact()
 	}
 	return info
+}
+
+// startedWork moves work whose first process the agent reported started
+// (at started, unix ms; 0: none) along as the state will when it writes
+// that start: a managed reservation runs, a job initializes.
+func startedWork(w *state.Work, started int64, info *wire.WorkInfo) {
+	if started == 0 || w.Ended() || w.State != state.StateAssigned {
+		return
+	}
+	switch {
+	case w.Kind == wire.WorkManaged:
+		info.State = string(state.StateRunning)
+	case w.Job != nil:
+		info.State = string(state.StateInitializing)
+	default:
+		return
+	}
+	if info.StartedAt == 0 {
+		info.StartedAt = started
+	}
 }
 
 // jobInfo adds a job's statistics to its description.

@@ -360,3 +360,38 @@ classes:
 	// Outside the group, nothing is counted.
 	f.submitRun(t, bob, wire.RunRequest{Path: "/bin/true"})
 }
+
+// TestShowsAStartNotYetWritten: a process's start reported by its agent
+// is written to the state with the next log entry (orch's startLinger);
+// meanwhile show and list say what runs (the process Running with its
+// pid, the managed reservation Running since the start), not Assigned
+// with no time.
+func TestShowsAStartNotYetWritten(t *testing.T) {
+	f := newFixture(t, options{})
+	f.app.HoldLater = true
+	f.node("n1", 4*gib)
+	id := f.submitRun(t, alice, wire.RunRequest{Path: "/bin/sleep", Args: []string{"30"}, Memory: gib})
+	p := f.waitProc(t, id)
+	started := f.clock.Now().UnixMilli()
+	f.report(t, "n1", wire.ProcStatus{ID: p.ID, WorkID: id, State: wire.ProcRunning, PID: 4242, StartedAt: started})
+	if w := f.work(id); w.State != state.StateAssigned {
+		t.Fatalf("the test's premise: the start is written already (%s)", w.State)
+	}
+	info := f.show(t, id)
+	if info.State != string(state.StateRunning) || info.StartedAt != started || len(info.Procs) != 1 ||
+		info.Procs[0].State != wire.ProcRunning || info.Procs[0].PID != 4242 || info.Procs[0].StartedAt != started {
+		t.Errorf("show before the start is written: %s since %d, processes %+v; want Running since %d, pid 4242", info.State, info.StartedAt, info.Procs, started)
+	}
+	var list wire.WorkList
+	f.mustCall(t, wire.MethodJobs, alice, wire.ListRequest{}, &list)
+	if len(list.Work) != 1 || list.Work[0].State != string(state.StateRunning) {
+		t.Errorf("list before the start is written: %+v", list.Work)
+	}
+	f.app.ReleaseLater()
+	if w := f.work(id); w.State != state.StateRunning || w.StartedAt != started {
+		t.Errorf("after the start is written: %s since %d", w.State, w.StartedAt)
+	}
+	if info := f.show(t, id); info.State != string(state.StateRunning) || info.StartedAt != started {
+		t.Errorf("show after the start is written: %s since %d", info.State, info.StartedAt)
+	}
+}

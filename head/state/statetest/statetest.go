@@ -17,9 +17,20 @@ import (
 // Applier applies commands to FSM in order, one log entry per call.
 type Applier struct {
 	FSM *state.FSM
+	// HoldLater keeps ApplyLater's commands until ReleaseLater, as a
+	// busy Raft member keeps them for the next entry: a test sees the
+	// window in which a process's start is reported but not written.
+	HoldLater bool
 
 	mu    sync.Mutex
 	index uint64
+	held  []heldLater
+}
+
+// heldLater is one ApplyLater call kept by HoldLater.
+type heldLater struct {
+	cmds []state.Command
+	then func([]state.Result, error)
 }
 
 // Apply encodes the commands as one entry and applies it.
@@ -36,11 +47,34 @@ func (a *Applier) Apply(_ context.Context, cmds ...state.Command) ([]state.Resul
 }
 
 // ApplyLater applies the commands at once, as one entry, and tells then:
-// a one-node Raft with no other caller in the window.
+// a one-node Raft with no other caller in the window; with HoldLater it
+// keeps them for ReleaseLater.
 func (a *Applier) ApplyLater(cmds []state.Command, _ time.Duration, then func([]state.Result, error)) {
+	a.mu.Lock()
+	if a.HoldLater {
+		a.held = append(a.held, heldLater{cmds, then})
+		a.mu.Unlock()
+		return
+	}
+	a.mu.Unlock()
 	res, err := a.Apply(context.Background(), cmds...)
 	if then != nil {
 		then(res, err)
+	}
+}
+
+// ReleaseLater applies what HoldLater kept, each call as one entry, and
+// tells each its results.
+func (a *Applier) ReleaseLater() {
+	a.mu.Lock()
+	held := a.held
+	a.held = nil
+	a.mu.Unlock()
+	for _, h := range held {
+		res, err := a.Apply(context.Background(), h.cmds...)
+		if h.then != nil {
+			h.then(res, err)
+		}
 	}
 }
 
