@@ -81,7 +81,7 @@ func TestRetentionAndHistory(t *testing.T) {
 		}
 		table := c.mustDucc(t, "history", "--since", "1h")
 		t.Logf("%s: ducc history:\n%s", when, table)
-		for _, want := range []string{"ID", "MAXRSS", "Exit(3)", "Done", "3/3"} {
+		for _, want := range []string{"ID", "MAXRSS", "Exit(3)", "EndOfJob", "3/3"} {
 			if !strings.Contains(table, want) {
 				t.Errorf("%s: history table lacks %q:\n%s", when, want, table)
 			}

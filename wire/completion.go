@@ -39,7 +39,7 @@ var completions = []struct {
 	c            Completion
 	short, means string
 }{
-	{CompletionEndOfJob, "Done", "a job's every work item done"},
+	{CompletionEndOfJob, "EndOfJob", "a job's every work item done"},
 	{CompletionError, "Error", "a job done, but some work items failed"},
 	{CompletionNoWorkItemsFound, "NoItems", "a job with no work items"},
 	{CompletionCanceledByUser, "Canceled", "canceled by its owner"},
@@ -97,10 +97,14 @@ func (c Completion) Means() string {
 }
 
 // ParseCompletion reads a completion reason by its name or its short
-// name, case-insensitively: "endofjob", "Done" and "EndOfJob" are all
-// EndOfJob. ok is false for anything else.
+// name, case-insensitively: "endofjob", "EndOfJob" and "Done" (its short
+// name in earlier versions' tables) are all EndOfJob. ok is false for
+// anything else.
 func ParseCompletion(s string) (c Completion, ok bool) {
 	s = strings.TrimSpace(s)
+	if strings.EqualFold(s, "Done") {
+		return CompletionEndOfJob, true
+	}
 	for _, x := range completions {
 		if strings.EqualFold(s, string(x.c)) || strings.EqualFold(s, x.short) {
 			return x.c, true

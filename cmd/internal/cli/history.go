@@ -237,7 +237,7 @@ func parseStates(flags []string) ([]stateSel, error) {
 			for _, st := range slurmStates {
 				slurm = append(slurm, st.names[0])
 			}
-			return nil, usageErr("--state %q is not a state of ended work; give a completion reason (%s), its short name (Done, ProcFail...; 'ducc history --help' lists them) or one of sacct's states %s",
+			return nil, usageErr("--state %q is not a state of ended work; give a completion reason (%s), its short name (ProcFail, CanceledAdm...; 'ducc history --help' lists them) or one of sacct's states %s",
 				s, strings.Join(names, ", "), strings.Join(slurm, ", "))
 		}
 	}

@@ -143,3 +143,27 @@ func TestHistoryTableFits80Columns(t *testing.T) {
 		t.Errorf("table:\n%s", out.String())
 	}
 }
+
+// TestHistoryAndJobsAgree: a job that ended EndOfJob, or a run that
+// exited 3, reads the same in 'ducc history' as in 'ducc jobs --all'; the
+// former short name "Done" still selects EndOfJob.
+func TestHistoryAndJobsAgree(t *testing.T) {
+	for _, tc := range []struct {
+		c    wire.Completion
+		exit int
+		want string
+	}{
+		{wire.CompletionEndOfJob, 0, "EndOfJob"},
+		{wire.CompletionError, 0, "Error"},
+		{wire.CompletionProgramExit, 3, "Exit(3)"},
+	} {
+		h := historyState(wire.HistoryRecord{Completion: string(tc.c), ExitCode: tc.exit})
+		j := tableState(&wire.WorkInfo{Ended: true, Completion: string(tc.c), ExitCode: tc.exit})
+		if h != tc.want || j != tc.want {
+			t.Errorf("%s: history %q, jobs %q; want %q in both", tc.c, h, j, tc.want)
+		}
+	}
+	if c, ok := wire.ParseCompletion("done"); !ok || c != wire.CompletionEndOfJob {
+		t.Errorf("ParseCompletion(done) = %q, %v", c, ok)
+	}
+}
