@@ -2,11 +2,10 @@ package head
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ducc-project/ducc/head/state"
+	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -214,7 +213,7 @@ func (h *Head) jobInfo(w *state.Work, info *wire.WorkInfo) {
 	}
 	if !w.Ended() && live > 0 && initializing == live && info.ReasonCode == "" {
 		// Nothing processes items yet: say so, as work that waits does.
-		info.Reason, info.ReasonCode = plural(initializing, "process")+" initializing", wire.ReasonInitializing
+		info.Reason, info.ReasonCode = units.Plural(initializing, "process")+" initializing", wire.ReasonInitializing
 	}
 	if !w.Ended() && w.Job.Committed && w.Job.Remaining() > 0 && st.Processes > 0 && info.Reason == "" && w.State == state.StateRunning {
 		if q, _, ok := h.jd.Demand(w.ID); ok && q == 0 {
@@ -306,15 +305,4 @@ func notAJob(id uint64, kind wire.WorkKind) *wire.CodedError {
 		return wire.Errorf(wire.CodeUsage, "%d is a reservation, not a job: it runs nothing, so it has no work items, results or output ('ducc show %d')", id, id)
 	}
 	return wire.Errorf(wire.CodeUsage, "%d is a %s, not a job: it has no work items or results ('ducc show %d')", id, kind, id)
-}
-
-// plural is "1 process", "2 processes".
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	if strings.HasSuffix(word, "s") {
-		return strconv.Itoa(n) + " " + word + "es"
-	}
-	return strconv.Itoa(n) + " " + word + "s"
 }

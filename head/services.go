@@ -10,6 +10,7 @@ import (
 	"github.com/ducc-project/ducc/head/sm"
 	"github.com/ducc-project/ducc/head/state"
 	"github.com/ducc-project/ducc/spec"
+	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -112,7 +113,7 @@ func (h *Head) ControlService(ctx context.Context, c wire.Caller, r wire.Service
 		}
 		if r.Instances > 0 && len(s.IDs)+r.Instances > s.Spec.MaxInstances {
 			return wire.ServiceInfo{}, wire.Errorf(wire.CodeUsage, "service %d has %s; %d more would pass max_instances %d (raise it with 'ducc services modify %d --max-instances N')",
-				w.ID, plural(len(s.IDs), "instance"), r.Instances, s.Spec.MaxInstances, w.ID)
+				w.ID, units.Plural(len(s.IDs), "instance"), r.Instances, s.Spec.MaxInstances, w.ID)
 		}
 		cmd.Service = &state.ServiceChange{Op: state.SvcOpStart, N: int64(r.Instances)}
 	case wire.SvcStop:

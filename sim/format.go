@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"github.com/ducc-project/ducc/units"
 )
 
 // WriteTable writes a human summary of r.
@@ -39,7 +41,7 @@ func WriteTable(w io.Writer, r *Result) error {
 	}
 	fmt.Fprintln(tw)
 	if wk := r.Work; wk.Submitted+wk.SubmitErrors > 0 {
-		fmt.Fprintf(tw, "work\t%d managed reservations submitted in %.2f s (%d errors%s)\n", wk.Submitted, wk.SubmitSeconds, wk.SubmitErrors, firstErr(wk.FirstError))
+		fmt.Fprintf(tw, "work\t%d managed reservations submitted in %.2f s (%s%s)\n", wk.Submitted, wk.SubmitSeconds, units.Plural(wk.SubmitErrors, "error"), firstErr(wk.FirstError))
 		fmt.Fprintf(tw, "submit → Running\tp50 %.0f ms, p99 %.0f ms, max %.0f ms; all %d running after %.2f s; head lists %d running at the end\n",
 			wk.LatencyP50MS, wk.LatencyP99MS, wk.LatencyMaxMS, wk.Running, wk.AllRunningSeconds, wk.HeadRunning)
 	}

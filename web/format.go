@@ -14,6 +14,7 @@ import (
 func funcs() template.FuncMap {
 	return template.FuncMap{
 		"bytes":  formatBytes,
+		"plural": units.Plural,
 		"ubytes": func(n uint64) string { return formatBytes(int64(n)) },
 		"clock":  formatClock,
 		"dur":    units.FormatDuration,

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ducc-project/ducc/classfile"
+	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -66,7 +67,7 @@ DUCC class file (ducc.classes), read as 'ducc admin import-classes' does.`,
 			if g.json {
 				return printJSON(cmd.OutOrStdout(), list)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Scheduler reconfigured: %s; see 'ducc classes'\n", plural(len(list.Classes), "class"))
+			fmt.Fprintf(cmd.OutOrStdout(), "Scheduler reconfigured: %s; see 'ducc classes'\n", units.Plural(len(list.Classes), "class"))
 			return nil
 		},
 	}
@@ -100,7 +101,7 @@ errors. Paste the output into /etc/ducc/ducc.yaml, or give the class file to
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "# from the DUCC class file %s: %s\n", args[0], plural(len(cfg.Classes), "class"))
+			fmt.Fprintf(cmd.OutOrStdout(), "# from the DUCC class file %s: %s\n", args[0], units.Plural(len(cfg.Classes), "class"))
 			_, err = cmd.OutOrStdout().Write(text)
 			return err
 		},
@@ -134,7 +135,7 @@ once another head-eligible agent has joined in its place.`,
 			if name == "" {
 				name = rep.Removed.Peer
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Removed %s from the head group; %s left: %s\n", name, plural(len(rep.Voters), "member"), voterNames(rep.Voters))
+			fmt.Fprintf(cmd.OutOrStdout(), "Removed %s from the head group; %s left: %s\n", name, units.Plural(len(rep.Voters), "member"), voterNames(rep.Voters))
 			return nil
 		},
 	}

@@ -143,7 +143,7 @@ func leftoverNote(n wire.NodeInfo) string {
 	}
 	return fmt.Sprintf("%s: %s of an earlier cluster incarnation %s, left alone: %s; "+
 		"to stop them, restart the agent on %s with --stop-leftovers (docs/operations.md)",
-		n.Name, plural(len(n.Leftovers), "process"), run, strings.Join(procs, ", "), n.Name)
+		n.Name, units.Plural(len(n.Leftovers), "process"), run, strings.Join(procs, ", "), n.Name)
 }
 
 // snapshotLine describes the head's last Raft snapshot, the log applied
@@ -153,7 +153,7 @@ func snapshotLine(sn *wire.SnapshotInfo) string {
 	if sn.Index != 0 {
 		line = fmt.Sprintf("index %d, %s", sn.Index, units.FormatSize(sn.Size))
 	}
-	line += fmt.Sprintf("; %s (%s) since", plural(int(sn.SinceEntries), "entry"), units.FormatSize(int64(sn.SinceBytes)))
+	line += fmt.Sprintf("; %s (%s) since", units.Plural(int(sn.SinceEntries), "entry"), units.FormatSize(int64(sn.SinceBytes)))
 	if sn.RestoredIndex != 0 {
 		line += fmt.Sprintf("; restored index %d in %d ms", sn.RestoredIndex, sn.RestoreMS)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -57,8 +58,8 @@ func TestPlural(t *testing.T) {
 		{1, "error", "1 error"}, {0, "error", "0 errors"}, {2, "instance", "2 instances"}, {1, "instance", "1 instance"},
 		{3, "process", "3 processes"}, {1, "class", "1 class"}, {2, "class", "2 classes"}, {2, "entry", "2 entries"}, {2, "key", "2 keys"},
 	} {
-		if got := plural(tc.n, tc.word); got != tc.want {
-			t.Errorf("plural(%d, %q) = %q, want %q", tc.n, tc.word, got, tc.want)
+		if got := units.Plural(tc.n, tc.word); got != tc.want {
+			t.Errorf("units.Plural(%d, %q) = %q, want %q", tc.n, tc.word, got, tc.want)
 		}
 	}
 }

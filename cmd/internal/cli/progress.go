@@ -242,7 +242,7 @@ func summary(info *wire.WorkInfo, rate float64) string {
 		b.WriteString(stateText(info))
 		return b.String()
 	}
-	fmt.Fprintf(&b, "%d/%d done, %s, %s", s.Done, s.Total, plural(s.Failed, "error"), plural(s.Processes, "process"))
+	fmt.Fprintf(&b, "%d/%d done, %s, %s", s.Done, s.Total, units.Plural(s.Failed, "error"), units.Plural(s.Processes, "process"))
 	if !info.Ended {
 		fmt.Fprintf(&b, ", %s items/s", humanRate(rate))
 		if info.State != "Running" {
@@ -263,24 +263,11 @@ func stateText(info *wire.WorkInfo) string {
 	return st
 }
 
-// plural is "1 process", "2 processes", "0 errors", "3 entries".
-func plural(n int, word string) string {
-	switch {
-	case n == 1:
-		return "1 " + word
-	case strings.HasSuffix(word, "s"):
-		return fmt.Sprintf("%d %ses", n, word)
-	case strings.HasSuffix(word, "y") && !strings.HasSuffix(word, "ey"):
-		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(word, "y"))
-	}
-	return fmt.Sprintf("%d %ss", n, word)
-}
-
 // finalLine is what both views print when the job ends.
 func finalLine(info *wire.WorkInfo) string {
 	line := fmt.Sprintf("job %d %s", info.ID, info.Completion)
 	if s := info.Job; s != nil {
-		line += fmt.Sprintf(": %d/%d done, %s", s.Done, s.Total, plural(s.Failed, "error"))
+		line += fmt.Sprintf(": %d/%d done, %s", s.Done, s.Total, units.Plural(s.Failed, "error"))
 		if info.StartedAt > 0 && info.EndedAt > info.StartedAt {
 			d := time.Duration(info.EndedAt-info.StartedAt) * time.Millisecond
 			r := 100 * time.Millisecond
@@ -380,9 +367,9 @@ func barLine(info *wire.WorkInfo, rate float64, width int) string {
 	pct := 100 * finished / s.Total
 	tail := fmt.Sprintf(" %d/%d %3d%%", finished, s.Total, pct)
 	if s.Failed > 0 {
-		tail += fmt.Sprintf("  %s", plural(s.Failed, "error"))
+		tail += fmt.Sprintf("  %s", units.Plural(s.Failed, "error"))
 	}
-	tail += fmt.Sprintf("  %s", plural(s.Processes, "proc"))
+	tail += fmt.Sprintf("  %s", units.Plural(s.Processes, "proc"))
 	if info.State == "Running" || rate > 0 {
 		tail += fmt.Sprintf("  %s/s", humanRate(rate))
 		if rate > 0 && finished < s.Total {

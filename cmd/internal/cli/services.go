@@ -185,7 +185,7 @@ func svcControl(cmd *cobra.Command, g *globals, req wire.ServiceControlRequest) 
 	verb := map[string]string{wire.SvcUnregister: "unregistered", wire.SvcStart: "started", wire.SvcStop: "stopped",
 		wire.SvcEnable: "enabled", wire.SvcDisable: "disabled", wire.SvcModify: "modified",
 		wire.SvcObserve: "observes references", wire.SvcIgnore: "ignores references"}[req.Action]
-	fmt.Fprintf(cmd.OutOrStdout(), "Service %d %s (%s, %s wanted)\n", info.ID, verb, info.Endpoint, plural(info.Instances, "instance"))
+	fmt.Fprintf(cmd.OutOrStdout(), "Service %d %s (%s, %s wanted)\n", info.ID, verb, info.Endpoint, units.Plural(info.Instances, "instance"))
 	return nil
 }
 

@@ -154,7 +154,7 @@ func procsLine(x *wire.WorkInfo) string {
 			live++
 		}
 	}
-	s := plural(live, "process") + " live"
+	s := units.Plural(live, "process") + " live"
 	if x.Wanted > 0 {
 		s += fmt.Sprintf(", %d wanted", x.Wanted)
 	}
@@ -210,7 +210,7 @@ func rateLine(x *wire.WorkInfo) string {
 	line := humanRate(s.Rate) + " items/s"
 	if left := s.Total - s.Done - s.Failed; left > 0 {
 		eta := time.Duration(float64(left) / s.Rate * float64(time.Second))
-		line += fmt.Sprintf("; ETA %s for %s left, at this rate", units.FormatDuration(eta.Round(time.Second)), plural(left, "item"))
+		line += fmt.Sprintf("; ETA %s for %s left, at this rate", units.FormatDuration(eta.Round(time.Second)), units.Plural(left, "item"))
 	}
 	return line
 }
@@ -225,7 +225,7 @@ func memoryLine(x *wire.WorkInfo) string {
 	if x.MemoryCap == 0 || x.MemoryCap == x.Memory {
 		if x.Quantum > 0 {
 			// Capped at what was asked, held in whole shares.
-			return asked + " per process (held as " + plural(int((x.Memory+x.Quantum-1)/x.Quantum), "share") + " of " + units.FormatSize(x.Quantum) + ")"
+			return asked + " per process (held as " + units.Plural(int((x.Memory+x.Quantum-1)/x.Quantum), "share") + " of " + units.FormatSize(x.Quantum) + ")"
 		}
 		return asked + " per process"
 	}

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ducc-project/ducc/spec"
+	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 )
 
@@ -207,7 +208,7 @@ func checkStdin(cmd *cobra.Command, jr *spec.Job, file string) error {
 				n++
 			}
 		}
-		from = fmt.Sprintf("%s gives %s in input_items", file, plural(n, "item"))
+		from = fmt.Sprintf("%s gives %s in input_items", file, units.Plural(n, "item"))
 	case jr.InputFile != "" && !f.Changed("input-file"):
 		from = fmt.Sprintf("%s reads the items from input_file %s", file, jr.InputFile)
 	case jr.Spec.DriverExecutable != "" && !f.Changed("driver-executable") && !f.Changed("driver-descriptor-CR"):
