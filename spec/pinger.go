@@ -212,16 +212,11 @@ func CheckPingClasspath(class, classpath, dir string) ClassCheck {
 		if !filepath.IsAbs(e) {
 			e = filepath.Join(dir, e)
 		}
-		if strings.HasSuffix(e, "/*") || e == "*" {
-			base := strings.TrimSuffix(e, "*")
-			jars, err := filepath.Glob(filepath.Join(base, "*.jar"))
-			if err != nil || len(jars) == 0 {
-				if _, err := os.Stat(base); err != nil {
-					c.Unreadable = append(c.Unreadable, fmt.Sprintf("%s (%v)", e, errors.Unwrap(err)))
-				}
+		if jars, wildcard, err := classpathJars(e); wildcard {
+			if err != nil {
+				c.Unreadable = append(c.Unreadable, fmt.Sprintf("%s (%v)", e, errors.Unwrap(err)))
 				continue
 			}
-			slices.Sort(jars)
 			for _, j := range jars {
 				if look(j); c.Found != "" {
 					return c

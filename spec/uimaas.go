@@ -157,15 +157,9 @@ func (osDDReader) readFile(path string) ([]byte, error) {
 
 func (r osDDReader) readOnClasspath(entries []string, name string) ([]byte, string, error) {
 	for _, e := range entries {
-		var jars []string
+		jars, wildcard, _ := classpathJars(e) // an unreadable folder holds nothing
 		switch {
-		case strings.HasSuffix(e, "/*") || e == "*":
-			m, _ := filepath.Glob(filepath.Join(strings.TrimSuffix(e, "*"), "*"))
-			for _, j := range m {
-				if l := strings.ToLower(j); strings.HasSuffix(l, ".jar") || strings.HasSuffix(l, ".zip") {
-					jars = append(jars, j)
-				}
-			}
+		case wildcard:
 		case strings.HasSuffix(strings.ToLower(e), ".jar") || strings.HasSuffix(strings.ToLower(e), ".zip"):
 			jars = []string{e}
 		default:
