@@ -154,6 +154,8 @@ dist/ducc-uima-test.jar: dist/ducc-uima.jar $(JAVA_TEST_SRC) $(JAVA_TEST_RES)
 .PHONY: java-pinger java-pinger-test java-pinger-uimaas
 PINGER_API_SRC    := $(shell find java/pinger/src/org -name '*.java' 2>/dev/null | sort)
 PINGER_HOST_SRC   := $(shell find java/pinger/src/ducc -name '*.java' 2>/dev/null | sort)
+# The host reads its state line with ducc-uima.jar's JSON reader, compiled in.
+PINGER_HOST_SRC   += java/src/ducc/uima/Json.java
 PINGER_TEST_SRC   := $(shell find java/pinger/test/src -name '*.java' 2>/dev/null | sort)
 PINGER_UIMAAS_SRC := $(shell find java/pinger/uimaas/src -name '*.java' 2>/dev/null | sort)
 UIMAAS_JARS       := /usr/share/java/uimaj-as-core.jar:/usr/share/java/uimaj-as-jms.jar:/usr/share/java/uimaj-as-activemq.jar:/usr/share/java/uimaj-core.jar:/usr/share/java/activemq-client.jar:/usr/share/java/geronimo-jms_1.1_spec.jar

@@ -1,18 +1,34 @@
 package ducc.uima;
 
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
- * The little JSON the two protocols need: one flat object per line, with
- * string, number, boolean and null values in; quoted strings out.
+ * The little JSON ducc's Java side needs: the two job protocols' flat
+ * objects, one per line, with string, number, boolean and null values in;
+ * the pinger host's state line, which also holds arrays and objects
+ * (ducc-pinger.jar compiles this file too); quoted strings out.
  */
-final class Json {
+public final class Json {
     private Json() {}
 
     /** Parses one flat JSON object; nested values are refused. */
     static Map<String, Object> parseObject(String s) {
-        Parser p = new Parser(s);
+        return parse(s, false);
+    }
+
+    /**
+     * Parses one JSON object whose values may also be arrays (as Lists)
+     * and objects (as Maps).
+     */
+    public static Map<String, Object> parseNested(String s) {
+        return parse(s, true);
+    }
+
+    private static Map<String, Object> parse(String s, boolean nested) {
+        Parser p = new Parser(s, nested);
         Map<String, Object> m = p.object();
         p.space();
         if (p.i != s.length()) {
@@ -22,7 +38,7 @@ final class Json {
     }
 
     /** Appends s to b as a JSON string. */
-    static StringBuilder quote(StringBuilder b, String s) {
+    public static StringBuilder quote(StringBuilder b, String s) {
         b.append('"');
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);
@@ -52,7 +68,8 @@ final class Json {
         final String s;
         int i;
 
-        Parser(String s) { this.s = s; }
+        final boolean nested; // arrays and objects as values
+        Parser(String s, boolean nested) { this.s = s; this.nested = nested; }
 
         void space() {
             while (i < s.length() && Character.isWhitespace(s.charAt(i))) i++;
@@ -89,11 +106,33 @@ final class Json {
             }
         }
 
+        List<Object> array() {
+            List<Object> l = new ArrayList<>();
+            expect('[');
+            space();
+            if (i < s.length() && s.charAt(i) == ']') {
+                i++;
+                return l;
+            }
+            for (;;) {
+                l.add(value());
+                space();
+                if (i < s.length() && s.charAt(i) == ',') {
+                    i++;
+                    continue;
+                }
+                expect(']');
+                return l;
+            }
+        }
+
         Object value() {
             space();
             if (i >= s.length()) throw new IllegalArgumentException("missing value");
             char c = s.charAt(i);
             if (c == '"') return string();
+            if (nested && c == '{') return object();
+            if (nested && c == '[') return array();
             if (s.startsWith("true", i)) { i += 4; return Boolean.TRUE; }
             if (s.startsWith("false", i)) { i += 5; return Boolean.FALSE; }
             if (s.startsWith("null", i)) { i += 4; return null; }

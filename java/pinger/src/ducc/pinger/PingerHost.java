@@ -1,5 +1,6 @@
 package ducc.pinger;
 
+import ducc.uima.Json;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.FileDescriptor;
@@ -279,7 +280,7 @@ public final class PingerHost {
   private void ping(String line) throws Exception {
     Map<String, Object> state;
     try {
-      state = MiniJson.parseObject(line);
+      state = Json.parseNested(line);
     } catch (IllegalArgumentException e) {
       throw new Fatal(EXIT_SETUP, "the ping state is not a JSON object (" + e.getMessage() + "): " + clip(line));
     }
@@ -341,7 +342,7 @@ public final class PingerHost {
       StringBuilder b = new StringBuilder("{\"alive\": ").append(st.isAlive());
       b.append(", \"healthy\": ").append(st.isHealthy());
       if (st.getInfo() != null) {
-        MiniJson.quote(b.append(", \"info\": "), st.getInfo());
+        Json.quote(b.append(", \"info\": "), st.getInfo());
       }
       if (additions > 0) {
         b.append(", \"additions\": ").append(additions);
@@ -376,7 +377,7 @@ public final class PingerHost {
 
   private String failed(String why) {
     log.println("ducc-pinger: " + why);
-    return MiniJson.quote(new StringBuilder("{\"alive\": false, \"healthy\": false, \"info\": "), why).append('}').toString();
+    return Json.quote(new StringBuilder("{\"alive\": false, \"healthy\": false, \"info\": "), why).append('}').toString();
   }
 
   /**
