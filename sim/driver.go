@@ -40,7 +40,8 @@ func (f *fakes) work(ctx context.Context, n int) (WorkResult, error) {
 				caller := wire.Caller{User: fmt.Sprintf("sim%02d", i%users), UID: uint32(20000 + i%users), GID: 20000,
 					Node: nodeName(i % f.cfg.Nodes), Home: "/tmp"}
 				req := wire.RunRequest{Memory: f.cfg.WorkMemory, Path: "/bin/sleep", Args: []string{"infinity"},
-					LogDir: "/tmp/ducc-sim-logs", Description: fmt.Sprintf("sim work %d", i)}
+					LogDir: "/tmp/ducc-sim-logs", Description: fmt.Sprintf("sim work %d", i),
+					GPUs: f.cfg.WorkGPUs, GPUMemory: f.cfg.WorkGPUMemory}
 				var reply wire.SubmitReply
 				at := time.Now()
 				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -76,7 +77,7 @@ feed:
 	// Wait for Running: generous, since finding where the head gives up is
 	// the point of the exercise.
 	// Only what fits can run: n beyond the cluster's capacity stays pending.
-	expect := min(len(subs), f.cfg.Nodes*int(f.cfg.NodeMemory/f.cfg.WorkMemory))
+	expect := min(len(subs), f.cfg.Capacity)
 	deadline := time.Now().Add(60*time.Second + time.Duration(n)*10*time.Millisecond)
 	var lat []float64
 	var last time.Time

@@ -31,9 +31,17 @@ type fakesConfig struct {
 	Heartbeat    time.Duration `json:"heartbeat"`
 	NodeMemory   int64         `json:"node_memory"`
 	WorkMemory   int64         `json:"work_memory"`
-	RunFor       time.Duration `json:"run_for"`
-	Submitters   int           `json:"submitters"`
-	Subscribe    bool          `json:"subscribe_heartbeats"`
+	// Capacity is how many pieces of work fit in the cluster
+	// (Options.capacity).
+	Capacity int `json:"capacity"`
+	// GPUs of each node, and what each piece of work asks (Options).
+	NodeGPUs      int           `json:"node_gpus,omitempty"`
+	NodeGPUMemory int64         `json:"node_gpu_memory,omitempty"`
+	WorkGPUs      int           `json:"work_gpus,omitempty"`
+	WorkGPUMemory int64         `json:"work_gpu_memory,omitempty"`
+	RunFor        time.Duration `json:"run_for"`
+	Submitters    int           `json:"submitters"`
+	Subscribe     bool          `json:"subscribe_heartbeats"`
 }
 
 // reportWorkers is the number of concurrent report calls per fake host.
@@ -82,6 +90,19 @@ type fakeNode struct {
 	procs   map[string]*wire.ProcStatus // running, and ended but not acknowledged
 	shaper  wire.HeartbeatShaper        // full or delta; used by heartbeatLoop only
 	pushed  string                      // the head (followed name) that last pushed a desired state
+	gpus    []wire.GPUDevice            // its GPUs (fakesConfig.NodeGPUs)
+}
+
+// fakeGPUs returns node i's GPUs: n devices of mem bytes each.
+func fakeGPUs(i, n int, mem int64) []wire.GPUDevice {
+	if n == 0 {
+		return nil
+	}
+	gs := make([]wire.GPUDevice, n)
+	for j := range gs {
+		gs[j] = wire.GPUDevice{UUID: fmt.Sprintf("GPU-sim-%05d-%02d", i, j), Model: "ducc sim GPU", Memory: mem, Minor: j}
+	}
+	return gs
 }
 
 func nodeName(i int) string { return fmt.Sprintf("sim%05d", i) }
@@ -133,7 +154,7 @@ func startFakes(ctx context.Context, cfg fakesConfig, logger *slog.Logger) (_ *f
 	}
 	for i := range cfg.Nodes {
 		fh := f.hosts[i/cfg.NodesPerHost]
-		n := &fakeNode{name: nodeName(i), procs: map[string]*wire.ProcStatus{}}
+		n := &fakeNode{name: nodeName(i), procs: map[string]*wire.ProcStatus{}, gpus: fakeGPUs(i, cfg.NodeGPUs, cfg.NodeGPUMemory)}
 		fh.nodes = append(fh.nodes, n)
 		fh.byName[n.name] = n
 	}
@@ -314,7 +335,10 @@ func (fh *fakeHost) heartbeat(n *fakeNode) (wire.Heartbeat, string) {
 	hb := wire.Heartbeat{
 		Node: n.name, PeerID: fh.h.ID().String(), Seq: n.seq, Time: time.Now().UnixMilli(),
 		MemTotal: cfg.NodeMemory, MemSchedulable: cfg.NodeMemory, CPUs: 16,
-		DesiredVersion: n.applied, Version: "sim",
+		DesiredVersion: n.applied, Version: "sim", GPUs: n.gpus,
+	}
+	if len(n.gpus) > 0 {
+		hb.GPUDiscovery = "declared by ducc sim"
 	}
 	for _, p := range n.procs {
 		hb.Procs = append(hb.Procs, *p)

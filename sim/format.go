@@ -26,6 +26,16 @@ func WriteTable(w io.Writer, r *Result) error {
 		fmt.Fprintf(tw, "head candidates\t%d in this process (head figures are theirs together)\n", r.Heads)
 	}
 	fmt.Fprintf(tw, "simulated nodes\t%d on %d libp2p hosts, heartbeat %gs, fakes %s\n", r.Nodes, r.FakeHosts, r.HeartbeatSec, where)
+	if r.NodeGPUs > 0 {
+		ask := "none"
+		switch {
+		case r.WorkGPUs > 0:
+			ask = units.Plural(r.WorkGPUs, "whole GPU")
+		case r.WorkGPUMemory > 0:
+			ask = "a " + units.FormatSize(r.WorkGPUMemory) + " slice of one GPU"
+		}
+		fmt.Fprintf(tw, "GPUs\t%d × %s per node; each piece of work asks %s\n", r.NodeGPUs, units.FormatSize(r.NodeGPUMemory), ask)
+	}
 	fmt.Fprintf(tw, "join\t%s; nodes up at end %d, fewest seen %d\n", join, r.NodesUp, r.NodesUpMin)
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "window\tseconds\thead CPU (cores)\thead RSS MiB\tGo heap MiB\theartbeats/s\thb loop busy\thb lag p50/p99 ms\tpushes/s\tpush errors\tcycles\tcycle mean ms")

@@ -29,6 +29,15 @@ type Options struct {
 	// WorkMemory is the memory of each managed reservation (default: a
 	// whole node's NodeMemory).
 	WorkMemory int64
+	// NodeGPUs and NodeGPUMemory give each fake node that many GPUs of
+	// that many bytes each (--node-gpus 8x80G; none by default).
+	NodeGPUs      int
+	NodeGPUMemory int64
+	// WorkGPUs asks each managed reservation for that many whole GPUs;
+	// WorkGPUMemory for a slice of one GPU of that many bytes (at most one
+	// of the two; they need NodeGPUs).
+	WorkGPUs      int
+	WorkGPUMemory int64
 	// RunFor ends each fake process this long after it started (0: they
 	// run until the simulation ends).
 	RunFor time.Duration
@@ -121,24 +130,64 @@ func (o *Options) defaults() error {
 	if o.Failover && o.RunFor > 0 {
 		return errors.New("sim: a failover counts every process that ends as written off: it needs processes that run until the end (no --run-for)")
 	}
+	if err := o.checkGPUs(); err != nil {
+		return err
+	}
 	if o.WorkMemory > o.NodeMemory {
 		return fmt.Errorf("sim: work memory %d exceeds node memory %d: no node could hold it", o.WorkMemory, o.NodeMemory)
 	}
 	return nil
 }
 
+// checkGPUs checks the GPU options against each other.
+func (o *Options) checkGPUs() error {
+	switch {
+	case o.NodeGPUs < 0 || o.WorkGPUs < 0 || o.NodeGPUMemory < 0 || o.WorkGPUMemory < 0:
+		return errors.New("sim: GPU counts and sizes cannot be negative")
+	case o.NodeGPUs > 0 && o.NodeGPUMemory == 0:
+		return errors.New("sim: node GPUs need a memory size (--node-gpus 8x80G)")
+	case o.WorkGPUs > 0 && o.WorkGPUMemory > 0:
+		return errors.New("sim: work asks for whole GPUs or a slice of one, not both")
+	case (o.WorkGPUs > 0 || o.WorkGPUMemory > 0) && o.NodeGPUs == 0:
+		return errors.New("sim: GPU work needs nodes with GPUs (--node-gpus)")
+	case o.WorkGPUs > o.NodeGPUs:
+		return fmt.Errorf("sim: work asks for %d GPUs, nodes have %d: no node could hold it", o.WorkGPUs, o.NodeGPUs)
+	case o.WorkGPUMemory > o.NodeGPUMemory:
+		return fmt.Errorf("sim: work asks for a %d-byte GPU slice, node GPUs have %d bytes: no GPU could hold it", o.WorkGPUMemory, o.NodeGPUMemory)
+	}
+	return nil
+}
+
+// perNode returns how many pieces of work one node holds.
+func (o *Options) perNode() int {
+	n := int(o.NodeMemory / o.WorkMemory)
+	switch {
+	case o.WorkGPUs > 0:
+		n = min(n, o.NodeGPUs/o.WorkGPUs)
+	case o.WorkGPUMemory > 0:
+		n = min(n, o.NodeGPUs*int(o.NodeGPUMemory/o.WorkGPUMemory))
+	}
+	return n
+}
+
 // capacity returns how many pieces of work fit in the cluster.
-func (o *Options) capacity() int { return o.Nodes * int(o.NodeMemory/o.WorkMemory) }
+func (o *Options) capacity() int { return o.Nodes * o.perNode() }
 
 // hosts returns the number of fake libp2p hosts.
 func (o *Options) hosts() int { return (o.Nodes + o.NodesPerHost - 1) / o.NodesPerHost }
 
 // Result is what a simulation measured.
 type Result struct {
-	Nodes        int     `json:"nodes"`
-	Heads        int     `json:"heads"`
-	FakeHosts    int     `json:"fake_hosts"`
-	HeartbeatSec float64 `json:"heartbeat_seconds"`
+	Nodes int `json:"nodes"`
+	// NodeGPUs of NodeGPUMemory bytes each per node; WorkGPUs or
+	// WorkGPUMemory per piece of work (0: none).
+	NodeGPUs      int     `json:"node_gpus,omitempty"`
+	NodeGPUMemory int64   `json:"node_gpu_memory,omitempty"`
+	WorkGPUs      int     `json:"work_gpus,omitempty"`
+	WorkGPUMemory int64   `json:"work_gpu_memory,omitempty"`
+	Heads         int     `json:"heads"`
+	FakeHosts     int     `json:"fake_hosts"`
+	HeartbeatSec  float64 `json:"heartbeat_seconds"`
 	// AnnouncedHeartbeatSec is the heartbeat interval the head announced
 	// at the end (it stretches with the cluster), and
 	// MaxHeartbeatsPerSecond the bound it stretched for (0: none).

@@ -22,11 +22,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer h.close()
-	res := &Result{Heads: o.Heads, SubscribeHeartbeats: o.SubscribeHeartbeats, Nodes: o.Nodes, FakeHosts: o.hosts(), HeartbeatSec: o.Heartbeat.Seconds(), FakesInProcess: o.FakesCommand == nil}
+	res := &Result{Heads: o.Heads, SubscribeHeartbeats: o.SubscribeHeartbeats, Nodes: o.Nodes,
+		NodeGPUs: o.NodeGPUs, NodeGPUMemory: o.NodeGPUMemory, WorkGPUs: o.WorkGPUs, WorkGPUMemory: o.WorkGPUMemory, FakeHosts: o.hosts(), HeartbeatSec: o.Heartbeat.Seconds(), FakesInProcess: o.FakesCommand == nil}
 	cfg := fakesConfig{
 		Head: h.addrInfo(), Leader: h.leaderOrFirst().host.ID().String(), ClusterKey: h[0].psk, Nodes: o.Nodes, NodesPerHost: o.NodesPerHost, Heartbeat: o.Heartbeat,
 		NodeMemory: o.NodeMemory, WorkMemory: o.WorkMemory, RunFor: o.RunFor, Submitters: o.Submitters,
 		Subscribe: o.SubscribeHeartbeats,
+		Capacity:  o.capacity(), NodeGPUs: o.NodeGPUs, NodeGPUMemory: o.NodeGPUMemory, WorkGPUs: o.WorkGPUs, WorkGPUMemory: o.WorkGPUMemory,
 	}
 	t0 := time.Now()
 	var r runner

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -204,6 +205,69 @@ func BenchmarkHeadNodes(b *testing.B) {
 			b.ReportMetric(res.Work.LatencyP50MS, "p50-ms")
 			b.ReportMetric(res.Work.AllRunningSeconds, "all-running-s")
 			b.ReportMetric(float64(res.NodesUpMin), "min-up")
+		})
+	}
+}
+
+// TestSimGPUs: nodes with GPUs and work that asks for them; the head
+// places no more than the GPUs hold (20 of 30 whole-GPU workers on 10
+// nodes of 2 GPUs), with plenty of memory to spare.
+func TestSimGPUs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Options{
+		Nodes: 10, NodesPerHost: 5, Duration: time.Second, Heartbeat: 250 * time.Millisecond,
+		NodeMemory: 64 << 30, WorkMemory: 1 << 30, Work: 30, NodeGPUs: 2, NodeGPUMemory: 80 << 30, WorkGPUs: 1,
+		Logger: testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", res)
+	w := res.Work
+	if w.Submitted != 30 || w.SubmitErrors != 0 {
+		t.Errorf("submitted %d with %d errors (%s), want 30 and none", w.Submitted, w.SubmitErrors, w.FirstError)
+	}
+	if w.Running != 20 || w.HeadRunning != 20 {
+		t.Errorf("running: reported %d, head lists %d; want 20 (10 nodes × 2 GPUs)", w.Running, w.HeadRunning)
+	}
+}
+
+func TestOptionsGPUs(t *testing.T) {
+	const g = 1 << 30
+	tests := []struct {
+		name    string
+		o       Options
+		wantErr string
+		perNode int
+	}{
+		{"memory only", Options{NodeMemory: 32 * g, WorkMemory: 4 * g}, "", 8},
+		{"whole GPUs", Options{NodeMemory: 32 * g, WorkMemory: 1 * g, NodeGPUs: 8, NodeGPUMemory: 80 * g, WorkGPUs: 2}, "", 4},
+		{"slices", Options{NodeMemory: 32 * g, WorkMemory: 1 * g, NodeGPUs: 2, NodeGPUMemory: 80 * g, WorkGPUMemory: 20 * g}, "", 8},
+		{"memory binds", Options{NodeMemory: 4 * g, WorkMemory: 1 * g, NodeGPUs: 8, NodeGPUMemory: 80 * g, WorkGPUs: 1}, "", 4},
+		{"both", Options{NodeGPUs: 1, NodeGPUMemory: g, WorkGPUs: 1, WorkGPUMemory: g}, "not both", 0},
+		{"no node GPUs", Options{WorkGPUs: 1}, "needs nodes with GPUs", 0},
+		{"GPUs without size", Options{NodeGPUs: 2}, "memory size", 0},
+		{"too many", Options{NodeGPUs: 2, NodeGPUMemory: g, WorkGPUs: 3}, "no node could hold it", 0},
+		{"slice too big", Options{NodeGPUs: 2, NodeGPUMemory: g, WorkGPUMemory: 2 * g}, "no GPU could hold it", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := tt.o
+			o.Logger = testLogger(t)
+			err := o.defaults()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("defaults() = %v, want an error with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := o.perNode(); got != tt.perNode {
+				t.Errorf("perNode() = %d, want %d", got, tt.perNode)
+			}
 		})
 	}
 }

@@ -70,6 +70,10 @@ type SimOptions struct {
 	NodeMemory             int64
 	Work                   int
 	WorkMemory             int64
+	NodeGPUs               int
+	NodeGPUMemory          int64
+	WorkGPUs               int
+	WorkGPUMemory          int64
 	RunFor                 time.Duration
 	Submitters             int
 	SubscribeHeartbeats    bool

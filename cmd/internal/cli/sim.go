@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -15,10 +18,11 @@ import (
 
 func newSimCmd(g *globals) *cobra.Command {
 	var (
-		o                      SimOptions
-		nodeMemory, workMemory string
-		logLevel, cpuProfile   string
-		fakesOnly, inProcess   bool
+		o                       SimOptions
+		nodeMemory, workMemory  string
+		nodeGPUs, workGPUMemory string
+		logLevel, cpuProfile    string
+		fakesOnly, inProcess    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "sim",
@@ -71,6 +75,16 @@ Fake nodes run nothing: a wanted process is Running at once (and ends after
 				}
 				*s.out = int64(m)
 			}
+			if o.NodeGPUs, o.NodeGPUMemory, err = parseNodeGPUs(nodeGPUs); err != nil {
+				return usageErr("bad --node-gpus: %v", err)
+			}
+			if workGPUMemory != "" {
+				m, err := units.ParseSize(workGPUMemory)
+				if err != nil || m <= 0 {
+					return usageErr("bad --work-gpu-memory %q: give a positive size, like 20G", workGPUMemory)
+				}
+				o.WorkGPUMemory = int64(m)
+			}
 			if o.Nodes < 1 {
 				return usageErr("--nodes must be at least 1")
 			}
@@ -110,6 +124,9 @@ Fake nodes run nothing: a wanted process is Running at once (and ends after
 	f.StringVar(&nodeMemory, "node-memory", "32G", "schedulable memory of each fake node")
 	f.IntVar(&o.Work, "work", -1, "managed reservations to submit after the idle window (default: --nodes; 0: none)")
 	f.StringVar(&workMemory, "work-memory", "", "memory of each managed reservation (default: --node-memory, so that --work = --nodes fills the cluster)")
+	f.StringVar(&nodeGPUs, "node-gpus", "", "GPUs of each fake node: a count and a size, like 8x80G (default none)")
+	f.IntVar(&o.WorkGPUs, "work-gpus", 0, "whole GPUs each managed reservation asks for (needs --node-gpus)")
+	f.StringVar(&workGPUMemory, "work-gpu-memory", "", "a slice of one GPU's memory each managed reservation asks for, like 20G (needs --node-gpus)")
 	f.DurationVar(&o.RunFor, "run-for", 0, "end each fake process after this long (0: run until the end)")
 	f.IntVar(&o.Submitters, "submitters", 16, "submissions in flight at once")
 	f.DurationVar(&o.NodeTimeout, "node-timeout", 10*time.Second, "the head's node timeout")
@@ -124,4 +141,24 @@ Fake nodes run nothing: a wanted process is Running at once (and ends after
 	_ = f.MarkHidden("fakes-only")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write the head process's CPU profile of the whole run to this file (go tool pprof)")
 	return cmd
+}
+
+// ParseNodeGPUs reads --node-gpus: a count and a size, "8x80G" (eight
+// GPUs of 80 GiB each); "" or "0" is none.
+func parseNodeGPUs(s string) (n int, mem int64, err error) {
+	if s == "" || s == "0" {
+		return 0, 0, nil
+	}
+	count, size, ok := strings.Cut(strings.ToLower(s), "x")
+	if ok {
+		n, err = strconv.Atoi(count)
+	}
+	if !ok || err != nil || n < 1 {
+		return 0, 0, fmt.Errorf("node GPUs %q: give a count and a size, like 8x80G", s)
+	}
+	m, err := units.ParseSize(size)
+	if err != nil || m <= 0 {
+		return 0, 0, fmt.Errorf("node GPUs %q: the size after x is not a positive size, like 80G", s)
+	}
+	return n, int64(m), nil
 }
