@@ -111,11 +111,12 @@ func (s *sched) protected(p *proc) bool {
 // (roundCandidates): no other process can be a victim of the round.
 func (s *sched) pickVictims(w *work, n *node, order int, exact bool, cat func(*proc) int, dst []victim) []victim {
 	free := n.freeFor(s, w)
-	if free >= order && !exact {
+	gpuShort := w.gpu && !s.gpuFits(w, n)
+	if free >= order && !exact && !gpuShort {
 		return nil
 	}
-	if w.gpu && !s.gpuFits(w, n) {
-		return nil // preemption frees memory for GPU work only where its GPUs are free (docs/scheduling.md)
+	if gpuShort && (exact || !s.gpuFreeable(w, n)) {
+		return nil // no process that could be stopped here holds what w's GPUs need
 	}
 	list := n.victimOrder()
 	if s.eligOn {
@@ -151,20 +152,15 @@ func (s *sched) pickVictims(w *work, n *node, order int, exact bool, cat func(*p
 	if exact {
 		return append(out, cands...)
 	}
+	if gpuShort {
+		return s.gpuVictims(w, n, order, free, cands, out)
+	}
 	for _, v := range cands {
 		if free >= order {
 			break
 		}
-		if v.cat == catOver {
-			taken := 0
-			for _, o := range out {
-				if o.p.w == v.p.w {
-					taken++
-				}
-			}
-			if v.p.w.budget-taken <= 0 {
-				continue
-			}
+		if v.cat == catOver && overBudget(v, out) {
+			continue
 		}
 		out = append(out, v)
 		free += v.p.shares
@@ -173,6 +169,19 @@ func (s *sched) pickVictims(w *work, n *node, order int, exact bool, cat func(*p
 		return nil
 	}
 	return out
+}
+
+// overBudget tells whether v, a process of a job over its share, would
+// take more from its job than this round's budget allows, with the victims
+// of out already taken.
+func overBudget(v victim, out []victim) bool {
+	taken := 0
+	for _, o := range out {
+		if o.p.w == v.p.w {
+			taken++
+		}
+	}
+	return v.p.w.budget-taken <= 0
 }
 
 func victimShares(vs []victim) int {
@@ -253,13 +262,17 @@ func (s *sched) evictFor(w *work) bool {
 		}
 		return -1
 	}
-	n := s.cheapestEviction(w, exact)
-	if n == nil {
-		return false
-	}
-	vs := s.pickVictims(w, n, w.order, exact, cat, nil)
-	if len(vs) == 0 && w.asksGPU() {
-		return false // its GPUs do not fit there after all: nothing is evicted for nothing
+	var n *node
+	var vs []victim
+	if w.asksGPU() {
+		if n, vs = s.evictGPUFor(w, exact, cat); len(vs) == 0 {
+			return false // nothing is evicted for nothing
+		}
+	} else {
+		if n = s.cheapestEviction(w, exact); n == nil {
+			return false
+		}
+		vs = s.pickVictims(w, n, w.order, exact, cat, nil)
 	}
 	text := fmt.Sprintf("evicted for %s %d (%s class %s, priority %d)", w.w.Kind, w.w.ID, w.class.Policy, w.class.Name, w.prio)
 	s.issueStops(vs, Evicted, text, false)
@@ -282,7 +295,7 @@ func (s *sched) evictFor(w *work) bool {
 // the rest of the cycle and is brought up to date from the nodes that
 // changed since it last answered (sched.changed).
 func (s *sched) cheapestEviction(w *work, exact bool) *node {
-	if len(w.w.MachineList) > 0 || s.holdShares(w) > 0 || w.asksGPU() {
+	if len(w.w.MachineList) > 0 || s.holdShares(w) > 0 {
 		return s.scanEviction(w, exact)
 	}
 	k := evictKey{w.pool, w.prio, w.order, exact}
@@ -322,9 +335,6 @@ func (s *sched) scanEviction(w *work, exact bool) *node {
 		}
 		if exact && (n.held > 0 && n.freeFor(s, w) == n.free()) {
 			continue // held for someone else
-		}
-		if w.gpu && !s.gpuFits(w, n) {
-			continue
 		}
 		free := n.freeFor(s, w)
 		if !exact && order-free >= bestCost {
