@@ -44,8 +44,8 @@ type Agent struct {
 	// openGPUs discovers the host's GPUs through NVML (gpu.OpenHost;
 	// tests give a fake).
 	openGPUs func() (gpu.MemoryReader, gpu.Inventory)
-	lock   *os.File
-	desire chan wire.DesiredState
+	lock     *os.File
+	desire   chan wire.DesiredState
 
 	leader   *leaderTracker // the head this agent follows
 	ledger   *ledger        // what heartbeats tell the head
