@@ -40,12 +40,8 @@ type Agent struct {
 	cg     *cgroup.Manager // the process manager's; removeCgroupRoot removes its root on the way out
 	server *server.Server  // the head side, on a head-eligible agent
 	inv    inventory
-	gpus   *gpuNode // the node's GPUs and the GPU-slice watchdog; set in Run
-	// openGPUs discovers the host's GPUs through NVML (gpu.OpenHost;
-	// tests give a fake).
-	openGPUs func() (gpu.MemoryReader, gpu.Inventory)
-	lock     *os.File
-	desire   chan wire.DesiredState
+	lock   *os.File
+	desire chan wire.DesiredState
 
 	leader   *leaderTracker // the head this agent follows
 	ledger   *ledger        // what heartbeats tell the head
@@ -58,6 +54,12 @@ type Agent struct {
 	inc      *incarnation   // the cluster incarnation followed
 	bg       sync.WaitGroup // background stops and reports
 	webKey   []byte         // signs and checks dashboard tokens (wire.WebTokenKey)
+
+	// gpus are the node's GPUs and the GPU-slice watchdog (set in Run);
+	// openGPUs discovers them through NVML (gpu.OpenHost; tests give a
+	// fake).
+	gpus     *gpuNode
+	openGPUs func() (gpu.MemoryReader, gpu.Inventory)
 }
 
 // New prepares an agent: it takes the data-dir lock and loads identity and

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ducc-project/ducc/gpu"
 	"github.com/ducc-project/ducc/wire"
+	"github.com/ducc-project/ducc/wire/wiretest"
 )
 
 // twoGPUs is a node.gpus declaration of two 80 GiB GPUs.
@@ -347,5 +348,69 @@ func TestGPUWatchdog(t *testing.T) {
 	blind.track(wire.ProcSpec{ID: "2.1", GPUs: []string{"GPU-a"}, GPUSlice: gib})
 	if stops := blind.poll(pids); stops != nil {
 		t.Errorf("stops %+v without NVML", stops)
+	}
+}
+
+// An agent with two declared GPUs reports them, gives a process its GPU
+// (and one without GPUs none), and stops a process over its GPU memory
+// slice with the message, the flag and the exit code ducc run returns.
+func TestAgentGPUs(t *testing.T) {
+	psk := wiretest.Key(t)
+	fh := newFakeHead(t, psk, "fake-head", 1)
+	cfg := workerConfig(t, psk, fh)
+	zero, one := 0, 1
+	cfg.GPUs = []gpu.Declared{{UUID: "GPU-a", Model: "H100", Memory: "80G", Minor: &zero}, {UUID: "GPU-b", Model: "H100", Memory: "80G", Minor: &one}}
+	r := &fakeReader{}
+	r.set(map[string]map[int]int64{}, nil)
+	var a *testAgent
+	a = startAgentWith(t, cfg, func(ag *Agent) {
+		ag.openGPUs = func() (gpu.MemoryReader, gpu.Inventory) { return r, gpu.Inventory{Status: gpu.StatusFound} }
+	})
+	self := a.peerID(t)
+	fh.waitFor("a heartbeat of n1 with its GPUs", func() bool {
+		hb := fh.beats["n1"]
+		return len(hb.GPUs) == 2 && hb.GPUs[1] == wire.GPUDevice{UUID: "GPU-b", Model: "H100", Memory: 80 << 30, Minor: 1} &&
+			hb.GPUDiscovery == "declared in node.gpus: 2 GPU(s)"
+	})
+
+	logs := logDir(t)
+	me := currentUser(t)
+	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+	spec := func(id, script string, gpus []string, slice int64) wire.ProcSpec {
+		return wire.ProcSpec{ID: id, WorkID: 1, Kind: "POP", User: me, UID: uid, GID: gid, Env: []string{"PATH=/usr/bin:/bin"},
+			Path: "/bin/sh", Args: []string{"-c", script}, LogDir: logs, MemoryLimit: 256 << 20, GPUs: gpus, GPUSlice: slice}
+	}
+	const show = `echo "[${CUDA_VISIBLE_DEVICES-unset}] [${NVIDIA_VISIBLE_DEVICES-unset}]"`
+	const gib = int64(1) << 30
+	// The fake NVML says 1.3's process uses 30 GiB of GPU-b.
+	r.mu.Lock()
+	r.use = func() map[string]map[int]int64 {
+		if st, ok := a.procs.Status("1.3"); ok && st.PID > 0 {
+			return map[string]map[int]int64{"GPU-b": {st.PID: 30 * gib}}
+		}
+		return nil
+	}
+	r.mu.Unlock()
+	fh.push(t, self, wire.DesiredState{Node: "n1", Version: 1, Procs: []wire.ProcSpec{
+		spec("1.1", show, []string{"GPU-a"}, 0),
+		spec("1.2", show, nil, 0),
+		spec("1.3", "exec sleep 600", []string{"GPU-b"}, 20*gib),
+	}})
+	for id, want := range map[string]string{"1.1": "[GPU-a] [GPU-a]", "1.2": "[] []"} {
+		fh.waitFor("the exit of "+id, func() bool { r, ok := fh.lastReport(id); return ok && r.Ended() })
+		fh.mu.Lock()
+		rep, _ := fh.lastReport(id)
+		fh.mu.Unlock()
+		if b, err := os.ReadFile(rep.LogPath); err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("%s printed %q (%v), want %q", id, b, err, want)
+		}
+	}
+	fh.waitFor("1.3 stopped for its slice", func() bool { r, ok := fh.lastReport("1.3"); return ok && r.Ended() })
+	fh.mu.Lock()
+	rep, _ := fh.lastReport("1.3")
+	fh.mu.Unlock()
+	if !rep.GPUSliceExceeded || rep.Reason != "GPU memory slice exceeded: used 30 GiB of 20 GiB" || rep.ExitCode != wire.CodeGPUSlice ||
+		rep.Signal != "SIGKILL" || rep.GPUMemoryPeak != 30*gib {
+		t.Errorf("report of 1.3: %+v", rep)
 	}
 }
