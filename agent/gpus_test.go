@@ -362,8 +362,7 @@ func TestAgentGPUs(t *testing.T) {
 	cfg.GPUs = []gpu.Declared{{UUID: "GPU-a", Model: "H100", Memory: "80G", Minor: &zero}, {UUID: "GPU-b", Model: "H100", Memory: "80G", Minor: &one}}
 	r := &fakeReader{}
 	r.set(map[string]map[int]int64{}, nil)
-	var a *testAgent
-	a = startAgentWith(t, cfg, func(ag *Agent) {
+	a := startAgentWith(t, cfg, func(ag *Agent) {
 		ag.openGPUs = func() (gpu.MemoryReader, gpu.Inventory) { return r, gpu.Inventory{Status: gpu.StatusFound} }
 	})
 	self := a.peerID(t)
