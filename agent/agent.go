@@ -18,6 +18,7 @@ import (
 
 	"github.com/ducc-project/ducc/cgroup"
 	"github.com/ducc-project/ducc/feed"
+	"github.com/ducc-project/ducc/gpu"
 	"github.com/ducc-project/ducc/head/server"
 	"github.com/ducc-project/ducc/proc"
 	"github.com/ducc-project/ducc/wire"
@@ -53,6 +54,12 @@ type Agent struct {
 	inc      *incarnation   // the cluster incarnation followed
 	bg       sync.WaitGroup // background stops and reports
 	webKey   []byte         // signs and checks dashboard tokens (wire.WebTokenKey)
+
+	// gpus are the node's GPUs and the GPU-slice watchdog (set in Run);
+	// openGPUs discovers them through NVML (gpu.OpenHost; tests give a
+	// fake).
+	gpus     *gpuNode
+	openGPUs func() (gpu.MemoryReader, gpu.Inventory)
 }
 
 // New prepares an agent: it takes the data-dir lock and loads identity and
@@ -75,7 +82,7 @@ func New(cfg *Config, version string, logger *slog.Logger) (*Agent, error) {
 		cfg: cfg, version: version, log: logger.With("component", "agent", "node", cfg.Node), lock: lock,
 		base: logger.With("node", cfg.Node), obs: newAgentObs(version),
 		desire: make(chan wire.DesiredState, 1), leader: newLeaderTracker(), ledger: led, reports: newReporter(),
-		starting: newBusySet(), stopping: newBusySet(), inc: inc,
+		starting: newBusySet(), stopping: newBusySet(), inc: inc, openGPUs: gpu.OpenHost,
 	}
 	a.streams = feed.New(feed.Config{Node: cfg.Node, Host: streamHost{a}, Logger: a.base})
 	return a, nil
@@ -125,6 +132,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer a.inv.close()
+	if a.gpus, err = discoverGPUs(a.cfg, a.base, a.openGPUs); err != nil {
+		return err
+	}
+	defer a.gpus.close()
 	if err := a.startProcs(ctx); err != nil {
 		return err
 	}
@@ -263,6 +274,7 @@ func (a *Agent) onExit(st proc.Status) {
 	}
 	a.obs.agent.ProcEnded(st.OOMKills)
 	ps := toWire(st, a.cfg.Node)
+	a.gpus.markEnded(&ps)
 	a.streams.StopFeeder(st.ID)
 	a.bg.Add(1)
 	go func() {

@@ -15,6 +15,7 @@ import (
 	"github.com/multiformats/go-multiaddr"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ducc-project/ducc/gpu"
 	"github.com/ducc-project/ducc/head/rm"
 	"github.com/ducc-project/ducc/head/server"
 	"github.com/ducc-project/ducc/units"
@@ -50,6 +51,10 @@ type Config struct {
 	Memory units.Size
 	// MemoryReserved is kept back from scheduling for the system.
 	MemoryReserved units.Size
+	// GPUs is node.gpus, the node's GPUs declared (hosts without NVML,
+	// tests): nil discovers them through NVML; a list, even an empty
+	// one, is the whole inventory.
+	GPUs []gpu.Declared
 	// Heartbeat is the heartbeat period (1s).
 	Heartbeat units.Duration
 	// NodeTimeout declares a node down after this long without heartbeats
@@ -181,6 +186,7 @@ type fileConfig struct {
 		Memory         units.Size     `yaml:"memory"`
 		MemoryReserved units.Size     `yaml:"memory_reserved"`
 		Heartbeat      units.Duration `yaml:"heartbeat"`
+		GPUs           []gpu.Declared `yaml:"gpus"`
 	} `yaml:"node"`
 	Join []string `yaml:"join"`
 	Head struct {
@@ -230,7 +236,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	c := &Config{
 		Cluster: f.Cluster.Name, ClusterKeyFile: f.Cluster.KeyFile,
 		Node: f.Node.Name, Listen: f.Node.Listen, DataDir: f.Node.DataDir, Socket: f.Node.Socket,
-		Memory: f.Node.Memory, MemoryReserved: f.Node.MemoryReserved, Heartbeat: f.Node.Heartbeat,
+		Memory: f.Node.Memory, MemoryReserved: f.Node.MemoryReserved, Heartbeat: f.Node.Heartbeat, GPUs: f.Node.GPUs,
 		Join: f.Join, Head: f.Head.Eligible, BootstrapExpect: f.Head.BootstrapExpect,
 		Elect: f.Head.ElectionTimeout.D(), NodeTimeout: f.Head.NodeTimeout, MaxHeartbeatsPerSecond: f.Head.MaxHeartbeatsPerSecond,
 		Administrators: f.Administrators, Web: f.Web, Scheduler: f.Scheduler,
@@ -259,6 +265,9 @@ func ParseConfig(data []byte) (*Config, error) {
 
 // validate checks what the YAML types cannot.
 func (c *Config) validate() error {
+	if _, err := gpu.Devices(c.GPUs); err != nil {
+		return fmt.Errorf("node.gpus is wrong (fix each entry named, or remove node.gpus to discover the GPUs through NVML):\n%w", err)
+	}
 	if c.BootstrapExpect < 0 {
 		return fmt.Errorf("head.bootstrap_expect: %d: must be 1 or more", c.BootstrapExpect)
 	}
@@ -334,8 +343,10 @@ func (c *Config) CheckRunnable() error {
 // --config FILE` uses; the rest describe a multi-node cluster (its name
 // and key, this node's addresses and data, joining, the head group's
 // timing), which a dev cluster makes for itself: one node on loopback,
-// set with the agent's flags.
-var DevSections = []string{"scheduler", "administrators", "web", "head.retention", "head.default_broker_url", "head.service_monitors"}
+// set with the agent's flags. node.gpus is used: it declares the GPUs of
+// the dev cluster's one node (a section path, SECTION.KEY, as devIgnored
+// reads them).
+var DevSections = []string{"scheduler", "administrators", "web", "head.retention", "head.default_broker_url", "head.service_monitors", "node.gpus"}
 
 // LoadDevConfig reads path for `ducc agent --dev --config FILE`: the dev
 // configuration of dataDir with the file's DevSections. Ignored lists
@@ -357,6 +368,7 @@ func LoadDevConfig(path, dataDir string) (cfg *Config, ignored []string, err err
 	cfg = DevConfig(dataDir)
 	cfg.Scheduler, cfg.Administrators, cfg.Web, cfg.Retention = c.Scheduler, c.Administrators, c.Web, c.Retention
 	cfg.DefaultBrokerURL, cfg.ServiceMonitors = c.DefaultBrokerURL, c.ServiceMonitors
+	cfg.GPUs = c.GPUs
 	return cfg, ignored, nil
 }
 

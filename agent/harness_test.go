@@ -239,9 +239,19 @@ func workerConfig(t *testing.T, psk []byte, heads ...*fakeHead) *Config {
 // startAgent runs an agent with cfg until the test ends.
 func startAgent(t *testing.T, cfg *Config) *testAgent {
 	t.Helper()
+	return startAgentWith(t, cfg, nil)
+}
+
+// startAgentWith is startAgent with prep, if not nil, called between New
+// and Run (to give the agent fakes).
+func startAgentWith(t *testing.T, cfg *Config, prep func(*Agent)) *testAgent {
+	t.Helper()
 	a, err := New(cfg, "test", wiretest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if prep != nil {
+		prep(a)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -135,19 +135,22 @@ func (a *Agent) heartbeat() wire.Heartbeat {
 		}
 		hb.Procs = append(hb.Procs, ps)
 	}
+	a.gpus.fillHeartbeat(&hb)
 	sort.Slice(hb.Procs, func(i, j int) bool { return hb.Procs[i].ID < hb.Procs[j].ID })
 	return hb
 }
 
 // heartbeatLoop publishes a heartbeat every period until ctx ends: the
 // configured node.heartbeat, or the longer interval the head announces
-// in a large cluster. Most heartbeats carry only what changed
+// in a large cluster. Before each, the GPU-slice watchdog reads the GPU
+// memory of the processes that hold GPUs (watchGPUs). Most heartbeats carry only what changed
 // (wire.HeartbeatShaper); a full one follows a change of head.
 func (a *Agent) heartbeatLoop(ctx context.Context) {
 	var shaper wire.HeartbeatShaper
 	t := time.NewTimer(a.cfg.Heartbeat.D())
 	defer t.Stop()
 	for {
+		a.watchGPUs(ctx) // first: the heartbeat carries what it read
 		hb := a.heartbeat()
 		head, pushed := a.leader.head()
 		msg := shaper.Shape(hb, head, pushed)

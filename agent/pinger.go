@@ -26,6 +26,7 @@ import (
 // the head's way to run pingers (head.Config.Pingers).
 func (a *Agent) RunPinger(ctx context.Context, node, peerID string, req wire.PingRunRequest) (wire.PingRunReply, error) {
 	if node == a.cfg.Node {
+		req.Env = a.gpus.gpuEnv(req.Env, req.User, nil) // a pinger holds no GPUs
 		return runPinger(ctx, a.procs, req), nil
 	}
 	p, err := peer.Decode(peerID)
@@ -45,6 +46,7 @@ func (a *Agent) handlePingRun(ctx context.Context, req *wire.Request) (any, erro
 	if err := req.DecodeBody(&r); err != nil {
 		return nil, err
 	}
+	r.Env = a.gpus.gpuEnv(r.Env, r.User, nil) // a pinger holds no GPUs
 	return runPinger(ctx, a.procs, r), nil
 }
 

@@ -94,6 +94,9 @@ func (a *Agent) reconcile(ctx context.Context, ds wire.DesiredState) {
 	}
 	for _, spec := range ds.Procs {
 		st, running := have[spec.ID]
+		if !spec.Stop && !(running && ended(st)) {
+			a.gpus.track(spec) // also a process re-adopted after a restart
+		}
 		switch {
 		case spec.Stop && running && !ended(st):
 			a.stop(ctx, spec.ID, time.Duration(spec.GraceMS)*time.Millisecond, spec.StopReason)
@@ -122,10 +125,17 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 		return
 	}
 	defer a.starting.end(spec.ID)
+	// The minors of the process's GPUs are what proc's device fencing
+	// lets it open; a GPU this node does not have fails the launch.
+	minors, err := a.gpus.gpuMinors(spec)
+	if err != nil {
+		a.launchFailed(spec, err)
+		return
+	}
 	ps := proc.Spec{
 		ID: spec.ID, WorkID: spec.WorkID, Kind: string(spec.Kind), Node: a.cfg.Node, Incarnation: a.inc.current(),
 		User: spec.User, UID: spec.UID, GID: spec.GID, Groups: spec.Groups,
-		Path: spec.Path, Args: spec.Args, Env: spec.Env, Dir: spec.Dir,
+		Path: spec.Path, Args: spec.Args, Env: a.gpus.gpuEnv(spec.Env, spec.User, spec.GPUs), Dir: spec.Dir,
 		LogDir: spec.LogDir, MemoryLimit: spec.MemoryLimit,
 	}
 	if spec.Umask != "" {
@@ -158,16 +168,16 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 	if err != nil {
 		// The process manager could not even try (e.g. the data dir is
 		// unwritable): report a launch failure so the work does not hang.
-		a.log.Error("cannot start process", "proc", spec.ID, "err", err)
-		ps := wire.ProcStatus{ID: spec.ID, WorkID: spec.WorkID, State: wire.ProcLaunchFailed, ExitCode: -1,
-			Reason: err.Error(), EndedAt: time.Now().UnixMilli(), Node: a.cfg.Node}
-		a.ledger.ended(ps)
-		a.reports.add(ps)
+		a.launchFailed(spec, err)
 		return
 	}
 	if st.State == proc.Running {
 		a.obs.agent.ProcStarted()
-		a.log.Info("process started", "proc", spec.ID, "pid", st.PID, "user", spec.User, "memory_limit", spec.MemoryLimit)
+		args := []any{"proc", spec.ID, "pid", st.PID, "user", spec.User, "memory_limit", spec.MemoryLimit}
+		if len(spec.GPUs) > 0 {
+			args = append(args, "gpus", gpuDevicesLine(spec), "gpu_minors", minors)
+		}
+		a.log.Info("process started", args...)
 		if spec.Kind == wire.ProcJob {
 			a.streams.StartFeeder(ctx, spec, st.StartedAt)
 		}
@@ -177,6 +187,18 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 		a.reports.add(toWire(st, a.cfg.Node))
 	}
 	// Launch failures arrive through OnExit.
+}
+
+// launchFailed reports a process the agent could not even try to start
+// (the process manager failed, or it names a GPU this node lacks), so
+// that the work does not hang.
+func (a *Agent) launchFailed(spec wire.ProcSpec, err error) {
+	a.log.Error("cannot start process", "proc", spec.ID, "err", err)
+	a.gpus.ended(spec.ID)
+	ps := wire.ProcStatus{ID: spec.ID, WorkID: spec.WorkID, State: wire.ProcLaunchFailed, ExitCode: -1,
+		Reason: err.Error(), EndedAt: time.Now().UnixMilli(), Node: a.cfg.Node}
+	a.ledger.ended(ps)
+	a.reports.add(ps)
 }
 
 // stop stops a process in the background (SIGTERM, SIGKILL after grace);

@@ -130,3 +130,11 @@ func (inv Inventory) Log(l *slog.Logger) {
 	}
 	l.Info("GPU discovery: "+inv.String(), "status", inv.Status.String(), "devices", len(inv.Schedulable()))
 }
+
+// MemoryReader reads the GPU memory of each compute process, per device
+// UUID: pid → bytes used (Session.ProcessMemory). The agent's watchdog of
+// GPU memory slices holds one; tests give it a fake.
+type MemoryReader interface {
+	ProcessMemory() (map[string]map[int]int64, error)
+	Close() error
+}

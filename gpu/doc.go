@@ -16,6 +16,9 @@
 //
 // Only duccd may link this package: NVML needs cgo. A build without cgo
 // has the declaration and the types, and DiscoverHost, which reports no
-// NVML library; Discover, Open and Session need cgo. Nothing here is wired
-// into the agent yet (docs/scheduling.md, "GPUs").
+// NVML library, and OpenHost, which has no reader; Discover, Open and
+// Session need cgo. The agent discovers its node's GPUs at start (OpenHost,
+// or Declare for node.gpus) and its GPU-slice watchdog reads memory
+// through the MemoryReader OpenHost returns (docs/security.md, "GPU
+// slices").
 package gpu

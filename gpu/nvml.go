@@ -12,6 +12,22 @@ import (
 // DiscoverHost discovers the GPUs of this host through its NVML library.
 func DiscoverHost() Inventory { return Discover(nvml.New()) }
 
+// OpenHost discovers the GPUs of this host through its NVML library and,
+// when it found some, keeps the library open for reading their processes'
+// memory: the reader is then an open Session (close it when done).
+// Otherwise the reader is nil and the Inventory says why.
+func OpenHost() (MemoryReader, Inventory) {
+	s, inv := Open(nvml.New())
+	if s == nil {
+		return nil, inv
+	}
+	if inv = s.Discover(); inv.Status != StatusFound {
+		_ = s.Close()
+		return nil, inv
+	}
+	return s, inv
+}
+
 // Discover lists the GPUs lib reports (see Inventory). It initializes lib
 // and shuts it down again.
 func Discover(lib nvml.Interface) Inventory {

@@ -24,6 +24,7 @@ func TestLinksNoDaemonCode(t *testing.T) {
 		"github.com/hashicorp/raft",
 		"go.etcd.io/bbolt",
 		"github.com/containerd/",
+		"github.com/NVIDIA/go-nvml", // cgo, and only duccd discovers GPUs (ARCHITECTURE.md, gpu)
 		"github.com/ducc-project/ducc/agent",
 		"github.com/ducc-project/ducc/feed",
 		"github.com/ducc-project/ducc/sim",
