@@ -42,11 +42,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Helper()
@@ -55,7 +55,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // newManager returns a manager with a unique root, removed at the end.
-func newManager(t *testing.T) *Manager {
+func newManager(t testing.TB) *Manager {
 	t.Helper()
 	if os.Getuid() != 0 {
 		t.Skip("needs root")

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -73,7 +74,7 @@ func TestFenceDevices(t *testing.T) {
 
 	modes := []struct {
 		name    string
-		manager func(t *testing.T) *Manager
+		manager func(t testing.TB) *Manager
 	}{
 		{"v1 devices controller", v1DevicesManager},
 		{"v2 device program", v2Manager},
@@ -130,7 +131,7 @@ func contains(s []string, x string) bool {
 
 // v1DevicesManager is a manager of the host's v1 hierarchies, skipping where
 // there is no v1 devices controller.
-func v1DevicesManager(t *testing.T) *Manager {
+func v1DevicesManager(t testing.TB) *Manager {
 	if mode := hostMode(); mode != ModeV1 && mode != ModeHybrid {
 		t.Skipf("the host has no cgroup v1 hierarchies (mode %q): the v1 devices controller cannot run here", mode)
 	}
@@ -158,7 +159,7 @@ func v1DevicesManager(t *testing.T) *Manager {
 
 // v2Manager is a v2 manager on the host's cgroup2 mount, skipping where
 // there is none.
-func v2Manager(t *testing.T) *Manager {
+func v2Manager(t testing.TB) *Manager {
 	mp := v1Mount
 	if hostMode() == ModeHybrid {
 		mp = filepath.Join(v1Mount, "unified")
@@ -288,5 +289,99 @@ func TestFenceUnavailable(t *testing.T) {
 	err := g.FenceDevices(nvidiaFence)
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "devices controller") {
 		t.Fatalf("FenceDevices without a devices controller = %v", err)
+	}
+}
+
+// BenchmarkFenceStart measures what a fence adds to a process start in
+// its own group: Create, FenceDevices (or not), StartIn of /bin/true, wait,
+// Delete, as the agent and the shim do them, for the host's v1 hierarchies
+// and its cgroup2 mount.
+func BenchmarkFenceStart(b *testing.B) {
+	if os.Getuid() != 0 {
+		b.Skip("needs root")
+	}
+	modes := []struct {
+		name    string
+		manager func(t testing.TB) *Manager
+	}{
+		{"v1", v1DevicesManager},
+		{"v2", v2Manager},
+	}
+	for _, mode := range modes {
+		for _, fence := range []*DeviceFence{nil, &nvidiaFence} {
+			name := mode.name + "/no-fence"
+			if fence != nil {
+				name = mode.name + "/fence"
+			}
+			b.Run(name, func(b *testing.B) {
+				m := mode.manager(b)
+				for i := 0; b.Loop(); i++ {
+					g, err := m.Create("b"+strconv.Itoa(i), Resources{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if fence != nil {
+						if err := g.FenceDevices(*fence); err != nil {
+							b.Fatal(err)
+						}
+					}
+					var pid int
+					err = m.StartIn(g, func(fd int) error {
+						sys := &syscall.SysProcAttr{}
+						if fd >= 0 {
+							sys.UseCgroupFD, sys.CgroupFD = true, fd
+						}
+						pid, err = syscall.ForkExec("/bin/true", []string{"true"}, &syscall.ProcAttr{Sys: sys})
+						return err
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					var ws syscall.WaitStatus
+					if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
+						b.Fatal(err)
+					}
+					if err := g.Delete(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkFenceDevices measures the fence alone: Create, FenceDevices
+// (or not) and Delete of an empty group.
+func BenchmarkFenceDevices(b *testing.B) {
+	if os.Getuid() != 0 {
+		b.Skip("needs root")
+	}
+	for _, mode := range []struct {
+		name    string
+		manager func(t testing.TB) *Manager
+	}{{"v1", v1DevicesManager}, {"v2", v2Manager}} {
+		for _, fence := range []*DeviceFence{nil, &nvidiaFence} {
+			name := mode.name + "/no-fence"
+			if fence != nil {
+				name = mode.name + "/fence"
+			}
+			b.Run(name, func(b *testing.B) {
+				m := mode.manager(b)
+				for i := 0; b.Loop(); i++ {
+					g, err := m.Create("f"+strconv.Itoa(i), Resources{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if fence != nil {
+						if err := g.FenceDevices(*fence); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if err := g.Delete(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
