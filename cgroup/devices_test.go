@@ -92,6 +92,32 @@ func TestFenceDevices(t *testing.T) {
 				{"no GPU", &DeviceFence{Major: 195, Minors: 256, Allowed: []uint32{254, 255}}, paths("nvidia0", "nvidia1")},
 				{"GPUs 0 and 1", &DeviceFence{Major: 195, Minors: 256, Allowed: []uint32{0, 1, 254, 255}}, nil},
 			}
+			t.Run("fenced again", func(t *testing.T) {
+				// v1: a fence replaces the group's earlier one; v2: a
+				// second program runs beside the first, and an access
+				// must pass both.
+				g := create(t, m, "again", Resources{})
+				noGPU := DeviceFence{Major: 195, Minors: 256, Allowed: []uint32{254, 255}}
+				if err := g.FenceDevices(noGPU); err != nil {
+					t.Fatal(err)
+				}
+				g, err := m.Create("again", Resources{}) // reused, as a Group value without the fence
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := g.FenceDevices(nvidiaFence); err != nil {
+					t.Fatal(err)
+				}
+				got := openIn(t, m, g, all)
+				t.Logf("opens: %v", got)
+				want := map[string]string{ModeV1: "ENXIO", ModeHybrid: "ENXIO", ModeV2: "EPERM"}[m.Mode()]
+				if p := paths("nvidia0")[0]; got[p] != want {
+					t.Errorf("nvidia0 after the second fence: %s, want %s", got[p], want)
+				}
+				if p := paths("nvidia1")[0]; got[p] != "EPERM" {
+					t.Errorf("nvidia1 after the second fence: %s, want EPERM", got[p])
+				}
+			})
 			for i, tc := range tests {
 				t.Run(tc.name, func(t *testing.T) {
 					g := create(t, m, fmt.Sprintf("fence%d", i), Resources{})
