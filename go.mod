@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/chromedp/chromedp v0.14.2
+	github.com/cilium/ebpf v0.22.0
 	github.com/creack/pty v1.1.24
 	github.com/fxamacker/cbor/v2 v2.9.6
 	github.com/hashicorp/go-hclog v1.6.2
@@ -14,15 +15,10 @@ require (
 	github.com/libp2p/go-libp2p-pubsub v0.16.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/cobra v1.10.2
-	github.com/spf13/pflag v1.0.9
+	github.com/spf13/pflag v1.0.10
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/sys v0.48.0
 	golang.org/x/term v0.46.0
-)
-
-require (
-	github.com/kr/pretty v0.3.1 // indirect
-	github.com/rogpeppe/go-internal v1.11.0 // indirect
 )
 
 require (
@@ -33,7 +29,7 @@ require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/boltdb/bolt v1.3.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/chromedp/cdproto v0.0.0-20250724212937-08a3db8b4327
+	github.com/chromedp/cdproto v0.0.0-20250724212937-08a3db8b4327 // indirect
 	github.com/chromedp/sysutil v1.1.0 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.6 // indirect
 	github.com/davidlazar/go-crypto v0.0.0-20200604182044-b73af7476f6c // indirect

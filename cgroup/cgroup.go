@@ -100,6 +100,19 @@ type Group interface {
 	Delete() error
 	// Update changes the limits.
 	Update(Resources) error
+	// FenceDevices denies the group's processes the opening (read, write,
+	// mknod) of the character devices f.Major:0..f.Minors-1 except
+	// f.Allowed; every other device stays as it was. Call it before a
+	// process starts in the group. v1: the devices controller (the group
+	// gets a directory in the devices hierarchy, one deny rule per denied
+	// minor; it fails with ErrUnavailable where that controller is not
+	// mounted), and StartIn and AddProc of this Group value (not of one
+	// from Load) put processes there too. v2: a BPF_PROG_TYPE_CGROUP_DEVICE
+	// program attached to the group with BPF_F_ALLOW_MULTI (so ancestors'
+	// device programs still apply); a second call attaches a second
+	// program, and an access must pass both. Needs root. Disabled mode:
+	// nothing is fenced.
+	FenceDevices(f DeviceFence) error
 	// OpenFD opens the group's directory for clone-into-cgroup
 	// (SysProcAttr.UseCgroupFD). The caller closes the fd. It returns
 	// ErrNoCgroupFD on v1 and in disabled mode.
@@ -231,7 +244,7 @@ func NewDisabled(logger *slog.Logger) *Manager {
 		logger = slog.Default()
 	}
 	logger = logger.With("component", "cgroup")
-	logger.Warn("cgroups disabled: memory caps are NOT enforced and per-process statistics come from /proc (run the agent as root to enable them)")
+	logger.Warn("cgroups disabled: memory caps and GPU fences are NOT enforced and per-process statistics come from /proc (run the agent as root to enable them)")
 	return &Manager{mode: ModeDisabled, log: logger, backend: disabledBackend{}}
 }
 

@@ -35,14 +35,18 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if paths := os.Getenv(openHelperEnv); paths != "" {
+		openDevices(strings.Fields(paths)) // devices_test.go
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Helper()
@@ -51,7 +55,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // newManager returns a manager with a unique root, removed at the end.
-func newManager(t *testing.T) *Manager {
+func newManager(t testing.TB) *Manager {
 	t.Helper()
 	if os.Getuid() != 0 {
 		t.Skip("needs root")

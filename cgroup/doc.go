@@ -58,11 +58,34 @@
 // v1 memory controller charges a process's memory to the group of its mm
 // owner, the main thread).
 //
+// # Device fences
+//
+// [Group.FenceDevices] closes the minors of one character-device major
+// that a [DeviceFence] does not allow to everything in a group (proc
+// fences the NVIDIA GPUs a process was not given). Only fenced groups pay
+// for it.
+//
+//   - v1: the devices controller. The group gets a directory in the
+//     devices hierarchy (only when fenced: the others have none, and
+//     StartIn does not enter that hierarchy for them), which inherits its
+//     parent's allow-all, and one devices.deny rule per denied minor
+//     ("c 195:1 rwm"). A deny-all-of-the-major rule with allow rules for
+//     the allowed minors does not work: while a group allows by default, the
+//     kernel takes an allow rule only as the removal of a deny rule of
+//     exactly that device. StartIn and AddProc of the fenced Group value
+//     enter its devices group too; Delete and RemoveRoot remove it.
+//   - v2: a BPF_PROG_TYPE_CGROUP_DEVICE program, built and loaded with
+//     bpf(2) here (no BPF library: see ARCHITECTURE.md), attached to the
+//     group with BPF_F_ALLOW_MULTI, so that device programs of ancestors
+//     (systemd's) keep running: an access must pass all of them. The
+//     attachment lives as long as the group. The kernel runs device
+//     programs on the cgroup2 hierarchy of hybrid hosts too.
+//
 // # Disabled mode
 //
 // When cgroups are not writable (a non-root developer running the agent),
 // [New] fails with an error wrapping [ErrNotWritable] that says so. The caller
-// can then use [NewDisabled]: every group operation is a no-op, caps are not
-// enforced, [Group.Procs] is empty, [Group.Stats] returns [ErrDisabled] and
+// can then use [NewDisabled]: every group operation is a no-op, caps and
+// device fences are not enforced, [Group.Procs] is empty, [Group.Stats] returns [ErrDisabled] and
 // the manager logs one warning line saying that memory caps are not enforced.
 package cgroup

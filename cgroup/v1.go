@@ -25,11 +25,13 @@ const (
 	ctrlCPUAcct = "cpuacct"
 	ctrlFreezer = "freezer"
 	ctrlPids    = "pids"
+	ctrlDevices = "devices"
 )
 
 // v1 controllers ducc uses; memory is required, the others are used when
-// mounted. cpuset, devices, blkio... are left alone (cpuset would need
-// cpus/mems copied down for every group).
+// mounted. cpuset, blkio... are left alone (cpuset would need cpus/mems
+// copied down for every group); devices is used only by groups that are
+// fenced (Group.FenceDevices), so that the others pay nothing for it.
 var v1Controllers = []string{ctrlMemory, ctrlCPU, ctrlCPUAcct, ctrlFreezer, ctrlPids}
 
 // unlimited is what v1 memory limit files take to mean no limit.
@@ -45,9 +47,15 @@ type v1Backend struct {
 	dirCtrl []string          // for each of dirs, a controller mounted there
 	memsw   bool              // host accounts swap (memory.memsw.*)
 	oomLine bool              // memory.oom_control has an oom_kill line
+	// devices is the devices hierarchy's directory ("" when not mounted);
+	// devicesOwn: it is none of dirs, so that a fenced group has a
+	// directory there of its own, made, entered and removed apart.
+	devices    string
+	devicesOwn bool
 
-	backMu sync.Mutex // held by startIn
-	back   []ownTask  // open tasks files of the process's own groups (ownTasks)
+	backMu  sync.Mutex // held by startIn
+	back    []ownTask  // open tasks files of the process's own groups (ownTasks)
+	devBack []ownTask  // the same in the devices hierarchy, opened at the first fenced start
 }
 
 func newV1(mount, root string, logger *slog.Logger) (*v1Backend, error) {
@@ -79,7 +87,15 @@ func newV1(mount, root string, logger *slog.Logger) (*v1Backend, error) {
 			b.dirCtrl = append(b.dirCtrl, n)
 		}
 	}
-	// Create the root group in every hierarchy (idempotent).
+	if d := filepath.Join(mount, ctrlDevices); exists(filepath.Join(d, "devices.deny")) {
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			d = real
+		}
+		b.devices, b.devicesOwn = d, !slices.Contains(b.dirs, d)
+		b.hier[ctrlDevices] = d
+	}
+	// Create the root group in every hierarchy (idempotent); the devices
+	// hierarchy's at the first fence.
 	for _, d := range b.dirs {
 		p := filepath.Join(d, root)
 		if err := os.MkdirAll(p, 0o755); err != nil {
@@ -150,8 +166,23 @@ func (b *v1Backend) startIn(g Group, start func(cgroupFD int) error) error {
 				return true
 			}
 		}
+		var devBack []ownTask
+		if vg.fenced && b.devicesOwn {
+			if devBack, err = b.ownDevicesTasks(); err == nil {
+				err = moveThread(filepath.Join(vg.dir(ctrlDevices), "tasks"))
+			}
+			if err != nil {
+				err = fmt.Errorf("cgroup: start in %s: %w", vg.Path(), err)
+				if berr := moveThreadBack(back); berr != nil {
+					b.forgetOwnTasks()
+					b.log.Warn("a thread could not leave the group it entered; it ends", "cgroup", vg.Path(), "err", berr)
+					return false
+				}
+				return true
+			}
+		}
 		startErr = start(-1)
-		if berr := moveThreadBack(back); berr != nil {
+		if berr := errors.Join(moveThreadBack(back), moveThreadBack(devBack)); berr != nil {
 			b.forgetOwnTasks()
 			b.log.Warn("a thread could not leave the group it started a process in; it ends", "cgroup", vg.Path(), "err", berr)
 			return false
@@ -171,7 +202,7 @@ type ownTask struct {
 	fd   int
 }
 
-// ownTasks returns the tasks files of threadTasksFiles, opened once for
+// ownTasks returns the tasks files of ownTasksFiles, opened once for
 // the backend's life (backMu held): a shim server starts every process of
 // its agent, and its own groups do not change under it. After a failed
 // move back they are closed and looked up again (forgetOwnTasks): someone
@@ -180,10 +211,20 @@ func (b *v1Backend) ownTasks() ([]ownTask, error) {
 	if b.back != nil {
 		return b.back, nil
 	}
-	paths, err := b.threadTasksFiles()
+	paths, err := ownTasksFiles(b.dirs, b.dirCtrl, b.mount)
 	if err != nil {
 		return nil, err
 	}
+	back, err := openTasks(paths)
+	if err != nil {
+		return nil, err
+	}
+	b.back = back
+	return back, nil
+}
+
+// openTasks opens tasks files for writing.
+func openTasks(paths []string) ([]ownTask, error) {
 	back := make([]ownTask, 0, len(paths))
 	for _, p := range paths {
 		var fd int
@@ -197,14 +238,32 @@ func (b *v1Backend) ownTasks() ([]ownTask, error) {
 		}
 		back = append(back, ownTask{path: p, fd: fd})
 	}
-	b.back = back
 	return back, nil
 }
 
-// forgetOwnTasks closes the files of ownTasks; backMu held.
+// ownDevicesTasks is ownTasks for the devices hierarchy (backMu held).
+func (b *v1Backend) ownDevicesTasks() ([]ownTask, error) {
+	if b.devBack != nil {
+		return b.devBack, nil
+	}
+	paths, err := ownTasksFiles([]string{b.devices}, []string{ctrlDevices}, b.mount)
+	if err != nil {
+		return nil, err
+	}
+	back, err := openTasks(paths)
+	if err != nil {
+		return nil, err
+	}
+	b.devBack = back
+	return back, nil
+}
+
+// forgetOwnTasks closes the files of ownTasks and ownDevicesTasks; backMu
+// held.
 func (b *v1Backend) forgetOwnTasks() {
 	closeTasks(b.back)
-	b.back = nil
+	closeTasks(b.devBack)
+	b.back, b.devBack = nil, nil
 }
 
 func closeTasks(ts []ownTask) {
@@ -213,8 +272,9 @@ func closeTasks(ts []ownTask) {
 	}
 }
 
-// threadTasksFiles returns the tasks files of the process's own cgroups in
-// ducc's hierarchies, in the order of b.dirs: where a thread that entered
+// ownTasksFiles returns the tasks files of the process's own cgroups in
+// the hierarchies dirs (ctrls[i] a controller mounted at dirs[i]), in
+// their order: where a thread that entered
 // a group goes back to (startIn moves no other thread, and never the main
 // one). They are read from /proc/self/cgroup, not /proc/thread-self: a
 // thread's /proc entries, once looked up, stay cached until the process
@@ -222,7 +282,7 @@ func closeTasks(ts []ownTask) {
 // /proc/PID): that walk made reaping each shim cost the agent ~1 ms of
 // CPU. The hierarchies are assumed mounted at their root, which holds
 // outside cgroup namespaces.
-func (b *v1Backend) threadTasksFiles() ([]string, error) {
+func ownTasksFiles(dirs, ctrls []string, mount string) ([]string, error) {
 	raw, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return nil, err
@@ -237,16 +297,16 @@ func (b *v1Backend) threadTasksFiles() ([]string, error) {
 			paths[c] = parts[2]
 		}
 	}
-	out := make([]string, 0, len(b.dirs))
-	for i, d := range b.dirs {
-		n := b.dirCtrl[i]
+	out := make([]string, 0, len(dirs))
+	for i, d := range dirs {
+		n := ctrls[i]
 		p, ok := paths[n]
 		if !ok {
 			return nil, fmt.Errorf("own %s cgroup not in /proc/self/cgroup", n)
 		}
 		f := filepath.Join(d, p, "tasks")
 		if !exists(f) {
-			return nil, fmt.Errorf("own %s cgroup %s not found under %s (cgroup namespace?)", n, p, b.mount)
+			return nil, fmt.Errorf("own %s cgroup %s not found under %s (cgroup namespace?)", n, p, mount)
 		}
 		out = append(out, f)
 	}
@@ -271,7 +331,11 @@ func moveThreadBack(back []ownTask) error {
 
 func (b *v1Backend) removeRoot() error {
 	var errs []error
-	for _, d := range b.dirs {
+	dirs := b.dirs
+	if b.devicesOwn {
+		dirs = append(slices.Clip(dirs), b.devices)
+	}
+	for _, d := range dirs {
 		if err := removeRootDir(filepath.Join(d, b.root)); err != nil {
 			errs = append(errs, err)
 		}
@@ -282,6 +346,9 @@ func (b *v1Backend) removeRoot() error {
 type v1Group struct {
 	b    *v1Backend
 	name string
+	// fenced: FenceDevices gave the group a devices group of its own, which
+	// StartIn and AddProc enter too.
+	fenced bool
 }
 
 func (g *v1Group) Name() string { return g.name }
@@ -300,7 +367,11 @@ func (g *v1Group) file(ctrl, f string) string {
 // that a group gone meanwhile fails before anything moved).
 func (g *v1Group) AddProc(pid int) error {
 	b := []byte(strconv.Itoa(pid))
-	for _, d := range g.b.dirs {
+	dirs := g.b.dirs
+	if g.fenced && g.b.devicesOwn {
+		dirs = append(slices.Clip(dirs), g.b.devices)
+	}
+	for _, d := range dirs {
 		if err := writeFile(filepath.Join(d, g.b.root, g.name, "cgroup.procs"), b); err != nil {
 			return fmt.Errorf("cgroup: add pid %d to %s: %w", pid, g.Path(), err)
 		}
@@ -458,14 +529,28 @@ func (g *v1Group) thaw() {
 }
 
 // Delete removes the group with one rmdir per hierarchy, memory first: a
-// group with processes inside fails there and is left whole.
+// group with processes inside fails there and is left whole. Its devices
+// group goes last, if it has one (a group that is not fenced has none:
+// that rmdir fails at once with ENOENT; a Group from Load cannot know).
 func (g *v1Group) Delete() error {
-	for _, d := range g.b.dirs {
+	dirs := g.b.dirs
+	if g.b.devicesOwn {
+		dirs = append(slices.Clip(dirs), g.b.devices)
+	}
+	for _, d := range dirs {
 		if err := removeGroupDir(filepath.Join(d, g.b.root, g.name)); err != nil {
 			return fmt.Errorf("cgroup: delete %s: %w", g.Path(), err)
 		}
 	}
 	return nil
+}
+
+// FenceDevices: see Group and fenceV1.
+func (g *v1Group) FenceDevices(f DeviceFence) error {
+	if err := f.validate(); err != nil {
+		return err
+	}
+	return g.fenceV1(f)
 }
 
 // Update applies r.

@@ -85,6 +85,18 @@
 // reason; on old v1 kernels without that counter, memory.failcnt plus a
 // SIGKILL death of the process itself), writes status.json and exits.
 //
+// # GPU fences
+//
+// A spec with a [GPUFence] (on a node with GPUs, every process: one
+// without GPUs gets an empty fence) has the device files of the NVIDIA
+// GPUs it was not given closed to it: the shim, as root, fences the
+// process's cgroup ([cgroup.Group.FenceDevices]: major 195, minors 0-255
+// but the allowed GPUs' minors, nvidia-modeset 254 and nvidiactl 255)
+// after loading it and before the fork; on cgroup v1 the same Group value
+// then starts the child in its devices group too. A fence that cannot be
+// set is a launch failure ("cgroup: GPU fence: ..."). A spec without one
+// costs nothing. The environment (CUDA_VISIBLE_DEVICES) is the caller's.
+//
 // # Files of the user's
 //
 // The agent and the shim run as root; the paths of a spec (program,

@@ -898,12 +898,15 @@ func TestValidID(t *testing.T) {
 
 // BenchmarkStartTrue measures Start of /bin/true until OnExit (and Start
 // alone, reported as start-ns/op); run with -benchtime=200x.
+// "server, GPU fence" starts each process with a GPUFence of one GPU
+// (docs/performance.md, "GPU fencing cost").
 func BenchmarkStartTrue(b *testing.B) {
-	b.Run("server", func(b *testing.B) { benchStartTrue(b, false) })
-	b.Run("per-process", func(b *testing.B) { benchStartTrue(b, true) })
+	b.Run("server", func(b *testing.B) { benchStartTrue(b, false, nil) })
+	b.Run("server, GPU fence", func(b *testing.B) { benchStartTrue(b, false, &GPUFence{Allowed: []int{0}}) })
+	b.Run("per-process", func(b *testing.B) { benchStartTrue(b, true, nil) })
 }
 
-func benchStartTrue(b *testing.B, perProcess bool) {
+func benchStartTrue(b *testing.B, perProcess bool, fence *GPUFence) {
 	e := newEnv(b)
 	e.perProcess = perProcess
 	done := make(chan Status, 1)
@@ -920,7 +923,7 @@ func benchStartTrue(b *testing.B, perProcess bool) {
 	for i := 0; b.Loop(); i++ {
 		id := "b." + strconv.Itoa(i)
 		t0 := time.Now()
-		if _, err := m.Start(ctx, Spec{ID: id, WorkID: 1, Kind: "POP", Node: "n", Path: "/bin/true", MemoryLimit: 256 * mib}); err != nil {
+		if _, err := m.Start(ctx, Spec{ID: id, WorkID: 1, Kind: "POP", Node: "n", Path: "/bin/true", MemoryLimit: 256 * mib, GPUFence: fence}); err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()

@@ -190,6 +190,13 @@ func (s *shim) launch(cgroups cgroupsFunc, parent host) (handshake, error) {
 		}
 		s.group, err = cg.Load(name)
 	}
+	if err == nil && sp.GPUFence != nil {
+		// Before the child exists; on v1 this Group value also puts the
+		// child in its devices group (cgroup.Group.FenceDevices).
+		if err = s.group.FenceDevices(sp.GPUFence.deviceFence()); err != nil {
+			err = fmt.Errorf("GPU fence: %w", err)
+		}
+	}
 	if err != nil {
 		cmd.removeLog()
 		return s.launchFailed("cgroup: " + err.Error())

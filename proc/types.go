@@ -56,6 +56,13 @@ type Spec struct {
 	// read-write, so the process sees neither EOF nor EPIPE while the agent
 	// restarts; the agent reconnects through Manager.Pipes.
 	Stdin bool `json:"stdin,omitempty"`
+	// GPUFence, when set, closes the device files of the NVIDIA GPUs not
+	// in it to the process (the shim fences its cgroup before the process
+	// starts); nil fences nothing and costs nothing (a node without GPUs).
+	// On a node with GPUs every process should have one: a process
+	// without GPUs gets an empty one. It needs cgroups (an agent with
+	// cgroups disabled fences nothing).
+	GPUFence *GPUFence `json:"gpu_fence,omitempty"`
 }
 
 // State of a process.
@@ -176,6 +183,9 @@ func (s Spec) validate() error {
 	}
 	if s.MemoryLimit < 0 {
 		return fmt.Errorf("proc: %s: negative memory limit", s.ID)
+	}
+	if err := s.GPUFence.validate(); err != nil {
+		return fmt.Errorf("proc: %s: %w", s.ID, err)
 	}
 	return nil
 }

@@ -63,6 +63,7 @@ var libraries = map[string][]string{
 	"yaml":   {"go.yaml.in/yaml"},
 	"UIMA":   nil, // Java (java/), no Go
 	"NVML":   {"github.com/NVIDIA/go-nvml"},
+	"eBPF":   {"github.com/cilium/ebpf"},
 }
 
 // daemonPackages are the project packages "a daemon package" means: the
