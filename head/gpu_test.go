@@ -298,3 +298,23 @@ var _ raft.SnapshotSink = (*snapSink)(nil)
 func (s *snapSink) ID() string    { return "test" }
 func (s *snapSink) Cancel() error { return nil }
 func (s *snapSink) Close() error  { return nil }
+
+// TestGPUReservation: `ducc reserve --gpus N` gets a machine with at
+// least N GPUs and holds every GPU of it; nothing else gets them.
+func TestGPUReservation(t *testing.T) {
+	f := newFixture(t, options{scheduler: testScheduler})
+	f.node("n0", 16*gib) // the right size, no GPUs
+	f.gpuNode("n1", 16*gib, gpus("n1", 2))
+	var rep wire.SubmitReply
+	f.mustCall(t, wire.MethodReserve, alice, wire.ReserveRequest{Memory: 16 * gib, GPUs: 1, GPUModel: h100}, &rep)
+	p := f.waitProc(t, rep.ID)
+	if p.Node != "n1" || !slices.Equal(p.GPUs, []string{"GPU-n1-0", "GPU-n1-1"}) {
+		t.Fatalf("reservation on %s holds %v, want n1 and both its GPUs", p.Node, p.GPUs)
+	}
+	n, _ := f.nodeInfo(t, "n1")
+	for _, g := range n.GPUs {
+		if g.Allocated != 80*gib || !slices.Equal(g.Holders, []string{p.ID}) {
+			t.Errorf("nodes: GPU %+v, want held by the reservation", g)
+		}
+	}
+}
