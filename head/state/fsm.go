@@ -377,6 +377,11 @@ func (f *FSM) procUpdate(c *Command) Result {
 		p.OOMKills = st.OOMKills
 		p.MaxRSS, p.CPUSeconds = st.MaxRSS, st.CPUSeconds
 		p.GPUMemoryPeak = st.GPUMemoryPeak
+		if st.GPUSliceExceeded {
+			// Stopped by its agent over its GPU memory slice: the work's
+			// exit code says so (wire.CodeGPUSlice), Reason how much.
+			p.ExitCode = wire.CodeGPUSlice
+		}
 		if p.StopCounts && p.StopReason != "" {
 			// Killed by the head for a reason that counts: say that reason.
 			p.Reason = p.StopReason + " (" + st.Reason + ")"

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -62,5 +63,23 @@ func TestGPUAssignmentDurable(t *testing.T) {
 				t.Fatalf("record %+v", r)
 			}
 		})
+	}
+}
+
+// A process its agent stopped over its GPU memory slice ends its managed
+// reservation with exit code wire.CodeGPUSlice and the agent's reason.
+func TestGPUSliceExceededExitCode(t *testing.T) {
+	f := New()
+	w := managed()
+	w.GPUMemory = 20 << 30
+	id := apply(t, f, 1, Command{Type: CmdSubmit, Time: 1000, Work: w})[0].ID
+	apply(t, f, 2, Command{Type: CmdAssign, Time: 2000, WorkID: id, Assign: &Assignment{Node: "n1", Shares: 1, MemoryLimit: 1 << 30,
+		GPUs: []string{"GPU-a"}, GPUSlice: 20 << 30, GPUDeviceMemory: 80 << 30}})
+	reason := "GPU memory slice exceeded: used 21 GiB of 20 GiB"
+	apply(t, f, 3, Command{Type: CmdProc, Time: 3000, Proc: &wire.ProcStatus{ID: fmt.Sprintf("%d.1", id), WorkID: id, State: wire.ProcExited,
+		ExitCode: -1, Signal: "KILL", Reason: reason, GPUSliceExceeded: true, GPUMemoryPeak: 21 << 30}})
+	got := f.work[id]
+	if got.ExitCode != wire.CodeGPUSlice || got.Reason != reason || got.Procs[0].GPUMemoryPeak != 21<<30 {
+		t.Fatalf("work ended with exit %d, reason %q, peak %d", got.ExitCode, got.Reason, got.Procs[0].GPUMemoryPeak)
 	}
 }
