@@ -150,7 +150,7 @@ func (g gpuAsk) devices() int {
 }
 
 // checkGPUs refuses a GPU request that is malformed (negative, both whole
-// GPUs and a slice, a model without either, a slice for a reservation)
+// GPUs and a slice, a model without either)
 // or that no node this head knows could ever hold (more GPUs than any node
 // has, a slice bigger than any GPU, a model no node has), with the GPUs
 // that exist. Until the head has a node's inventory the request is let
@@ -167,8 +167,6 @@ func checkGPUs(h *Head, a *admission) *wire.CodedError {
 			g.count, units.FormatSize(g.memory))
 	case !g.asks():
 		return wire.Errorf(wire.CodeUsage, "process_gpu_model %q names a model but no GPUs; add process_gpus or process_gpu_memory", g.model)
-	case a.kind == wire.WorkReservation && g.memory > 0:
-		return wire.Errorf(wire.CodeUsage, "a reservation holds whole GPUs; ask for a number of GPUs, not a slice")
 	}
 	nodes, known := h.orch.GPUNodes()
 	if !known {
