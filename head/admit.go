@@ -25,6 +25,7 @@ var admissionChecks = []admissionCheck{
 	{"request", checkRequest},   // the spec alone is well-formed
 	{"class", checkClass},       // the class exists and suits the kind; default memory
 	{"fit", checkFit},           // some known node can hold a process
+	{"gpus", checkGPUs},         // the GPU request is well-formed and some known node's GPUs can hold it
 	{"items", checkItems},       // a job's items, or its driver process
 	{"acl", checkACL},           // the class's submit_acl admits the caller
 	{"limits", checkLimits},     // the caller's and its groups' limits in the class
@@ -51,6 +52,7 @@ type admission struct {
 	job       *wire.JobSpec // a job's spec: its driver and service dependencies
 	items     []string      // a job's first chunk of items
 	more      bool          // more chunks of items follow
+	gpus      gpuAsk        // the GPUs each process asks (a job: each job process)
 
 	// What the checks found.
 	sc          *rm.Config // the scheduler config in force, read once per submission
@@ -124,6 +126,58 @@ func checkFit(h *Head, a *admission) *wire.CodedError {
 	return h.fitsSomeNode(a.memory, quantum)
 }
 
+// gpuAsk is a GPU request per process: whole GPUs or a slice of GPU
+// memory, of a model ("" any).
+type gpuAsk struct {
+	count  int
+	memory int64
+	model  string
+}
+
+// asks tells whether g asks any GPU.
+func (g gpuAsk) asks() bool { return g.count > 0 || g.memory > 0 }
+
+// devices is what g counts against a max_gpus limit: its whole GPUs, a
+// slice as one.
+func (g gpuAsk) devices() int {
+	if g.count > 0 {
+		return g.count
+	}
+	if g.memory > 0 {
+		return 1
+	}
+	return 0
+}
+
+// checkGPUs refuses a GPU request that is malformed (negative, both whole
+// GPUs and a slice, a model without either)
+// or that no node this head knows could ever hold (more GPUs than any node
+// has, a slice bigger than any GPU, a model no node has), with the GPUs
+// that exist. Until the head has a node's inventory the request is let
+// through: it waits with a reason.
+func checkGPUs(h *Head, a *admission) *wire.CodedError {
+	g := a.gpus
+	switch {
+	case g == gpuAsk{} || a.noProcess:
+		return nil
+	case g.count < 0 || g.memory < 0:
+		return wire.Errorf(wire.CodeUsage, "GPU request is negative (process_gpus %d, process_gpu_memory %d); ask a positive number of GPUs or a positive slice", g.count, g.memory)
+	case g.count > 0 && g.memory > 0:
+		return wire.Errorf(wire.CodeUsage, "asks both %d whole GPUs (process_gpus) and a %s slice (process_gpu_memory) per process; ask one of the two",
+			g.count, units.FormatSize(g.memory))
+	case !g.asks():
+		return wire.Errorf(wire.CodeUsage, "process_gpu_model %q names a model but no GPUs; add process_gpus or process_gpu_memory", g.model)
+	}
+	nodes, known := h.orch.GPUNodes()
+	if !known {
+		return nil
+	}
+	if msg := rm.GPUFitModel(g.count, g.memory, g.model, nodes); msg != "" {
+		return wire.Errorf(wire.CodeUsage, "%s", msg)
+	}
+	return nil
+}
+
 // checkItems checks where a job's items come from: the request (they must
 // be well-formed) or a driver process (then the request sends none, and the
 // driver's class and memory must be placeable).
@@ -181,6 +235,9 @@ func checkLimits(h *Head, a *admission) *wire.CodedError {
 	if err := a.class.CheckLimits(a.caller.User, a.groups, a.memory, usage); err != nil {
 		return wire.Errorf(wire.CodeUsage, "%v", err)
 	}
+	if err := a.class.CheckGPULimits(a.caller.User, a.groups, a.gpus.devices(), usage); err != nil {
+		return wire.Errorf(wire.CodeUsage, "%v", err)
+	}
 	return nil
 }
 
@@ -214,16 +271,20 @@ func (h *Head) usage(c wire.Caller, groups []string, class string) rm.Usage {
 			if w.Class != class {
 				continue
 			}
-			mem := w.Memory * int64(max(len(w.JobProcs()), 1)) // job processes: a driver process is small and fixed
+			procs := max(len(w.JobProcs()), 1) // job processes: a driver process is small and fixed
+			mem := w.Memory * int64(procs)
+			gpus := gpuAsk{count: w.GPUs, memory: w.GPUMemory}.devices() * procs
 			if w.User == c.User {
 				usage.User.Jobs++
 				usage.User.Memory += mem
+				usage.User.GPUs += gpus
 			}
 			for _, g := range w.Groups {
 				if name, ok := nameOf[g]; ok {
 					t := usage.Groups[name]
 					t.Jobs++
 					t.Memory += mem
+					t.GPUs += gpus
 					usage.Groups[name] = t
 				}
 			}

@@ -26,7 +26,7 @@ const admitScheduler = testScheduler + `
 // the first in the list, and the checks after it are not visited; one that
 // passes visits every check once.
 func TestAdmissionOrder(t *testing.T) {
-	want := []string{"request", "class", "fit", "items", "acl", "limits", "services"}
+	want := []string{"request", "class", "fit", "gpus", "items", "acl", "limits", "services"}
 	if got := head.AdmissionChecks(); !slices.Equal(got, want) {
 		t.Fatalf("admission checks are %v, want %v", got, want)
 	}

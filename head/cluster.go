@@ -12,23 +12,96 @@ func (h *Head) Nodes() wire.NodeList {
 	used := map[string]int{}
 	procs := map[string]int{}
 	var admin map[string]state.NodeAdminState
+	var holders []gpuHolder
 	h.cfg.FSM.View(func(v *state.View) {
 		admin = v.NodeAdmin()
 		for _, w := range v.Active() {
 			for _, p := range w.Live() {
 				used[p.Node] += p.Shares
 				procs[p.Node]++
+				if len(p.GPUs) > 0 {
+					holders = append(holders, gpuHolder{node: p.Node, proc: p.ID, gpus: p.GPUs, slice: p.GPUSlice})
+				}
 			}
 		}
 	})
+	gpuUse := h.gpuUse(holders)
 	for _, n := range h.orch.Nodes() {
 		out.Nodes = append(out.Nodes, wire.NodeInfo{
 			Name: n.Name, State: nodeState(n.State, string(admin[n.Name])), PeerID: n.Peer,
 			MemTotal: n.HB.MemTotal, MemSchedulable: n.HB.MemSchedulable, MemUsed: n.HB.MemUsed,
 			Shares: int(n.HB.MemSchedulable / quantum), SharesUsed: used[n.Name], Procs: procs[n.Name],
 			LastHeartbeat: n.LastSeen.UnixMilli(), CPUs: n.HB.CPUs, Load1: n.HB.Load1, Addrs: n.HB.Addrs,
-			Leftovers: n.HB.Leftovers,
+			Leftovers: n.HB.Leftovers, GPUs: nodeGPUs(n.HB.GPUs, gpuUse[n.Name]), GPUDiscovery: n.HB.GPUDiscovery,
 		})
+	}
+	return out
+}
+
+// gpuHolder is a live process that holds GPUs, as the state records it.
+type gpuHolder struct {
+	node, proc string
+	gpus       []string
+	slice      int64 // 0: whole devices
+}
+
+// devUse is what processes hold and use of one device.
+type devUse struct {
+	slices  int64 // bytes of slices on it
+	whole   bool  // held whole
+	used    int64 // GPU memory its holders use (bytes)
+	holders []string
+}
+
+// gpuUse sums, per node and device, what holders hold of it and the GPU
+// memory they use now (their agents' last report): a process's use is
+// split evenly over the devices it holds.
+func (h *Head) gpuUse(holders []gpuHolder) map[string]map[string]*devUse {
+	out := map[string]map[string]*devUse{}
+	for _, x := range holders {
+		m := out[x.node]
+		if m == nil {
+			m = map[string]*devUse{}
+			out[x.node] = m
+		}
+		var mem int64
+		if live, ok := h.orch.Live(x.proc); ok {
+			mem = live.GPUMemory
+		}
+		for _, id := range x.gpus {
+			d := m[id]
+			if d == nil {
+				d = &devUse{}
+				m[id] = d
+			}
+			d.holders = append(d.holders, x.proc)
+			d.used += mem / int64(len(x.gpus))
+			if x.slice > 0 {
+				d.slices += x.slice
+			} else {
+				d.whole = true
+			}
+		}
+	}
+	return out
+}
+
+// nodeGPUs is a node's GPUs as `ducc nodes` shows them: each device of its
+// inventory with what is allocated of it (all of it when held whole, else
+// its slices), by whom, and what they use.
+func nodeGPUs(devs []wire.GPUDevice, use map[string]*devUse) []wire.NodeGPU {
+	if len(devs) == 0 {
+		return nil
+	}
+	out := make([]wire.NodeGPU, len(devs))
+	for i, d := range devs {
+		out[i].GPUDevice = d
+		if u := use[d.UUID]; u != nil {
+			out[i].Allocated, out[i].Holders, out[i].Used = min(u.slices, d.Memory), u.holders, u.used
+			if u.whole {
+				out[i].Allocated = d.Memory
+			}
+		}
 	}
 	return out
 }

@@ -21,11 +21,15 @@
 //     reservation RESERVE or FIXED_SHARE); the default memory is filled in;
 //  3. fit: some known node can hold one process (in a RESERVE class: some
 //     node is exactly that size);
-//  4. items: a job's items are well-formed, or its driver process can be
+//  4. gpus: the GPU request (whole GPUs or a slice of one's memory, of a
+//     model) is well-formed and some known node's GPUs could hold it
+//     (rm.GPUFitModel; the refusal names the GPUs that exist);
+//  5. items: a job's items are well-formed, or its driver process can be
 //     placed and the request sends none;
-//  5. acl: the class's submit_acl admits the caller (rm.Class.CheckACL);
-//  6. limits: the caller's and its groups' limits in the class;
-//  7. services: which of a job's service dependencies are registered (it
+//  6. acl: the class's submit_acl admits the caller (rm.Class.CheckACL);
+//  7. limits: the caller's and its groups' limits in the class (max_gpus
+//     included);
+//  8. services: which of a job's service dependencies are registered (it
 //     refuses nothing: a job with an unknown one ends ServicesUnavailable).
 //
 // Why this order: what the request alone says first; then the class,

@@ -139,12 +139,18 @@ type options struct {
 	broker string
 	// dev makes the head a dev cluster's (head.Config.DevLogs).
 	dev bool
+	// fsm is the state the head starts on (nil: a new one), e.g. one
+	// restored from another head's snapshot.
+	fsm *state.FSM
 }
 
 func newFixture(t *testing.T, o options) *fixture {
 	t.Helper()
+	if o.fsm == nil {
+		o.fsm = state.New()
+	}
 	f := &fixture{
-		fsm:   state.New(),
+		fsm:   o.fsm,
 		push:  &pusher{got: map[string][]wire.DesiredState{}},
 		clock: &clock{t: time.Unix(1_800_000_000, 0)},
 	}

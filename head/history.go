@@ -54,6 +54,7 @@ func toHistoryRecord(x state.Record) wire.HistoryRecord {
 		Completion: string(x.Completion), Reason: x.Reason, ExitCode: x.ExitCode, Memory: x.Memory, MemoryLimit: x.MemoryLimit,
 		MaxRSS: x.MaxRSS, CPUSeconds: x.CPUSeconds, Items: x.Items, Done: x.Done, Failed: x.Failed, Retried: x.Retried,
 		Procs: x.Procs, Nodes: x.Nodes, NodeCount: x.NodeCount, WorkPurgedAt: x.WorkPurgedAt, ItemsPurgedAt: x.ItemsPurgedAt,
+		GPUs: x.GPUs, GPUMemory: x.GPUMemory, GPUSeconds: x.GPUSeconds, GPUMemoryPeak: x.GPUMemoryPeak,
 	}
 }
 

@@ -18,7 +18,8 @@ func (h *Head) SubmitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobReq
 	// as in the registrations it names (docs/services.md).
 	s.ServiceDependency = h.resolveBroker(s.ServiceDependency)
 	a := &admission{kind: wire.WorkJob, caller: c, className: s.Class, memory: s.Memory,
-		job: &s, items: r.Items, more: r.More, validate: func() error { return spec.ValidateJob(s) }}
+		job: &s, items: r.Items, more: r.More, validate: func() error { return spec.ValidateJob(s) },
+		gpus: gpuAsk{s.GPUs, s.GPUMemory, s.GPUModel}}
 	if err := h.admit(a); err != nil {
 		return wire.SubmitReply{}, err
 	}
@@ -37,6 +38,7 @@ func (h *Head) SubmitJob(ctx context.Context, c wire.Caller, r wire.SubmitJobReq
 		Dir: dir, LogDir: h.defaultLogDir(s.LogDirectory, c.Home), Description: s.Description, MachineList: s.MachineList,
 		Job: &state.Job{Spec: s, DriverClass: driverClass}, Deps: s.ServiceDependency, Umask: s.Umask,
 		ShareGroup: s.ShareGroup, ShareGID: s.ShareGID,
+		GPUs: s.GPUs, GPUMemory: s.GPUMemory, GPUModel: s.GPUModel, // each job process's, not the driver's
 	}
 	if s.WorkerProtocol == wire.ProtocolExec {
 		w.Job.Spec.Pipelines = max(s.Pipelines, 1)

@@ -31,9 +31,17 @@ func (h *Head) clusterMetrics() web.Cluster {
 	var ws []metricsWork
 	var svcs []*state.Work
 	var totals state.Totals
+	classGPUs := map[string]float64{}
 	h.cfg.FSM.View(func(v *state.View) {
 		totals = v.Totals()
 		for w := range v.LiveWork() {
+			if w.AsksGPUs() || w.Kind == wire.WorkReservation { // a whole-machine reservation holds its node's GPUs
+				for _, p := range w.Procs {
+					if len(p.GPUs) > 0 && !p.Ended() {
+						classGPUs[w.Class] += p.GPUDevices()
+					}
+				}
+			}
 			mw := metricsWork{id: w.ID, kind: w.Kind, class: w.Class, state: w.State, canceling: w.Canceling, service: w.Service != nil}
 			if j := w.Job; j != nil && w.State == state.StateRunning && j.Committed && j.Remaining() > 0 {
 				for _, p := range w.Procs {
@@ -92,6 +100,9 @@ func (h *Head) clusterMetrics() web.Cluster {
 	}
 	for k, n := range pending {
 		out.Pending = append(out.Pending, web.PendingCount{Class: k[0], Reason: k[1], N: n})
+	}
+	for cl, n := range classGPUs {
+		out.ClassGPUs = append(out.ClassGPUs, web.ClassGPUs{Class: cl, GPUs: n})
 	}
 	out.Classes = h.Classes().Classes
 	out.Nodes = h.Nodes().Nodes

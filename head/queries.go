@@ -100,6 +100,7 @@ func (h *Head) info(c wire.Caller, w *state.Work) wire.WorkInfo {
 		Memory: w.Memory, SubmittedAt: w.SubmittedAt, StartedAt: w.StartedAt, EndedAt: w.EndedAt,
 		ExitCode: w.ExitCode, Command: append([]string{w.Path}, w.Args...), Description: w.Description,
 		Completion: string(w.Completion), Ended: w.Ended(), ShareGroup: w.ShareGroup,
+		GPUs: w.GPUs, GPUMemory: w.GPUMemory, GPUModel: w.GPUModel,
 	}
 	if !w.Ended() {
 		h.waiting(w, &info) // Reason, ReasonCode, Held, HeldCode
@@ -134,9 +135,14 @@ func (h *Head) info(c wire.Caller, w *state.Work) wire.WorkInfo {
 			ID: p.ID, Node: p.Node, State: p.State, PID: p.PID, MemoryLimit: p.MemoryLimit,
 			StartedAt: p.StartedAt, EndedAt: p.EndedAt, ExitCode: p.ExitCode, Reason: p.Reason, LogPath: p.LogPath,
 			OOMKills: p.OOMKills, Kind: p.Kind, Stopped: stopText(w, p),
+			GPUs: p.GPUs, GPUSlice: p.GPUSlice, GPUMemoryPeak: p.GPUMemoryPeak,
 		}
 		if live, ok := h.orch.Live(p.ID); ok {
 			pi.RSS, pi.CPUSeconds = live.RSS, live.CPUSeconds
+			if !p.Ended() {
+				pi.GPUMemory = live.GPUMemory
+			}
+			pi.GPUMemoryPeak = max(pi.GPUMemoryPeak, live.GPUMemoryPeak)
 			if pi.LogPath == "" {
 				pi.LogPath = live.LogPath
 			}
@@ -152,6 +158,11 @@ func (h *Head) info(c wire.Caller, w *state.Work) wire.WorkInfo {
 					started = pi.StartedAt
 				}
 			}
+		}
+		if len(p.GPUs) > 0 {
+			pp := *p
+			pp.StartedAt = pi.StartedAt // the agent's report, before the state has it
+			pi.GPUSeconds = pp.GPUSeconds(h.cfg.Now().UnixMilli())
 		}
 		info.Procs = append(info.Procs, pi)
 	}

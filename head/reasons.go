@@ -27,6 +27,7 @@ var reasonCodes = map[rm.WaitCode]wire.ReasonCode{
 	rm.HeldInitialization: wire.ReasonInitCap,
 	rm.HeldDoubling:       wire.ReasonDoubling,
 	rm.HeldInitFailures:   wire.ReasonInitFailures,
+	rm.WaitGPUs:           wire.ReasonGPUs,
 }
 
 // reasonCode is the reason code of c; codes the scheduler adds before

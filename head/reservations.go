@@ -13,6 +13,7 @@ import (
 // size, in a RESERVE class.
 func (h *Head) Reserve(ctx context.Context, c wire.Caller, r wire.ReserveRequest) (wire.SubmitReply, error) {
 	a := &admission{kind: wire.WorkReservation, caller: c, className: r.Class, memory: r.Memory,
+		gpus:     gpuAsk{count: r.GPUs, model: r.GPUModel},
 		validate: func() error { return spec.ValidateReserve(r) }}
 	if err := h.admit(a); err != nil {
 		return wire.SubmitReply{}, err
@@ -21,6 +22,7 @@ func (h *Head) Reserve(ctx context.Context, c wire.Caller, r wire.ReserveRequest
 	w := &state.Work{
 		Kind: wire.WorkReservation, User: c.User, UID: c.UID, GID: c.GID, Groups: c.Groups, Home: c.Home,
 		Class: class.Name, Memory: r.Memory, Description: r.Description, MachineList: r.MachineList,
+		GPUs: r.GPUs, GPUModel: r.GPUModel,
 		State: state.StateWaitingForResources,
 	}
 	res, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdSubmit, Time: h.cfg.Now().UnixMilli(), Work: w})

@@ -12,6 +12,7 @@ import (
 // RunManaged admits a managed reservation: one process, FIXED_SHARE.
 func (h *Head) RunManaged(ctx context.Context, c wire.Caller, r wire.RunRequest) (wire.SubmitReply, error) {
 	a := &admission{kind: wire.WorkManaged, caller: c, className: r.Class, memory: r.Memory,
+		gpus:     gpuAsk{r.GPUs, r.GPUMemory, r.GPUModel},
 		validate: func() error { return spec.ValidateRun(r) }}
 	if err := h.admit(a); err != nil {
 		return wire.SubmitReply{}, err
@@ -22,6 +23,7 @@ func (h *Head) RunManaged(ctx context.Context, c wire.Caller, r wire.RunRequest)
 		Class: class.Name, Memory: mem, Path: r.Path, Args: r.Args, Env: r.Env, Dir: r.Dir,
 		LogDir: h.defaultLogDir(r.LogDir, c.Home), Description: r.Description, MachineList: r.MachineList, Umask: r.Umask,
 		ShareGroup: r.ShareGroup, ShareGID: r.ShareGID,
+		GPUs: r.GPUs, GPUMemory: r.GPUMemory, GPUModel: r.GPUModel,
 		State: state.StateWaitingForResources,
 	}
 	res, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdSubmit, Time: h.cfg.Now().UnixMilli(), Work: w})

@@ -24,7 +24,8 @@ func (h *Head) RegisterService(ctx context.Context, c wire.Caller, r wire.Servic
 		return wire.SubmitReply{}, wire.Errorf(wire.CodeUsage, "%v", err)
 	}
 	a := &admission{kind: wire.WorkService, caller: c, className: s.Class, memory: s.Memory,
-		noProcess: s.Executable == "", validate: func() error { return spec.ValidateService(s) }}
+		noProcess: s.Executable == "", validate: func() error { return spec.ValidateService(s) },
+		gpus: gpuAsk{s.GPUs, s.GPUMemory, s.GPUModel}}
 	if err := h.admit(a); err != nil {
 		return wire.SubmitReply{}, err
 	}
@@ -40,6 +41,7 @@ func (h *Head) RegisterService(ctx context.Context, c wire.Caller, r wire.Servic
 		Env: state.ServiceEnv(c.User, c.Home, s.Environment), Dir: s.WorkingDirectory, LogDir: h.defaultLogDir(s.LogDirectory, c.Home),
 		Description: s.Description, Service: &state.Service{Spec: s}, Umask: s.Umask,
 		ShareGroup: s.ShareGroup, ShareGID: s.ShareGID,
+		GPUs: s.GPUs, GPUMemory: s.GPUMemory, GPUModel: s.GPUModel,
 	}
 	res, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdSvcRegister, Time: h.cfg.Now().UnixMilli(), Work: w})
 	if err != nil {

@@ -31,6 +31,16 @@ type Cluster struct {
 	// (counters).
 	Items     ItemTotals
 	Completed []CompletedCount
+	// ClassGPUs are the GPUs the live processes of each class hold (a
+	// slice as its fraction of its device), for classes that hold any;
+	// the GPUs of each node, allocated and used, are in Nodes.
+	ClassGPUs []ClassGPUs
+}
+
+// ClassGPUs is the GPUs the processes of one class hold.
+type ClassGPUs struct {
+	Class string
+	GPUs  float64
 }
 
 // WorkCount is a number of pieces of work in one state of one kind.
@@ -83,6 +93,7 @@ type clusterSeries struct {
 	hbAge, shares, sharesUsed         *prometheus.Desc
 	services, svcRunning, svcHealthy  *prometheus.Desc
 	failed, retried, preempted, ended *prometheus.Desc
+	classGPUs, gpuAlloc, gpuUsed      *prometheus.Desc
 }
 
 func newClusterSeries() *clusterSeries {
@@ -106,6 +117,9 @@ func newClusterSeries() *clusterSeries {
 		retried:    d("ducc_work_items_retried_total", "Failed work item attempts that were tried again.", nil, nil),
 		preempted:  d("ducc_work_items_preempted_total", "Work items taken back from a process that ended before answering them (preempted, stopped, crashed, or on a node declared down) and queued again.", nil, nil),
 		ended:      d("ducc_work_completed_total", "Work that ended, by kind and completion reason.", []string{"kind", "reason"}, nil),
+		classGPUs:  d("ducc_class_gpus_allocated", "GPUs the processes of a class hold (a GPU memory slice as its fraction of the device).", []string{"class"}, nil),
+		gpuAlloc:   d("ducc_gpu_memory_allocated_bytes", "GPU memory given out on a device: all of it when held whole, else the sum of its slices.", []string{"node", "gpu"}, nil),
+		gpuUsed:    d("ducc_gpu_memory_used_bytes", "GPU memory the processes holding a device use, as their agent reads it (NVML).", []string{"node", "gpu"}, nil),
 	}
 }
 
@@ -128,7 +142,8 @@ func (c *clusterSeries) serve(view func() Cluster) (stop func()) {
 // Describe implements prometheus.Collector.
 func (c *clusterSeries) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.work, c.nodes, c.term, c.index, c.pending, c.demand, c.fairShare, c.allocated,
-		c.hbAge, c.shares, c.sharesUsed, c.services, c.svcRunning, c.svcHealthy, c.failed, c.retried, c.preempted, c.ended} {
+		c.hbAge, c.shares, c.sharesUsed, c.services, c.svcRunning, c.svcHealthy, c.failed, c.retried, c.preempted, c.ended,
+		c.classGPUs, c.gpuAlloc, c.gpuUsed} {
 		ch <- d
 	}
 }
@@ -192,6 +207,21 @@ func (c *clusterSeries) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(c.shares, float64(n.Shares), n.Name)
 		gauge(c.sharesUsed, float64(n.SharesUsed), n.Name)
+		gpus := map[string]bool{}
+		for _, g := range n.GPUs {
+			if !gpus[g.UUID] {
+				gpus[g.UUID] = true
+				gauge(c.gpuAlloc, float64(g.Allocated), n.Name, g.UUID)
+				gauge(c.gpuUsed, float64(g.Used), n.Name, g.UUID)
+			}
+		}
+	}
+	classGPUs := map[string]float64{}
+	for _, g := range v.ClassGPUs {
+		classGPUs[g.Class] += g.GPUs
+	}
+	for cl, n := range classGPUs {
+		gauge(c.classGPUs, n, cl)
 	}
 	for s, n := range byState {
 		gauge(c.nodes, float64(n), s)

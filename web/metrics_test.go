@@ -23,7 +23,8 @@ func testCluster() Cluster {
 		Pending: []PendingCount{{Class: "normal", Reason: "Resources", N: 1}, {Class: "normal", Reason: "FairShare", N: 2}},
 		Classes: []wire.ClassInfo{{Name: "normal", Demand: 8 << 30, FairShare: 6 << 30, Allocated: 4 << 30}, {Name: "fixed"}},
 		Nodes: []wire.NodeInfo{
-			{Name: "n1", State: "Up", Shares: 16, SharesUsed: 5, LastHeartbeat: testNow.Add(-1500 * time.Millisecond).UnixMilli()},
+			{Name: "n1", State: "Up", Shares: 16, SharesUsed: 5, LastHeartbeat: testNow.Add(-1500 * time.Millisecond).UnixMilli(),
+				GPUs: []wire.NodeGPU{{GPUDevice: wire.GPUDevice{UUID: "GPU-a", Memory: 80 << 30}, Allocated: 40 << 30, Used: 1 << 30}}},
 			{Name: "n2", State: "Down", Shares: 8, LastHeartbeat: testNow.Add(-time.Minute).UnixMilli()},
 			{Name: "n3", State: "Unknown"}, // not heard from by this head
 		},
@@ -33,6 +34,7 @@ func testCluster() Cluster {
 		},
 		Items:     ItemTotals{Failed: 3, Retried: 4, Preempted: 5},
 		Completed: []CompletedCount{{Kind: wire.WorkJob, Reason: "EndOfJob", N: 7}, {Kind: wire.WorkJob, Reason: "Error", N: 1}},
+		ClassGPUs: []ClassGPUs{{Class: "fixed", GPUs: 1.5}},
 	}
 }
 
@@ -77,6 +79,9 @@ func TestMetricsEndpoint(t *testing.T) {
 		`ducc_class_allocated_bytes{class="normal"} 4.294967296e+09`,
 		`ducc_class_demand_bytes{class="fixed"} 0`,
 		`ducc_node_heartbeat_age_seconds{node="n1"} 1.5`,
+		`ducc_class_gpus_allocated{class="fixed"} 1.5`,
+		`ducc_gpu_memory_allocated_bytes{gpu="GPU-a",node="n1"} 4.294967296e+10`,
+		`ducc_gpu_memory_used_bytes{gpu="GPU-a",node="n1"} 1.073741824e+09`,
 		`ducc_node_heartbeat_age_seconds{node="n2"} 60`,
 		`ducc_node_shares{node="n1"} 16`,
 		`ducc_node_shares_used{node="n1"} 5`,

@@ -1,5 +1,10 @@
 package wire
 
+import (
+	"fmt"
+	"strings"
+)
+
 // DefaultFullEvery is how often a node sends a full heartbeat when nothing
 // else asks for one: every tenth heartbeat.
 const DefaultFullEvery = 10
@@ -31,6 +36,7 @@ type inventory struct {
 	memTotal, memSched, swapTo int64
 	cpus, aliens               int
 	version                    string
+	gpus                       string // the GPUs and GPUDiscovery, joined
 }
 
 // procMark is what makes a process worth repeating in a delta heartbeat.
@@ -44,6 +50,14 @@ func inventoryOf(hb *Heartbeat) inventory {
 		cpus: hb.CPUs, aliens: hb.Aliens, version: hb.Version}
 	for _, a := range hb.Addrs {
 		inv.addrs += a + "\x00"
+	}
+	if len(hb.GPUs) > 0 || hb.GPUDiscovery != "" {
+		var b strings.Builder
+		b.WriteString(hb.GPUDiscovery)
+		for _, g := range hb.GPUs {
+			fmt.Fprintf(&b, "\x00%s\x01%s\x01%d\x01%d\x01%s", g.UUID, g.Model, g.Memory, g.Minor, g.Parent)
+		}
+		inv.gpus = b.String()
 	}
 	return inv
 }

@@ -60,6 +60,25 @@ func TestHeartbeatShaper(t *testing.T) {
 			{hb: shapedHeartbeat(6, 4<<30), head: "h/2", delta: true},
 		}},
 	}
+	gpus := func(hb Heartbeat, mem ...int64) Heartbeat {
+		for i, m := range mem {
+			hb.GPUs = append(hb.GPUs, GPUDevice{UUID: "GPU-" + string(rune('a'+i)), Model: "H100", Memory: m, Minor: i})
+		}
+		hb.GPUDiscovery = "declared"
+		return hb
+	}
+	tests = append(tests, struct {
+		name  string
+		every int
+		steps []step
+	}{"a change of GPUs sends a full one, deltas carry none", 0, []step{
+		{hb: gpus(shapedHeartbeat(1, 8<<30), 80<<30, 80<<30), head: "h/1"},
+		{hb: gpus(shapedHeartbeat(2, 8<<30), 80<<30, 80<<30), head: "h/1", delta: true},
+		{hb: gpus(shapedHeartbeat(3, 8<<30), 80<<30), head: "h/1"},
+		{hb: gpus(shapedHeartbeat(4, 8<<30), 80<<30), head: "h/1", delta: true},
+		{hb: gpus(shapedHeartbeat(5, 8<<30), 40<<30), head: "h/1"},
+		{hb: shapedHeartbeat(6, 8<<30), head: "h/1"},
+	}})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := HeartbeatShaper{FullEvery: tt.every}
@@ -72,7 +91,7 @@ func TestHeartbeatShaper(t *testing.T) {
 				if got.Delta != st.delta || !reflect.DeepEqual(ids, st.procs) {
 					t.Fatalf("step %d: delta %v procs %v, want delta %v procs %v", i, got.Delta, ids, st.delta, st.procs)
 				}
-				if got.Delta && (got.MemSchedulable != 0 || got.Addrs != nil || got.Version != "") {
+				if got.Delta && (got.MemSchedulable != 0 || got.Addrs != nil || got.Version != "" || got.GPUs != nil || got.GPUDiscovery != "") {
 					t.Fatalf("step %d: delta carries inventory: %+v", i, got)
 				}
 				if !got.Delta && !reflect.DeepEqual(got, st.hb) {
@@ -97,9 +116,15 @@ func TestHeartbeatShaperForceFull(t *testing.T) {
 
 func TestHeartbeatOver(t *testing.T) {
 	full := shapedHeartbeat(1, 8<<30, ProcStatus{ID: "1.1", State: ProcRunning})
+	full.GPUs, full.GPUDiscovery = []GPUDevice{{UUID: "GPU-a", Model: "H100", Memory: 80 << 30}}, "declared" // kept by deltas
 	var s HeartbeatShaper
 	s.Shape(full, "h", true)
-	d := s.Shape(shapedHeartbeat(2, 8<<30, ProcStatus{ID: "1.1", State: ProcRunning}), "h", true)
+	next := shapedHeartbeat(2, 8<<30, ProcStatus{ID: "1.1", State: ProcRunning})
+	next.GPUs, next.GPUDiscovery = full.GPUs, full.GPUDiscovery
+	d := s.Shape(next, "h", true)
+	if !d.Delta || d.GPUs != nil {
+		t.Fatalf("second heartbeat: delta %v, GPUs %v; want a delta without GPUs", d.Delta, d.GPUs)
+	}
 	d.DesiredVersion, d.Raft = 7, "Follower"
 	got := d.Over(full)
 	want := full

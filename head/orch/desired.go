@@ -108,6 +108,7 @@ func procSpec(w *state.Work, p *state.Proc, grace time.Duration) wire.ProcSpec {
 		MemoryLimit: p.MemoryLimit,
 		Stop:        p.Stop, StopReason: p.StopReason,
 		GraceMS: grace.Milliseconds(),
+		GPUs:    p.GPUs, GPUSlice: p.GPUSlice,
 	}
 	if w.Job != nil {
 		ps.Protocol, ps.Pipelines = w.Job.Spec.WorkerProtocol, w.Job.Spec.Pipelines

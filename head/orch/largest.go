@@ -1,5 +1,7 @@
 package orch
 
+import "github.com/ducc-project/ducc/head/rm"
+
 // memIndex keeps the largest schedulable memory among the known nodes up to
 // date as heartbeats change it, so that the submit check (does any node
 // hold this much?) costs the same at 10 nodes and at 10,000. It counts the
@@ -68,4 +70,21 @@ func (o *Orchestrator) SchedulableSizes() map[int64]int {
 		out[k] = v
 	}
 	return out
+}
+
+// GPUNodes returns the GPUs of every node this head has an inventory of
+// (a full heartbeat; in any state), for refusing a GPU request that no
+// node can ever hold (rm.GPUFitModel), and false when it has none yet. It
+// copies a slice header per node: admission asks only for work that asks
+// GPUs.
+func (o *Orchestrator) GPUNodes() ([]rm.Node, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []rm.Node
+	for _, n := range o.nodes {
+		if n.Inventory {
+			out = append(out, rm.Node{Name: n.Name, GPUs: n.gpus})
+		}
+	}
+	return out, len(out) > 0
 }

@@ -90,6 +90,9 @@ type Node struct {
 	// Inventory: this head has had a full heartbeat from the node, so HB
 	// holds its inventory. Until then the node stays Unknown.
 	Inventory bool
+	// gpus is HB.GPUs as the scheduler sees them, made when a full
+	// heartbeat brings them (not every cycle).
+	gpus []rm.GPU
 }
 
 // Node states.
@@ -262,7 +265,7 @@ func (o *Orchestrator) cycle(ctx context.Context) error {
 	asked := requested(in)
 	plan := o.rmSched.Schedule(in)
 	o.carry = plan.Carry
-	cmds, pending := planCommands(plan, active, now.UnixMilli(), asked)
+	cmds, pending := planCommands(plan, active, now.UnixMilli(), asked, gpuAsksOf(in))
 	o.observeCycle(time.Since(t0), cmds, active, now)
 	o.mu.Lock()
 	o.pending, o.classes = pending, plan.Classes
@@ -369,6 +372,9 @@ func (o *Orchestrator) Heartbeat(ctx context.Context, hb wire.Heartbeat, peer st
 		return
 	}
 	isNew := n.State != NodeUp || !n.Inventory || n.HB.MemSchedulable != hb.Over(n.HB).MemSchedulable
+	if !hb.Delta && (!n.Inventory || !slices.Equal(n.HB.GPUs, hb.GPUs)) {
+		n.gpus, isNew = rmGPUs(hb.GPUs), true
+	}
 	o.mems.change(n.HB.MemSchedulable, hb.Over(n.HB).MemSchedulable)
 	n.Peer, n.HB, n.LastSeen, n.State, n.Inventory = peer, hb.Over(n.HB), o.cfg.Now(), NodeUp, true
 	// Resend only what this node missed: its own last push, once it had

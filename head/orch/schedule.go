@@ -75,7 +75,7 @@ func rmProc(w *state.Work, pr *state.Proc) rm.Proc {
 		ps = rm.ProcInitializing
 	}
 	rp := rm.Proc{ID: pr.ID, Node: pr.Node, Shares: pr.Shares, State: ps,
-		StartedAt: time.UnixMilli(max(pr.StartedAt, pr.AssignedAt))}
+		StartedAt: time.UnixMilli(max(pr.StartedAt, pr.AssignedAt)), GPUs: pr.GPUs}
 	if pr.ReadyAt != 0 {
 		rp.InitializedAt = time.UnixMilli(pr.ReadyAt)
 	}
@@ -86,7 +86,8 @@ func rmProc(w *state.Work, pr *state.Proc) rm.Proc {
 // those the Service Manager wants started.
 func (o *Orchestrator) serviceWork(w *state.Work, in *rm.Input) {
 	base := rm.Work{Kind: rm.Service, User: w.User, Class: w.Class, Memory: w.Memory,
-		SubmitTime: time.UnixMilli(w.SubmittedAt), MachineList: w.MachineList, ServiceID: strconv.FormatUint(w.ID, 10)}
+		SubmitTime: time.UnixMilli(w.SubmittedAt), MachineList: w.MachineList, ServiceID: strconv.FormatUint(w.ID, 10),
+		GPUs: w.GPUs, GPUMemory: w.GPUMemory, GPUModel: w.GPUModel}
 	have := map[int]bool{}
 	for _, pr := range w.Live() {
 		if pr.Instance >= maxInstances {
@@ -132,7 +133,7 @@ func (o *Orchestrator) input(now time.Time, nodes []Node, active []*state.Work) 
 		case n.Admin == state.NodeQuiescing:
 			st = rm.NodeQuiescing
 		}
-		in.Nodes = append(in.Nodes, rm.Node{Name: n.Name, MemSchedulable: n.HB.MemSchedulable, State: st})
+		in.Nodes = append(in.Nodes, rm.Node{Name: n.Name, MemSchedulable: n.HB.MemSchedulable, State: st, GPUs: n.gpus})
 	}
 	for _, w := range active {
 		if w.State == state.StateWaitingForServices {
@@ -145,6 +146,7 @@ func (o *Orchestrator) input(now time.Time, nodes []Node, active []*state.Work) 
 		rw := rm.Work{
 			ID: w.ID, Kind: rmKinds[w.Kind], User: w.User, Class: w.Class, Memory: w.Memory,
 			SubmitTime: time.UnixMilli(w.SubmittedAt), MachineList: w.MachineList,
+			GPUs: w.GPUs, GPUMemory: w.GPUMemory, GPUModel: w.GPUModel, // a job's driver work (driverWork) asks none
 		}
 		if w.Job != nil && w.Job.HasDriver() {
 			driverWork(w, &in)
@@ -186,6 +188,61 @@ func requested(in rm.Input) map[uint64]int64 {
 	return m
 }
 
+// rmGPUs is a heartbeat's GPU inventory as the scheduler sees it (nil
+// without any).
+func rmGPUs(gs []wire.GPUDevice) []rm.GPU {
+	if len(gs) == 0 {
+		return nil
+	}
+	out := make([]rm.GPU, len(gs))
+	for i, g := range gs {
+		out[i] = rm.GPU{ID: g.UUID, Memory: g.Memory, Model: g.Model}
+	}
+	return out
+}
+
+// gpuAsks is what planCommands needs to record the GPU slices of starts:
+// the slice of each rm work that asks one, and the memory of a node's
+// device. The zero value is right for a cycle where no work asks a slice.
+type gpuAsks struct {
+	slice  map[uint64]int64
+	devMem func(node, id string) int64
+}
+
+// gpuAsksOf returns the gpuAsks of a cycle's input.
+func gpuAsksOf(in rm.Input) gpuAsks {
+	var g gpuAsks
+	for _, w := range in.Work {
+		if w.GPUMemory > 0 {
+			if g.slice == nil {
+				g.slice = map[uint64]int64{}
+			}
+			g.slice[w.ID] = w.GPUMemory
+		}
+	}
+	if g.slice == nil {
+		return g
+	}
+	var byName map[string]int
+	g.devMem = func(node, id string) int64 {
+		if byName == nil {
+			byName = make(map[string]int, len(in.Nodes))
+			for i := range in.Nodes {
+				byName[in.Nodes[i].Name] = i
+			}
+		}
+		if i, ok := byName[node]; ok {
+			for _, d := range in.Nodes[i].GPUs {
+				if d.ID == id {
+					return d.Memory
+				}
+			}
+		}
+		return 0
+	}
+	return g
+}
+
 // planCommands turns a plan into the Raft commands that carry it out
 // (assignments, then stops) and the reason each waiting work waits. Starts
 // for work being canceled are dropped.
@@ -196,7 +253,11 @@ func requested(in rm.Input) map[uint64]int64 {
 // killed past 256 MiB, not past the 1 GiB its share holds, and `ducc show`
 // and the dashboard then show the one cap the process has. A work the map
 // does not know keeps the shares' memory.
-func planCommands(plan rm.Plan, active []*state.Work, ts int64, asked map[uint64]int64) ([]state.Command, map[uint64]Waiting) {
+//
+// A start's GPUs (rm.Start.GPUs) go into its assignment, with the slice
+// and its device's memory (gpus), so that the state holds the allocation
+// the next cycle and a new head give back to the scheduler (rm.Proc.GPUs).
+func planCommands(plan rm.Plan, active []*state.Work, ts int64, asked map[uint64]int64, gpus gpuAsks) ([]state.Command, map[uint64]Waiting) {
 	canceling := map[uint64]bool{}
 	for _, w := range active {
 		canceling[w.ID] = w.Canceling
@@ -211,7 +272,10 @@ func planCommands(plan rm.Plan, active []*state.Work, ts int64, asked map[uint64
 		if m, ok := asked[s.WorkID]; ok && m > 0 && m < limit {
 			limit = m
 		}
-		a := &state.Assignment{Node: s.Node, Shares: s.Shares, MemoryLimit: limit, Instance: inst}
+		a := &state.Assignment{Node: s.Node, Shares: s.Shares, MemoryLimit: limit, Instance: inst, GPUs: s.GPUs}
+		if sl := gpus.slice[s.WorkID]; sl > 0 && len(s.GPUs) == 1 {
+			a.GPUSlice, a.GPUDeviceMemory = sl, gpus.devMem(s.Node, s.GPUs[0])
+		}
 		if isDriverKey(s.WorkID) {
 			a.Kind = wire.ProcDriver
 		}

@@ -123,7 +123,7 @@ func TestPlanCommands(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cmds, pending := planCommands(tc.plan, active, ts, tc.asked)
+			cmds, pending := planCommands(tc.plan, active, ts, tc.asked, gpuAsks{})
 			if !reflect.DeepEqual(cmds, tc.wantCmds) {
 				t.Errorf("commands\n got %+v\nwant %+v", cmds, tc.wantCmds)
 			}

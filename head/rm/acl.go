@@ -141,6 +141,7 @@ func (c *Config) IsClassAdmin(user string, groups []string, class string) bool {
 type Tally struct {
 	Jobs   int
 	Memory int64
+	GPUs   int // whole GPUs asked, a slice counting as one (Limit.MaxGPUs)
 }
 
 // Usage is the current usage a submission is checked against: the
@@ -215,6 +216,35 @@ func (cl *Class) CheckLimits(user string, groups []string, memory int64, usage U
 		if l.MaxMemory > 0 && t.Memory+memory > int64(l.MaxMemory) {
 			return fmt.Errorf("limit reached: %s would use %s of at most %s in class %q; ask for less memory or wait for work to finish",
 				who, units.FormatSize(t.Memory+memory), l.MaxMemory, cl.Name)
+		}
+	}
+	return nil
+}
+
+// CheckGPULimits decides whether the class's per-user and per-group
+// max_gpus leave room for gpus more GPUs (whole GPUs, a slice counting as
+// one), given what user and its groups already have in the class.
+func (cl *Class) CheckGPULimits(user string, groups []string, gpus int, usage Usage) error {
+	if gpus <= 0 {
+		return nil
+	}
+	for _, l := range cl.Limits {
+		if l.MaxGPUs <= 0 {
+			continue
+		}
+		var t Tally
+		var who string
+		switch {
+		case l.User != "" && (l.User == user || l.User == "*"):
+			t, who = usage.User, "user "+user
+		case l.Group != "" && slices.Contains(groups, l.Group):
+			t, who = usage.Groups[l.Group], "group "+l.Group
+		default:
+			continue
+		}
+		if t.GPUs+gpus > l.MaxGPUs {
+			return fmt.Errorf("limit reached: %s would hold %d of at most %d GPUs (max_gpus) in class %q; ask for fewer GPUs or wait for work to finish",
+				who, t.GPUs+gpus, l.MaxGPUs, cl.Name)
 		}
 	}
 	return nil

@@ -96,6 +96,9 @@ type Limit struct {
 	Group     string     `yaml:"group"`
 	MaxJobs   int        `yaml:"max_jobs"`
 	MaxMemory units.Size `yaml:"max_memory"`
+	// MaxGPUs caps the GPUs asked at a time: whole GPUs per process times
+	// its processes, a GPU memory slice counting as one GPU.
+	MaxGPUs int `yaml:"max_gpus"`
 }
 
 // PlacementRule sends work submitted without a class to Class when the

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ducc-project/ducc/units"
@@ -21,6 +22,7 @@ import (
 // gpuDev is one device of a node in the cycle's working state.
 type gpuDev struct {
 	id    string
+	model string
 	mem   int64
 	whole bool  // held whole by one process (or a whole-machine reservation)
 	used  int64 // bytes of slices placed on it
@@ -31,6 +33,9 @@ func (d *gpuDev) partly() bool { return d.used > 0 }
 
 // free tells whether nothing is placed on the device.
 func (d *gpuDev) free() bool { return !d.whole && d.used == 0 }
+
+// of tells whether the device is of model ("" is any model).
+func (d *gpuDev) of(model string) bool { return model == "" || d.model == model }
 
 // asksGPU tells whether w wants GPUs per process.
 func (w *work) asksGPU() bool { return w.gpu }
@@ -80,7 +85,7 @@ func (s *sched) layoutGPUs() {
 				s.tracef("node %s: GPU %s listed twice; using the first", nd.n.Name, d.ID)
 				continue
 			}
-			g.devs = append(g.devs, gpuDev{id: d.ID, mem: d.Memory})
+			g.devs = append(g.devs, gpuDev{id: d.ID, model: d.Model, mem: d.Memory})
 		}
 		g.free = len(g.devs)
 	}
@@ -184,10 +189,11 @@ func (g *nodeGPU) pick(w *work, dst []int) ([]int, gpuScore, bool) {
 	if g == nil {
 		return dst, gpuScore{}, false
 	}
+	model := w.w.GPUModel
 	if k := w.w.GPUs; k > 0 {
 		nfree := 0
 		for i := range g.devs {
-			if g.devs[i].free() {
+			if g.devs[i].free() && g.devs[i].of(model) {
 				nfree++
 				if len(dst) < k {
 					dst = append(dst, i)
@@ -200,7 +206,7 @@ func (g *nodeGPU) pick(w *work, dst []int) ([]int, gpuScore, bool) {
 	for i := range g.devs {
 		d := &g.devs[i]
 		left := d.mem - d.used - w.w.GPUMemory
-		if d.whole || left < 0 {
+		if d.whole || left < 0 || !d.of(model) {
 			continue
 		}
 		sc := gpuScore{1, left}
@@ -225,24 +231,26 @@ func (s *sched) gpuFits(w *work, n *node) bool {
 		return true
 	}
 	if w.whole {
-		return gpuCanHold(s.devs(n), w.w.GPUs, w.w.GPUMemory)
+		return gpuCanHold(s.devs(n), w.w.GPUs, w.w.GPUMemory, w.w.GPUModel)
 	}
 	_, _, ok := s.gpuOf(n).pick(w, s.gpuBuf[:0])
 	return ok
 }
 
 // gpuCanHold tells whether devices of these sizes could ever hold k whole
-// devices or a slice of mem bytes.
-func gpuCanHold(gs []gpuDev, k int, mem int64) bool {
-	if k > 0 {
-		return len(gs) >= k
-	}
+// devices or a slice of mem bytes, of model ("" any).
+func gpuCanHold(gs []gpuDev, k int, mem int64, model string) bool {
+	n := 0
 	for _, d := range gs {
-		if d.mem >= mem {
+		if !d.of(model) {
+			continue
+		}
+		n++
+		if k <= 0 && d.mem >= mem {
 			return true
 		}
 	}
-	return false
+	return k > 0 && n >= k
 }
 
 // assignGPUs marks on n the devices a new process of w gets and returns
@@ -288,14 +296,14 @@ func (s *sched) assignGPUs(w *work, n *node) []string {
 // (gpuNoFit) for work whose fit depends on nothing else (no machine list,
 // no space held for it).
 func (s *sched) fitGPU(w *work, p *pool) *node {
-	key, keep := gpuFitKey{p, w.w.GPUs, w.w.GPUMemory, w.order}, len(w.w.MachineList) == 0 && len(w.holds) == 0
+	key, keep := gpuFitKey{p, w.w.GPUs, w.w.GPUMemory, w.w.GPUModel, w.order}, len(w.w.MachineList) == 0 && len(w.holds) == 0
 	if keep && s.gpuNoFit[key] {
 		return nil
 	}
 	var best *node
 	switch {
-	case !keep || w.w.ServiceID != "":
-		best = s.scanGPU(w, p)
+	case !keep || w.w.ServiceID != "" || w.w.GPUModel != "":
+		best = s.scanGPU(w, p) // fitWhole's histogram and fitSlice's sizes count every model
 	case w.w.GPUs > 0:
 		best = s.fitWhole(w, p)
 	default:
@@ -315,6 +323,7 @@ type gpuFitKey struct {
 	p     *pool
 	gpus  int
 	mem   int64
+	model string
 	order int
 }
 
@@ -481,7 +490,7 @@ func (s *sched) gpuTooBig(w *work, ps []*pool) string {
 			if !n.up() || !inMachineList(w.w, n.n.Name) {
 				continue
 			}
-			if gpuCanHold(s.devs(n), w.w.GPUs, w.w.GPUMemory) {
+			if gpuCanHold(s.devs(n), w.w.GPUs, w.w.GPUMemory, w.w.GPUModel) {
 				return ""
 			}
 			nodes = append(nodes, *n.n)
@@ -490,7 +499,7 @@ func (s *sched) gpuTooBig(w *work, ps []*pool) string {
 	if len(nodes) == 0 {
 		return "" // no node is up: tooBig says so
 	}
-	return fitMessage(w.w.GPUs, w.w.GPUMemory, nodes)
+	return fitMessage(w.w.GPUs, w.w.GPUMemory, w.w.GPUModel, nodes)
 }
 
 // GPUFit tells whether one process asking k whole GPUs, or a slice of mem
@@ -498,7 +507,11 @@ func (s *sched) gpuTooBig(w *work, ps []*pool) string {
 // their state and load): "" if so, else why not, with the GPU sizes that
 // exist, for refusing such a request at once. A request of neither is "".
 // It is pure, like Schedule.
-func GPUFit(k int, mem int64, nodes []Node) string {
+func GPUFit(k int, mem int64, nodes []Node) string { return GPUFitModel(k, mem, "", nodes) }
+
+// GPUFitModel is GPUFit for devices of one model ("" any): a model no
+// node has is said with the models that exist.
+func GPUFitModel(k int, mem int64, model string, nodes []Node) string {
 	if msg := gpuBadAsk(&Work{GPUs: k, GPUMemory: mem}); msg != "" {
 		return msg
 	}
@@ -509,20 +522,23 @@ func GPUFit(k int, mem int64, nodes []Node) string {
 		devs := make([]gpuDev, 0, len(nodes[i].GPUs))
 		for _, g := range nodes[i].GPUs {
 			if g.Memory > 0 {
-				devs = append(devs, gpuDev{id: g.ID, mem: g.Memory})
+				devs = append(devs, gpuDev{id: g.ID, model: g.Model, mem: g.Memory})
 			}
 		}
-		if gpuCanHold(devs, k, mem) {
+		if gpuCanHold(devs, k, mem, model) {
 			return ""
 		}
 	}
-	return fitMessage(k, mem, nodes)
+	return fitMessage(k, mem, model, nodes)
 }
 
 // fitMessage says that no node of nodes can hold the request, and which
 // GPUs the nodes have: "no node has 3 GPUs; nodes have 2 × 80 GiB GPUs (4
 // nodes), no GPUs (1 node)".
-func fitMessage(k int, mem int64, nodes []Node) string {
+func fitMessage(k int, mem int64, model string, nodes []Node) string {
+	if model != "" {
+		return fitModelMessage(k, mem, model, nodes)
+	}
 	head := fmt.Sprintf("no node has %d GPUs", k)
 	if k == 1 {
 		head = "no node has a GPU"
@@ -543,6 +559,47 @@ func fitMessage(k int, mem int64, nodes []Node) string {
 		return head + "; there are no nodes"
 	}
 	return head + "; nodes have " + gpuSizes(nodes)
+}
+
+// fitModelMessage is fitMessage for a request of one model: the models
+// that exist when no node has the model, else fitMessage over the devices
+// of the model ("no node has 3 GPUs of model "A100"; nodes have ...").
+func fitModelMessage(k int, mem int64, model string, nodes []Node) string {
+	var models []string
+	of := make([]Node, len(nodes))
+	for i, n := range nodes {
+		of[i].Name = n.Name
+		for _, g := range n.GPUs {
+			if g.Memory <= 0 {
+				continue
+			}
+			if !slices.Contains(models, g.Model) {
+				models = append(models, g.Model)
+			}
+			if g.Model == model {
+				of[i].GPUs = append(of[i].GPUs, g)
+			}
+		}
+	}
+	if !slices.Contains(models, model) {
+		if len(models) == 0 {
+			return fmt.Sprintf("no GPU is of model %q; no node has GPUs", model)
+		}
+		slices.Sort(models)
+		quoted := make([]string, len(models))
+		for i, m := range models {
+			quoted[i] = strconv.Quote(m)
+		}
+		return fmt.Sprintf("no GPU is of model %q; the models are %s", model, strings.Join(quoted, ", "))
+	}
+	msg := fitMessage(k, mem, "", of)
+	head, rest, _ := strings.Cut(msg, ";")
+	if i := strings.Index(head, " ("); i >= 0 { // the largest slice: say the model first
+		head, rest = head[:i], head[i:]+";"+rest
+	} else {
+		rest = ";" + rest
+	}
+	return head + fmt.Sprintf(" of model %q", model) + rest
 }
 
 // gpuSizes groups nodes by the GPUs they have, most common first (then by
@@ -615,7 +672,7 @@ func (s *sched) gpuWaitReason(w *work) string {
 // the first six nodes. The sentence is kept per pool until a device is
 // taken (gpuTaken) for work without a machine list.
 func (s *sched) gpuFreeWhere(w *work) string {
-	keep := len(w.w.MachineList) == 0
+	keep := len(w.w.MachineList) == 0 && w.w.GPUModel == ""
 	if c, ok := s.gpuWhere[w.pool]; keep && ok && c.taken == s.gpuTaken {
 		return c.text
 	}
@@ -640,14 +697,14 @@ func (s *sched) gpuFreeText(w *work) string {
 	var parts []string
 	more := 0
 	for _, n := range w.pool.nodes {
-		if !n.up() || len(s.devs(n)) == 0 || !inMachineList(w.w, n.n.Name) {
+		if !n.up() || !slices.ContainsFunc(s.devs(n), func(d gpuDev) bool { return d.of(w.w.GPUModel) }) || !inMachineList(w.w, n.n.Name) {
 			continue
 		}
 		if len(parts) == 6 {
 			more++
 			continue
 		}
-		parts = append(parts, n.n.Name+" "+nodeGPUText(s.devs(n)))
+		parts = append(parts, n.n.Name+" "+nodeGPUText(s.devs(n), w.w.GPUModel))
 	}
 	where := strings.Join(parts, "; ")
 	if more > 0 {
@@ -659,12 +716,16 @@ func (s *sched) gpuFreeText(w *work) string {
 	return where
 }
 
-// nodeGPUText says what is free on n's devices: "1 of 2 GPUs free,
-// largest slice free 40 GiB".
-func nodeGPUText(devs []gpuDev) string {
-	nfree := 0
+// nodeGPUText says what is free on n's devices (of model, "" any): "1
+// of 2 GPUs free, largest slice free 40 GiB".
+func nodeGPUText(devs []gpuDev, model string) string {
+	nfree, ndev := 0, 0
 	var slice int64
 	for _, d := range devs {
+		if !d.of(model) {
+			continue
+		}
+		ndev++
 		if d.free() {
 			nfree++
 		}
@@ -672,7 +733,10 @@ func nodeGPUText(devs []gpuDev) string {
 			slice = max(slice, d.mem-d.used)
 		}
 	}
-	txt := fmt.Sprintf("%d of %d GPUs free", nfree, len(devs))
+	txt := fmt.Sprintf("%d of %d GPUs free", nfree, ndev)
+	if model != "" {
+		txt = fmt.Sprintf("%d of %d %s GPUs free", nfree, ndev, model)
+	}
 	if slice > 0 {
 		txt += ", largest slice free " + units.FormatSize(slice)
 	}
@@ -687,7 +751,7 @@ func (s *sched) gpuBlocked(w *work) bool {
 	if !w.asksGPU() || w.whole {
 		return false
 	}
-	key, keep := gpuFitKey{w.pool, w.w.GPUs, w.w.GPUMemory, -1}, len(w.w.MachineList) == 0
+	key, keep := gpuFitKey{w.pool, w.w.GPUs, w.w.GPUMemory, w.w.GPUModel, -1}, len(w.w.MachineList) == 0
 	if keep && s.gpuNoFit[key] {
 		return true
 	}

@@ -232,7 +232,7 @@ func TestGPUFit(t *testing.T) {
 		{"a slice too big", 0, 100 * GiB, mixed, "no GPU has 100 GiB of memory for the slice (the largest has 80 GiB); nodes have 2 × 80 GiB GPUs (4 nodes), no GPUs (3 nodes), 8 × 40 GiB GPUs (1 node)"},
 		{"no GPUs at all", 1, 0, mkNodes("c", 2, 64*GiB), "no node has a GPU; nodes have no GPUs (2 nodes)"},
 		{"no nodes", 1, 0, nil, "no node has a GPU; there are no nodes"},
-		{"one GPU, mixed sizes", 3, 0, []Node{{Name: "x", GPUs: []GPU{{"g0", 80 * GiB}, {"g1", 40 * GiB}}}},
+		{"one GPU, mixed sizes", 3, 0, []Node{{Name: "x", GPUs: []GPU{{ID: "g0", Memory: 80 * GiB}, {ID: "g1", Memory: 40 * GiB}}}},
 			"no node has 3 GPUs; nodes have 1 × 80 GiB + 1 × 40 GiB GPUs (1 node)"},
 		{"both", 1, GiB, mixed, "asks both 1 whole GPUs and a 1 GiB GPU memory slice per process; ask one of the two"},
 		{"negative", -1, 0, mixed, "GPU request is negative (gpus -1, gpu memory 0); ask a positive number of GPUs or a positive slice"},

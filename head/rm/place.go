@@ -46,7 +46,7 @@ func (s *sched) start(w *work, n *node, shares int, reason string) {
 		s.tracef("start %s %d on %s: %d shares (%s), %s; %d free left", w.w.Kind, w.w.ID, n.n.Name, shares,
 			units.FormatSize(int64(shares)*w.quantum), reason, n.shares-n.used)
 		if gpus != nil {
-			s.tracef("  GPUs %s on %s: %s", joinIDs(gpus), n.n.Name, nodeGPUText(s.devs(n)))
+			s.tracef("  GPUs %s on %s: %s", joinIDs(gpus), n.n.Name, nodeGPUText(s.devs(n), ""))
 		}
 	}
 }

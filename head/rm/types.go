@@ -71,6 +71,9 @@ type Node struct {
 type GPU struct {
 	ID     string // the device's UUID (what CUDA_VISIBLE_DEVICES names)
 	Memory int64  // bytes
+	// Model is the device's model (NVML's name); a work that names a
+	// model (Work.GPUModel) gets only devices of it.
+	Model string
 }
 
 // Proc is one process of a piece of work (or the hold of a reservation).
@@ -102,6 +105,9 @@ type Work struct {
 	// all on one node, or a slice of GPUMemory bytes of one device.
 	GPUs      int
 	GPUMemory int64
+	// GPUModel restricts the request (and a reservation's GPUs) to
+	// devices of that model; "" takes any.
+	GPUModel string
 
 	// ServiceID groups instances of one service so they are spread over nodes.
 	ServiceID string

@@ -233,8 +233,8 @@ func (v *validator) classes(cs []Class, pools map[string]bool) {
 			if (l.User == "") == (l.Group == "") {
 				v.addf("class %q limit %d: give exactly one of user or group", c.Name, i+1)
 			}
-			if l.MaxJobs < 0 || l.MaxMemory < 0 {
-				v.addf("class %q limit %d: max_jobs and max_memory must not be negative", c.Name, i+1)
+			if l.MaxJobs < 0 || l.MaxMemory < 0 || l.MaxGPUs < 0 {
+				v.addf("class %q limit %d: max_jobs, max_memory and max_gpus must not be negative", c.Name, i+1)
 			}
 		}
 	}

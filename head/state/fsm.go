@@ -316,6 +316,10 @@ func (f *FSM) assign(c *Command) Result {
 		AssignedAt:  c.Time,
 		Instance:    c.Assign.Instance,
 		Kind:        c.Assign.Kind,
+
+		GPUs:            c.Assign.GPUs,
+		GPUSlice:        c.Assign.GPUSlice,
+		GPUDeviceMemory: c.Assign.GPUDeviceMemory,
 	}
 	w.Procs = append(w.Procs, p)
 	if p.IsDriver() {
@@ -372,6 +376,12 @@ func (f *FSM) procUpdate(c *Command) Result {
 		p.ExitCode, p.Signal, p.OOMKilled, p.Reason = st.ExitCode, st.Signal, st.OOMKilled, st.Reason
 		p.OOMKills = st.OOMKills
 		p.MaxRSS, p.CPUSeconds = st.MaxRSS, st.CPUSeconds
+		p.GPUMemoryPeak = st.GPUMemoryPeak
+		if st.GPUSliceExceeded {
+			// Stopped by its agent over its GPU memory slice: the work's
+			// exit code says so (wire.CodeGPUSlice), Reason how much.
+			p.ExitCode = wire.CodeGPUSlice
+		}
 		if p.StopCounts && p.StopReason != "" {
 			// Killed by the head for a reason that counts: say that reason.
 			p.Reason = p.StopReason + " (" + st.Reason + ")"

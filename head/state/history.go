@@ -62,6 +62,12 @@ type Record struct {
 	// (share_with_group), so that it keeps reading the results.
 	ShareGroup string `cbor:"25,keyasint,omitempty"`
 	ShareGID   uint32 `cbor:"26,keyasint,omitempty"`
+	// The GPU request per process (Work's), the GPU time all processes
+	// held (Proc.GPUSeconds) and the most GPU memory one used.
+	GPUs          int     `cbor:"27,keyasint,omitempty"`
+	GPUMemory     int64   `cbor:"28,keyasint,omitempty"`
+	GPUSeconds    float64 `cbor:"29,keyasint,omitempty"`
+	GPUMemoryPeak int64   `cbor:"30,keyasint,omitempty"`
 }
 
 // Bounds of what a record copies from its work, so that records stay
@@ -81,8 +87,11 @@ func RecordOf(w *Work) Record {
 		SubmittedAt: w.SubmittedAt, StartedAt: w.StartedAt, EndedAt: w.EndedAt,
 		Completion: w.Completion, Reason: truncate(w.Reason, maxRecordReason), ExitCode: w.ExitCode,
 		Memory: w.Memory, Procs: len(w.Procs), ShareGroup: w.ShareGroup, ShareGID: w.ShareGID,
+		GPUs: w.GPUs, GPUMemory: w.GPUMemory,
 	}
 	for _, p := range w.Procs {
+		r.GPUSeconds += p.GPUSeconds(w.EndedAt)
+		r.GPUMemoryPeak = max(r.GPUMemoryPeak, p.GPUMemoryPeak)
 		r.MemoryLimit = max(r.MemoryLimit, p.MemoryLimit)
 		r.MaxRSS = max(r.MaxRSS, p.MaxRSS)
 		r.CPUSeconds += p.CPUSeconds

@@ -169,6 +169,7 @@ func (f *FSM) svcChange(c *Command) Result {
 		modify(s, ch.Spec, ch.Keys)
 		sp := &s.Spec
 		w.Description, w.Memory, w.Class = sp.Description, sp.Memory, sp.Class
+		w.GPUs, w.GPUMemory, w.GPUModel = sp.GPUs, sp.GPUMemory, sp.GPUModel
 		w.Path, w.Args, w.Dir, w.LogDir = sp.Executable, slices.Clone(sp.Args), sp.WorkingDirectory, sp.LogDirectory
 		w.Env = ServiceEnv(w.User, w.Home, sp.Environment)
 		w.Deps = slices.Clone(sp.Dependency)

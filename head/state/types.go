@@ -101,7 +101,17 @@ type Work struct {
 	// work's logs and results (share_with_group); "" shares with nobody.
 	ShareGroup string `cbor:"40,keyasint,omitempty"`
 	ShareGID   uint32 `cbor:"41,keyasint,omitempty"`
+	// The GPU request of each process (a job's job processes, not its
+	// driver): GPUs whole devices or a slice of GPUMemory bytes of one
+	// device, of GPUModel ("" any). A reservation: a node with at least
+	// GPUs devices (of GPUModel), all of which it holds.
+	GPUs      int    `cbor:"42,keyasint,omitempty"`
+	GPUMemory int64  `cbor:"43,keyasint,omitempty"`
+	GPUModel  string `cbor:"44,keyasint,omitempty"`
 }
+
+// AsksGPUs reports whether w's processes ask GPUs.
+func (w *Work) AsksGPUs() bool { return w.GPUs > 0 || w.GPUMemory > 0 }
 
 // Ended reports whether the work has completed.
 func (w *Work) Ended() bool { return w.State == StateCompleted }
@@ -198,6 +208,45 @@ type Proc struct {
 	// Kind is wire.ProcDriver for a job's driver process; "" is the
 	// ordinary process of the work's kind (wire.WorkKind.Proc).
 	Kind wire.ProcKind `cbor:"26,keyasint,omitempty"`
+	// GPUs are the ids (UUIDs) of the devices the process holds, as the
+	// scheduler assigned them: its whole devices, the one its slice of
+	// GPUSlice bytes is on (GPUDeviceMemory: that device's memory), or
+	// every device of a reservation's node. They are the allocation a new
+	// head rebuilds.
+	GPUs            []string `cbor:"27,keyasint,omitempty"`
+	GPUSlice        int64    `cbor:"28,keyasint,omitempty"`
+	GPUDeviceMemory int64    `cbor:"29,keyasint,omitempty"`
+	// GPUMemoryPeak is the most GPU memory the ended process used (bytes,
+	// wire.ProcStatus.GPUMemoryPeak), recorded when it ends.
+	GPUMemoryPeak int64 `cbor:"30,keyasint,omitempty"`
+}
+
+// GPUDevices is how many devices p holds for GPU accounting: its whole
+// devices, or its slice as a fraction of its device.
+func (p *Proc) GPUDevices() float64 {
+	if p.GPUSlice > 0 {
+		if p.GPUDeviceMemory <= 0 {
+			return 0
+		}
+		return float64(p.GPUSlice) / float64(p.GPUDeviceMemory)
+	}
+	return float64(len(p.GPUs))
+}
+
+// GPUSeconds is p's GPU time up to now (unix ms; its end if it ended):
+// GPUDevices × the time since it started.
+func (p *Proc) GPUSeconds(now int64) float64 {
+	if len(p.GPUs) == 0 || p.StartedAt == 0 {
+		return 0
+	}
+	end := now
+	if p.EndedAt != 0 {
+		end = p.EndedAt
+	}
+	if end <= p.StartedAt {
+		return 0
+	}
+	return p.GPUDevices() * float64(end-p.StartedAt) / 1000
 }
 
 // IsDriver reports whether p is a job's driver process.
@@ -248,6 +297,12 @@ type Assignment struct {
 	Instance    int    `cbor:"4,keyasint,omitempty"` // service instance id
 	// Kind is wire.ProcDriver to place a job's driver process.
 	Kind wire.ProcKind `cbor:"5,keyasint,omitempty"`
+	// GPUs are the devices the process gets (rm.Start.GPUs); GPUSlice the
+	// bytes of its slice (0: whole devices) and GPUDeviceMemory the memory
+	// of the slice's device (Proc's fields of the same names).
+	GPUs            []string `cbor:"6,keyasint,omitempty"`
+	GPUSlice        int64    `cbor:"7,keyasint,omitempty"`
+	GPUDeviceMemory int64    `cbor:"8,keyasint,omitempty"`
 }
 
 // Result is what Apply returns for each command of a batch.
