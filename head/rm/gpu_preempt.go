@@ -10,7 +10,7 @@ package rm
 // gpuFreeable tells whether stopping processes on n could ever make room
 // for w's GPUs: the node's devices are of the number and size w asks.
 func (s *sched) gpuFreeable(w *work, n *node) bool {
-	return gpuCanHold(s.devs(n), w.w.GPUs, w.w.GPUMemory)
+	return gpuCanHold(s.devs(n), w.w.GPUs, w.w.GPUMemory, w.w.GPUModel)
 }
 
 // gpuVictims picks, from cands (in victim order), the processes to stop
