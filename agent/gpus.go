@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/ducc-project/ducc/gpu"
+	"github.com/ducc-project/ducc/proc"
 	"github.com/ducc-project/ducc/units"
 	"github.com/ducc-project/ducc/wire"
 )
@@ -122,7 +123,7 @@ func (g *gpuNode) gpuEnv(env []string, user string, gpus []string) []string {
 		return env
 	}
 	if env == nil {
-		env = minimalEnv(user)
+		env = proc.MinimalEnv(user)
 	}
 	out := make([]string, 0, len(env)+2)
 	for _, kv := range env {
@@ -133,17 +134,6 @@ func (g *gpuNode) gpuEnv(env []string, user string, gpus []string) []string {
 	}
 	v := strings.Join(gpus, ",")
 	return append(out, envCUDAVisible+"="+v, envNVIDIAVisible+"="+v)
-}
-
-// minimalEnv is the environment the shim gives a process whose spec has
-// none (proc/shim.go, "Environment"): the agent must spell it out to add
-// to it.
-func minimalEnv(user string) []string {
-	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/"}
-	if user != "" {
-		env = append(env, "USER="+user, "LOGNAME="+user)
-	}
-	return env
 }
 
 // gpuMinors returns the /dev/nvidia minors of the devices of spec, sorted

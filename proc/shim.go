@@ -21,6 +21,17 @@ import (
 
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// MinimalEnv is the environment a process whose Spec.Env is nil gets: a
+// standard PATH, HOME=/, and USER and LOGNAME when user is known. A caller
+// that adds to it spells it out with this.
+func MinimalEnv(user string) []string {
+	env := []string{"PATH=" + defaultPath, "HOME=/"}
+	if user != "" {
+		env = append(env, "USER="+user, "LOGNAME="+user)
+	}
+	return env
+}
+
 // oneshotFD is the first of the three fds (the child's stdin, stdout and
 // stderr) that Manager.Run passes to the shim.
 const oneshotFD = 4
@@ -397,15 +408,11 @@ func (s *shim) prepare() (*preparedCmd, error) {
 	}
 	c.cred = cred
 	c.who = userName(sp.User, cred)
-	home := "/"
 
 	// Environment.
 	c.env = sp.Env
 	if c.env == nil {
-		c.env = []string{"PATH=" + defaultPath, "HOME=" + home}
-		if sp.User != "" {
-			c.env = append(c.env, "USER="+sp.User, "LOGNAME="+sp.User)
-		}
+		c.env = MinimalEnv(sp.User)
 	}
 
 	err = asUser(c.cred, func() error {
