@@ -74,6 +74,13 @@ type RunRequest struct {
 	// is its gid, looked up by the CLI on the submitter's node.
 	ShareGroup string `cbor:"40,keyasint,omitempty" json:"share_with_group,omitempty"`
 	ShareGID   uint32 `cbor:"41,keyasint,omitempty" json:"share_gid,omitempty"`
+	// GPUs asks each process for that many whole GPUs, all on one node;
+	// GPUMemory for a slice of that many bytes of one GPU's memory (at
+	// most one of the two); GPUModel restricts either to GPUs of that
+	// model (NVML's name, e.g. "NVIDIA H100 80GB HBM3").
+	GPUs      int    `cbor:"70,keyasint,omitempty" json:"process_gpus,omitempty"`
+	GPUMemory int64  `cbor:"71,keyasint,omitempty" json:"process_gpu_memory,omitempty"`
+	GPUModel  string `cbor:"72,keyasint,omitempty" json:"process_gpu_model,omitempty"`
 }
 
 // SubmitReply answers a submission.
@@ -135,6 +142,16 @@ type ProcInfo struct {
 	// ann", "preempted"), when it did and the stop is no failure: its exit
 	// code or signal is then ducc's doing, not the program's.
 	Stopped string `cbor:"50,keyasint,omitempty" json:"stopped,omitempty"`
+	// GPUs are the UUIDs of the devices the process holds: whole, or the
+	// one its slice of GPUSlice bytes is on (0: whole devices).
+	GPUs     []string `cbor:"60,keyasint,omitempty" json:"gpus,omitempty"`
+	GPUSlice int64    `cbor:"61,keyasint,omitempty" json:"gpu_slice,omitempty"`
+	// GPUMemory is the GPU memory it uses now, GPUMemoryPeak the most it
+	// used (bytes, where NVML can say); GPUSeconds its GPUs held × its
+	// run time (a slice counts as its fraction of the device).
+	GPUMemory     int64   `cbor:"62,keyasint,omitempty" json:"gpu_memory,omitempty"`
+	GPUMemoryPeak int64   `cbor:"63,keyasint,omitempty" json:"gpu_memory_peak,omitempty"`
+	GPUSeconds    float64 `cbor:"64,keyasint,omitempty" json:"gpu_seconds,omitempty"`
 }
 
 // WorkInfo describes one piece of work (job, managed reservation, ...).
@@ -183,6 +200,10 @@ type WorkInfo struct {
 	// work's nodepool.
 	MemoryCap int64 `cbor:"55,keyasint,omitempty" json:"memory_cap,omitempty"`
 	Quantum   int64 `cbor:"56,keyasint,omitempty" json:"share_quantum,omitempty"`
+	// The GPU request per process, as submitted (RunRequest.GPUs...).
+	GPUs      int    `cbor:"70,keyasint,omitempty" json:"gpus,omitempty"`
+	GPUMemory int64  `cbor:"71,keyasint,omitempty" json:"gpu_memory,omitempty"`
+	GPUModel  string `cbor:"72,keyasint,omitempty" json:"gpu_model,omitempty"`
 }
 
 // What a reply may leave out for callers other than the owner and the
@@ -233,6 +254,10 @@ type NodeInfo struct {
 	// Leftovers are processes of an earlier cluster incarnation still
 	// running on the node (Heartbeat.Leftovers).
 	Leftovers []Leftover `cbor:"14,keyasint,omitempty" json:"leftovers,omitempty"`
+	// GPUs are the node's schedulable GPUs and their use; GPUDiscovery
+	// says in one line how the agent found them (Heartbeat.GPUDiscovery).
+	GPUs         []NodeGPU `cbor:"15,keyasint,omitempty" json:"gpus,omitempty"`
+	GPUDiscovery string    `cbor:"16,keyasint,omitempty" json:"gpu_discovery,omitempty"`
 }
 
 // NodeList is a list of nodes.
@@ -342,6 +367,10 @@ type ReserveRequest struct {
 	Class       string   `cbor:"2,keyasint,omitempty" json:"class,omitempty"`
 	Description string   `cbor:"3,keyasint,omitempty" json:"description,omitempty"`
 	MachineList []string `cbor:"4,keyasint,omitempty" json:"machine_list,omitempty"`
+	// GPUs asks for a machine with at least that many GPUs (of GPUModel,
+	// if set); the reservation holds every GPU of the machine it gets.
+	GPUs     int    `cbor:"70,keyasint,omitempty" json:"gpus,omitempty"`
+	GPUModel string `cbor:"72,keyasint,omitempty" json:"gpu_model,omitempty"`
 }
 
 // Admin methods.

@@ -56,6 +56,14 @@ type HistoryRecord struct {
 	// dropped. 0: not yet.
 	WorkPurgedAt  int64 `cbor:"24,keyasint,omitempty" json:"work_purged_at,omitempty"`
 	ItemsPurgedAt int64 `cbor:"25,keyasint,omitempty" json:"items_purged_at,omitempty"`
+	// GPUs asked per process (whole devices) or GPUMemory (a slice of one
+	// device's memory, bytes); GPUSeconds the GPU time held by all its
+	// processes (devices × seconds, a slice as its fraction of the
+	// device); GPUMemoryPeak the most GPU memory one process used.
+	GPUs          int     `cbor:"26,keyasint,omitempty" json:"gpus,omitempty"`
+	GPUMemory     int64   `cbor:"27,keyasint,omitempty" json:"gpu_memory,omitempty"`
+	GPUSeconds    float64 `cbor:"28,keyasint,omitempty" json:"gpu_seconds,omitempty"`
+	GPUMemoryPeak int64   `cbor:"29,keyasint,omitempty" json:"gpu_memory_peak,omitempty"`
 }
 
 // HistoryReply is one page of records in end-time order. With More set,

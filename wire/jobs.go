@@ -56,6 +56,13 @@ type JobSpec struct {
 	DriverExecutable string   `cbor:"21,keyasint,omitempty" json:"driver_executable,omitempty"`
 	DriverArgs       []string `cbor:"22,keyasint,omitempty" json:"driver_executable_args,omitempty"`
 	DriverMemory     int64    `cbor:"23,keyasint,omitempty" json:"driver_memory_size,omitempty"`
+	// GPUs asks each job process (not the driver) for that many whole GPUs, all on one node;
+	// GPUMemory for a slice of that many bytes of one GPU's memory (at
+	// most one of the two); GPUModel restricts either to GPUs of that
+	// model (NVML's name, e.g. "NVIDIA H100 80GB HBM3").
+	GPUs      int    `cbor:"70,keyasint,omitempty" json:"process_gpus,omitempty"`
+	GPUMemory int64  `cbor:"71,keyasint,omitempty" json:"process_gpu_memory,omitempty"`
+	GPUModel  string `cbor:"72,keyasint,omitempty" json:"process_gpu_model,omitempty"`
 }
 
 // DefaultDriverMemory is a driver process's memory cap when the spec

@@ -83,5 +83,5 @@ var ReasonCodes = []ReasonCode{
 	ReasonScheduling, ReasonReceiving, ReasonResources, ReasonPriority, ReasonFairShare, ReasonPreempting,
 	ReasonShrinking, ReasonLimit, ReasonNoFit, ReasonNoNodes, ReasonBadClass, ReasonServices, ReasonDriver, ReasonStopping,
 	ReasonInitializing, ReasonAtFairShare, ReasonOverShare, ReasonPrediction, ReasonInitCap, ReasonDoubling,
-	ReasonInitFailures,
+	ReasonInitFailures, ReasonGPUs,
 }

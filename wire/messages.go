@@ -53,6 +53,14 @@ type ProcStatus struct {
 	// the children it waited for; CPUSeconds of an ended process is its
 	// total CPU time (for accounting, docs/operations.md).
 	MaxRSS int64 `cbor:"17,keyasint,omitempty" json:"max_rss,omitempty"`
+	// GPUMemory is the GPU memory the process (its tree) uses now,
+	// GPUMemoryPeak the most seen (bytes; where NVML can say).
+	GPUMemory     int64 `cbor:"18,keyasint,omitempty" json:"gpu_memory,omitempty"`
+	GPUMemoryPeak int64 `cbor:"19,keyasint,omitempty" json:"gpu_memory_peak,omitempty"`
+	// GPUSliceExceeded: the agent stopped the process because it used
+	// more GPU memory than its slice (Reason says how much;
+	// CodeGPUSlice).
+	GPUSliceExceeded bool `cbor:"20,keyasint,omitempty" json:"gpu_slice_exceeded,omitempty"`
 }
 
 // Ended reports whether the process has finished for good.
@@ -93,6 +101,11 @@ type Heartbeat struct {
 	// running on the node (at most MaxLeftovers), kept out of Procs; every
 	// heartbeat carries them, full or delta.
 	Leftovers []Leftover `cbor:"20,keyasint,omitempty" json:"leftovers,omitempty"`
+	// GPUs are the node's schedulable GPUs (inventory: full heartbeats
+	// only); GPUDiscovery says in one line how they were found or why
+	// there are none ("NVML: 8 GPU(s), driver 550.54", "no NVML library").
+	GPUs         []GPUDevice `cbor:"21,keyasint,omitempty" json:"gpus,omitempty"`
+	GPUDiscovery string      `cbor:"22,keyasint,omitempty" json:"gpu_discovery,omitempty"`
 }
 
 // MaxLeftovers bounds Heartbeat.Leftovers.
@@ -138,6 +151,13 @@ type ProcSpec struct {
 	Pipelines int    `cbor:"18,keyasint,omitempty" json:"pipelines,omitempty"`
 	// Umask of the process, four octal digits ("0077"); "" means 0022.
 	Umask string `cbor:"19,keyasint,omitempty" json:"umask,omitempty"`
+	// GPUs are the UUIDs of the devices the process gets (its whole GPUs,
+	// or the one its slice is on), in the order of the node's inventory;
+	// GPUSlice is the slice's bytes (0: whole devices). The agent sets
+	// CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES to GPUs (set and
+	// empty without any, on a node with GPUs) and fences the others off.
+	GPUs     []string `cbor:"20,keyasint,omitempty" json:"gpus,omitempty"`
+	GPUSlice int64    `cbor:"21,keyasint,omitempty" json:"gpu_slice,omitempty"`
 }
 
 // DesiredState is the full set of processes the head wants on one node.

@@ -78,6 +78,13 @@ type ServiceSpec struct {
 	JVMArgs    []string `cbor:"62,keyasint,omitempty" json:"process_jvm_args,omitempty"`
 	JVM        string   `cbor:"63,keyasint,omitempty" json:"jvm,omitempty"`
 	DDEndpoint string   `cbor:"64,keyasint,omitempty" json:"dd_endpoint,omitempty"`
+	// GPUs asks each instance for that many whole GPUs, all on one node;
+	// GPUMemory for a slice of that many bytes of one GPU's memory (at
+	// most one of the two); GPUModel restricts either to GPUs of that
+	// model (NVML's name, e.g. "NVIDIA H100 80GB HBM3").
+	GPUs      int    `cbor:"70,keyasint,omitempty" json:"process_gpus,omitempty"`
+	GPUMemory int64  `cbor:"71,keyasint,omitempty" json:"process_gpu_memory,omitempty"`
+	GPUModel  string `cbor:"72,keyasint,omitempty" json:"process_gpu_model,omitempty"`
 }
 
 // ServiceRegisterRequest registers a service.
