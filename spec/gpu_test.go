@@ -184,4 +184,3 @@ func TestGPUKeysNotModifiable(t *testing.T) {
 		}
 	}
 }
-
