@@ -149,24 +149,16 @@ func (g gpuAsk) devices() int {
 	return 0
 }
 
-// checkGPUs refuses a GPU request that is malformed (negative, both whole
-// GPUs and a slice, a model without either)
-// or that no node this head knows could ever hold (more GPUs than any node
-// has, a slice bigger than any GPU, a model no node has), with the GPUs
-// that exist. Until the head has a node's inventory the request is let
-// through: it waits with a reason.
+// checkGPUs refuses a GPU request that no node this head knows could ever
+// hold (more GPUs than any node has, a slice bigger than any GPU, a model
+// no node has), with the GPUs that exist. A malformed request (negative,
+// both whole GPUs and a slice, a model without either) never gets here:
+// the spec's validation, the request check, refuses it. Until the head has
+// a node's inventory the request is let through: it waits with a reason.
 func checkGPUs(h *Head, a *admission) *wire.CodedError {
 	g := a.gpus
-	switch {
-	case g == gpuAsk{} || a.noProcess:
+	if !g.asks() || a.noProcess {
 		return nil
-	case g.count < 0 || g.memory < 0:
-		return wire.Errorf(wire.CodeUsage, "GPU request is negative (process_gpus %d, process_gpu_memory %d); ask a positive number of GPUs or a positive slice", g.count, g.memory)
-	case g.count > 0 && g.memory > 0:
-		return wire.Errorf(wire.CodeUsage, "asks both %d whole GPUs (process_gpus) and a %s slice (process_gpu_memory) per process; ask one of the two",
-			g.count, units.FormatSize(g.memory))
-	case !g.asks():
-		return wire.Errorf(wire.CodeUsage, "process_gpu_model %q names a model but no GPUs; add process_gpus or process_gpu_memory", g.model)
 	}
 	nodes, known := h.orch.GPUNodes()
 	if !known {

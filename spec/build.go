@@ -81,6 +81,9 @@ func BuildJob(raw Raw, cwd string) (*Job, error) {
 	if j.Spec.DriverExecutable == "" && len(j.Spec.DriverArgs) > 0 {
 		return nil, errors.New("driver_executable_args needs a driver_executable")
 	}
+	if err := checkGPU(KindJob, j.Spec.GPUs, j.Spec.GPUMemory, j.Spec.GPUModel, rawName(KindJob, raw)); err != nil {
+		return nil, err
+	}
 	if j.CancelOnInterrupt {
 		j.Wait = true
 	}
@@ -105,6 +108,9 @@ func buildService(raw Raw, cwd string, r ddReader, paths func() uimaasPaths) (wi
 	if err != nil {
 		return wire.ServiceSpec{}, nil, err
 	}
+	if err := checkGPU(KindService, sp.GPUs, sp.GPUMemory, sp.GPUModel, rawName(KindService, raw)); err != nil {
+		return wire.ServiceSpec{}, nil, err
+	}
 	if err := buildUIMAAS(&sp, keys, cwd, r, paths); err != nil {
 		return wire.ServiceSpec{}, nil, err
 	}
@@ -115,14 +121,19 @@ func buildService(raw Raw, cwd string, r ddReader, paths func() uimaasPaths) (wi
 // environment and directory are the caller's to set.
 func BuildRun(raw Raw) (Run, error) {
 	var r Run
-	_, err := build(KindRun, raw, &r)
-	return r, err
+	if _, err := build(KindRun, raw, &r); err != nil {
+		return r, err
+	}
+	return r, checkGPU(KindRun, r.Req.GPUs, r.Req.GPUMemory, r.Req.GPUModel, rawName(KindRun, raw))
 }
 
 // BuildReserve interprets a reservation's flags and checks the result.
 func BuildReserve(raw Raw) (Reserve, error) {
 	var r Reserve
 	if _, err := build(KindReserve, raw, &r); err != nil {
+		return r, err
+	}
+	if err := checkGPU(KindReserve, r.Req.GPUs, 0, r.Req.GPUModel, rawName(KindReserve, raw)); err != nil {
 		return r, err
 	}
 	return r, ValidateReserve(r.Req)

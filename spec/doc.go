@@ -38,6 +38,11 @@
 // endpoint it declares, which the head compares with the registered one
 // once it has resolved ${DefaultBrokerURL} (ResolveServiceBroker).
 //
+// The GPU keys (gpu.go: process_gpus, process_gpu_memory,
+// process_gpu_model) are checked together as well as one by one: whole
+// GPUs or a slice, not both, and a model only with one of them; the
+// Build functions name the flags typed, the Validate functions the keys.
+//
 // Adding a key means adding one entry to the table (and its field to the
 // wire type). The package is pure apart from ParseFile reading a file and
 // the environment, UIMAPaths (called by BuildJob for UIMA jobs only)

@@ -348,7 +348,8 @@ func TestUnknownKeySuggestions(t *testing.T) {
 		{KindJob, "proces_executable", `did you mean "process_executable"`},
 		{KindJob, "process-pipline-count", `did you mean "process_pipeline_count"?`},
 		{KindJob, "process_thread_cont", `did you mean "process_pipeline_count"?`}, // DUCC's alias, misspelt
-		{KindJob, "memory", `did you mean "process_memory_size" or "driver_memory_size"?`},
+		{KindJob, "memory", `did you mean "process_gpu_memory", "process_memory_size" or "driver_memory_size"?`},
+		{KindJob, "gpus", `did you mean "process_gpus"?`}, // the flag, written as a key
 		{KindJob, "input_item", `did you mean "input_items"?`},
 		{KindService, "insatnces", `did you mean "instances"`},
 		{KindRun, "scheduling_clas", `did you mean "scheduling_class"?`},

@@ -387,6 +387,8 @@ log_directory: logs
 administrators: bob, carol
 umask: 0o27
 share_with_group: " proj "
+process_gpus: 2
+process_gpu_model: " NVIDIA H100 80GB HBM3 "
 `)
 	raw, _, err := ParseFile(p, KindService)
 	if err != nil {
@@ -403,13 +405,15 @@ share_with_group: " proj "
 		InitFailuresLimit: 2, PingExecutable: "ping.sh", PingArgs: []string{"-q"}, PingTimeoutMS: 250, PingIntervalMS: 2000,
 		Environment: []string{"A=1"}, WorkingDirectory: "/srv", LogDirectory: filepath.Join(dir, "logs"),
 		Administrators: []string{"bob", "carol"}, Umask: "0027", ShareGroup: "proj",
-		PingClass: "a.Ping", PingClasspath: "ping.jar:/opt/lib/*", PingJVMArgs: []string{"-Xmx32m", "-Da=b"}, PingDoLog: true}
+		PingClass: "a.Ping", PingClasspath: "ping.jar:/opt/lib/*", PingJVMArgs: []string{"-Xmx32m", "-Da=b"}, PingDoLog: true,
+		GPUs: 2, GPUModel: "NVIDIA H100 80GB HBM3"}
 	if !reflect.DeepEqual(sp, want) {
 		t.Fatalf("spec\n got %+v\nwant %+v", sp, want)
 	}
 	// All but a UIMA-AS service's keys, which exclude process_executable
-	// (TestBuildUIMAASService gives them).
-	uimaas := []string{"process_descriptor_DD", "classpath", "process_jvm_args", "jvm"}
+	// (TestBuildUIMAASService gives them), and process_gpu_memory, which
+	// excludes process_gpus.
+	uimaas := []string{"process_descriptor_DD", "classpath", "process_jvm_args", "jvm", "process_gpu_memory"}
 	if len(given)+len(uimaas) != len(Keys(KindService)) {
 		t.Errorf("keys given %v", given)
 	}

@@ -62,7 +62,10 @@ func ValidateJob(s wire.JobSpec) error {
 		return errors.New("driver_executable_args needs a driver_executable")
 	}
 	j := Job{Spec: s}
-	return checkFields(KindJob, &j)
+	if err := checkFields(KindJob, &j); err != nil {
+		return err
+	}
+	return checkGPU(KindJob, s.GPUs, s.GPUMemory, s.GPUModel, keyName)
 }
 
 // CheckItems refuses work items that are too big.
@@ -102,6 +105,9 @@ func ValidateService(s wire.ServiceSpec) error {
 	if err := checkFields(KindService, &s); err != nil {
 		return err
 	}
+	if err := checkGPU(KindService, s.GPUs, s.GPUMemory, s.GPUModel, keyName); err != nil {
+		return err
+	}
 	if s.Executable == "" && (s.Instances > 0 || len(s.Args) > 0) {
 		return errors.New("instances and process_executable_args need a process_executable; without one the service is ping-only")
 	}
@@ -119,7 +125,10 @@ func ValidateRun(r wire.RunRequest) error {
 	if r.Path == "" {
 		return errors.New("no command given; usage: ducc run [flags] -- CMD [ARGS]")
 	}
-	return checkFields(KindRun, &Run{Req: r})
+	if err := checkFields(KindRun, &Run{Req: r}); err != nil {
+		return err
+	}
+	return checkGPU(KindRun, r.GPUs, r.GPUMemory, r.GPUModel, keyName)
 }
 
 // ValidateReserve refuses a reservation that could never be granted.
@@ -127,5 +136,8 @@ func ValidateReserve(r wire.ReserveRequest) error {
 	if r.Memory <= 0 {
 		return errors.New("say how big a machine to reserve: --memory 64G")
 	}
-	return checkFields(KindReserve, &Reserve{Req: r})
+	if err := checkFields(KindReserve, &Reserve{Req: r}); err != nil {
+		return err
+	}
+	return checkGPU(KindReserve, r.GPUs, 0, r.GPUModel, keyName)
 }

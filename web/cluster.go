@@ -13,7 +13,8 @@ import (
 // the cluster-wide series, which only the agent that is the head exports
 // (HeadMetrics.ServeCluster). Label values come from bounded sets: work
 // states and kinds, configured classes, the reason codes below, node
-// names, service states and endpoints, completion reasons.
+// names, service states and endpoints, completion reasons, GPU UUIDs and
+// models.
 type Cluster struct {
 	// At is when the view was taken; heartbeat ages are measured from it.
 	At        time.Time
@@ -87,13 +88,13 @@ type clusterSeries struct {
 	view func() Cluster
 	gen  uint64
 
-	work, nodes, term, index          *prometheus.Desc
-	pending                           *prometheus.Desc
-	demand, fairShare, allocated      *prometheus.Desc
-	hbAge, shares, sharesUsed         *prometheus.Desc
-	services, svcRunning, svcHealthy  *prometheus.Desc
-	failed, retried, preempted, ended *prometheus.Desc
-	classGPUs, gpuAlloc, gpuUsed      *prometheus.Desc
+	work, nodes, term, index             *prometheus.Desc
+	pending                              *prometheus.Desc
+	demand, fairShare, allocated         *prometheus.Desc
+	hbAge, shares, sharesUsed            *prometheus.Desc
+	services, svcRunning, svcHealthy     *prometheus.Desc
+	failed, retried, preempted, ended    *prometheus.Desc
+	classGPUs, gpuMem, gpuAlloc, gpuUsed *prometheus.Desc
 }
 
 func newClusterSeries() *clusterSeries {
@@ -118,8 +119,9 @@ func newClusterSeries() *clusterSeries {
 		preempted:  d("ducc_work_items_preempted_total", "Work items taken back from a process that ended before answering them (preempted, stopped, crashed, or on a node declared down) and queued again.", nil, nil),
 		ended:      d("ducc_work_completed_total", "Work that ended, by kind and completion reason.", []string{"kind", "reason"}, nil),
 		classGPUs:  d("ducc_class_gpus_allocated", "GPUs the processes of a class hold (a GPU memory slice as its fraction of the device).", []string{"class"}, nil),
-		gpuAlloc:   d("ducc_gpu_memory_allocated_bytes", "GPU memory given out on a device: all of it when held whole, else the sum of its slices.", []string{"node", "gpu"}, nil),
-		gpuUsed:    d("ducc_gpu_memory_used_bytes", "GPU memory the processes holding a device use, as their agent reads it (NVML).", []string{"node", "gpu"}, nil),
+		gpuMem:     d("ducc_gpu_memory_bytes", "Memory of a GPU (or MIG instance) of a node.", []string{"node", "uuid", "model"}, nil),
+		gpuAlloc:   d("ducc_gpu_memory_allocated_bytes", "GPU memory the scheduler has given out: the whole device to a process that holds it whole, else the sum of the slices on it.", []string{"node", "uuid", "model"}, nil),
+		gpuUsed:    d("ducc_gpu_memory_used_bytes", "GPU memory the processes on a GPU use, where the agent can read it (NVML); 0 otherwise.", []string{"node", "uuid", "model"}, nil),
 	}
 }
 
@@ -143,7 +145,7 @@ func (c *clusterSeries) serve(view func() Cluster) (stop func()) {
 func (c *clusterSeries) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.work, c.nodes, c.term, c.index, c.pending, c.demand, c.fairShare, c.allocated,
 		c.hbAge, c.shares, c.sharesUsed, c.services, c.svcRunning, c.svcHealthy, c.failed, c.retried, c.preempted, c.ended,
-		c.classGPUs, c.gpuAlloc, c.gpuUsed} {
+		c.classGPUs, c.gpuMem, c.gpuAlloc, c.gpuUsed} {
 		ch <- d
 	}
 }
@@ -207,13 +209,17 @@ func (c *clusterSeries) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(c.shares, float64(n.Shares), n.Name)
 		gauge(c.sharesUsed, float64(n.SharesUsed), n.Name)
+		// A UUID twice on one node (a bad node.gpus) would fail the
+		// whole scrape: the first is kept.
 		gpus := map[string]bool{}
 		for _, g := range n.GPUs {
-			if !gpus[g.UUID] {
-				gpus[g.UUID] = true
-				gauge(c.gpuAlloc, float64(g.Allocated), n.Name, g.UUID)
-				gauge(c.gpuUsed, float64(g.Used), n.Name, g.UUID)
+			if gpus[g.UUID] {
+				continue
 			}
+			gpus[g.UUID] = true
+			gauge(c.gpuMem, float64(g.Memory), n.Name, g.UUID, g.Model)
+			gauge(c.gpuAlloc, float64(g.Allocated), n.Name, g.UUID, g.Model)
+			gauge(c.gpuUsed, float64(g.Used), n.Name, g.UUID, g.Model)
 		}
 	}
 	classGPUs := map[string]float64{}

@@ -28,6 +28,11 @@ func funcs() template.FuncMap {
 		"times":  func(start, end, now int64) timeSpan { return timeSpan{start, end, now} },
 		"node":   nodeURL,
 		"add":    func(a, b int) int { return a + b },
+		// GPUs (gpus.go).
+		"gpuRequest": gpuRequest,
+		"procGPUs":   procGPUs,
+		"gpuSummary": gpuSummary,
+		"holderWork": holderWork,
 	}
 }
 

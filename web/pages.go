@@ -212,6 +212,8 @@ type jobBody struct {
 	ProgressChart, RateChart *chart
 	// Items is the page of the work-item table (jobs only).
 	Items *itemsPage
+	// ProcGPUs: a process holds GPUs (the table gets their column).
+	ProcGPUs bool
 }
 
 // itemsPageSize is how many items one page of the work-item table shows.
@@ -275,6 +277,7 @@ func fillJob(s *server, r *http.Request, d *pageData) error {
 			pr.LogURL = "/jobs/" + strconv.FormatUint(w.ID, 10) + "/log?" + url.Values{"process": {p.ID}}.Encode()
 		}
 		b.Procs = append(b.Procs, pr)
+		b.ProcGPUs = b.ProcGPUs || len(p.GPUs) > 0
 	}
 	if w.Job != nil {
 		ch, err := s.data.charts(r.Context(), w.ID)
@@ -367,6 +370,8 @@ type machinesBody struct {
 	Nodes       []wire.NodeInfo
 	Bars        *barChart
 	SharesChart *chart
+	// GPUs: a node has GPUs (the table gets their column).
+	GPUs bool
 }
 
 func fillMachines(s *server, r *http.Request, d *pageData) error {
@@ -376,7 +381,7 @@ func fillMachines(s *server, r *http.Request, d *pageData) error {
 		return err
 	}
 	slices.SortFunc(nodes.Nodes, func(a, b wire.NodeInfo) int { return cmp.Compare(a.Name, b.Name) })
-	b := &machinesBody{Nodes: nodes.Nodes, Bars: nodeBars(nodes.Nodes)}
+	b := &machinesBody{Nodes: nodes.Nodes, Bars: nodeBars(nodes.Nodes), GPUs: anyNodeGPUs(nodes.Nodes)}
 	if ch, err := s.data.charts(r.Context(), 0); err == nil {
 		b.SharesChart = clusterChart(ch.Cluster)
 	}

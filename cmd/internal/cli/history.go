@@ -23,7 +23,10 @@ func newHistoryCmd(g *globals) *cobra.Command {
 		Short: "list finished work with its accounting (like sacct)",
 		Long: `List the accounting records of finished work, oldest end first: jobs, managed
 reservations, reservations and services, with their user, class, times, state,
-memory asked and capped, peak memory, CPU time, exit code, work items and nodes.
+memory asked and capped, peak memory, CPU time, exit code, work items and nodes,
+and for work with GPUs the GPUs asked, the GPU time held (the table's GPU
+column: GPU-hours, a slice counting as its share of its GPU) and the peak GPU memory of one process (--json: gpus, gpu_memory,
+gpu_seconds, gpu_memory_peak).
 
 Finished work stays in 'ducc jobs --all' and 'ducc show' for head.retention.work
 (1h by default); its record stays here for head.retention.history (30d), see
@@ -276,10 +279,17 @@ func historyState(r wire.HistoryRecord) string {
 }
 
 // printHistory prints the records as a table that fits 80 columns (user
-// names are cut at 8 characters; the class is in --json).
+// names are cut at 8 characters; the class is in --json). When a record
+// used GPUs, a GPU column gives the GPU time held (as CPU gives the CPU
+// time) and user names are cut at 5 to make room.
 func printHistory(w io.Writer, recs []wire.HistoryRecord, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
-	fmt.Fprintln(tw, "ID\tUSER\tENDED\tELAPSED\tSTATE\tMAXRSS\tCPU\tITEMS")
+	gpus := historyHasGPUs(recs)
+	userWidth, gpuHead := 8, ""
+	if gpus {
+		userWidth, gpuHead = 5, "\tGPU"
+	}
+	fmt.Fprintln(tw, "ID\tUSER\tENDED\tELAPSED\tSTATE\tMAXRSS\tCPU"+gpuHead+"\tITEMS")
 	for _, r := range recs {
 		items := "-"
 		if r.Kind == wire.WorkJob {
@@ -288,9 +298,13 @@ func printHistory(w io.Writer, recs []wire.HistoryRecord, now time.Time) {
 				items += " " + count(r.Failed) + "F"
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, cut(r.User, 8),
+		gpu := ""
+		if gpus {
+			gpu = "\t" + gpuTimeShort(r.GPUSeconds)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s%s\t%s\n", r.ID, cut(r.User, userWidth),
 			endClock(r.EndedAt, now), duration(r.StartedAt, r.EndedAt, now), historyState(r),
-			shortSize(r.MaxRSS), cpuTime(r.CPUSeconds), items)
+			shortSize(r.MaxRSS), cpuTime(r.CPUSeconds), gpu, items)
 	}
 	tw.Flush()
 }

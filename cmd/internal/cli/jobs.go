@@ -30,7 +30,7 @@ type jobColumn struct {
 const defaultJobColumns = "id,user,kind,class,state,done,total,err,rate,time,nodelist"
 
 // wideJobColumns are the columns of --wide and -o wide, printed whole.
-const wideJobColumns = "id,user,kind,class,state,memory,procs,done,total,err,rate,start,time,nodelist,held,description"
+const wideJobColumns = "id,user,kind,class,state,memory,gpus,procs,done,total,err,rate,start,time,nodelist,held,description"
 
 var jobColumns = []jobColumn{
 	{"id", "ID", "the work's id", 0, 0, func(x *wire.WorkInfo, _ time.Time) string { return strconv.FormatUint(x.ID, 10) }},
@@ -39,6 +39,7 @@ var jobColumns = []jobColumn{
 	{"class", "CLASS", "its scheduling class", 2, 12, func(x *wire.WorkInfo, _ time.Time) string { return x.Class }},
 	{"state", "STATE", "its state (Waiting: see why); how ended work ended", 0, 0, func(x *wire.WorkInfo, _ time.Time) string { return tableState(x) }},
 	{"memory", "MEMORY", "memory per process, as asked", 0, 9, func(x *wire.WorkInfo, _ time.Time) string { return units.FormatSize(x.Memory) }},
+	{"gpus", "GPUS", "GPUs per process: whole (2) or a slice of one GPU's memory (20G)", 0, 9, func(x *wire.WorkInfo, _ time.Time) string { return jobGPUCell(x) }},
 	{"procs", "PROCS", "live processes / processes wanted", 0, 10, func(x *wire.WorkInfo, _ time.Time) string { return procsCell(x) }},
 	{"done", "DONE", "work items done", 0, 0, func(x *wire.WorkInfo, _ time.Time) string {
 		return jobNum(x, func(s *wire.JobStats) int { return s.Done })

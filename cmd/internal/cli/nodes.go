@@ -2,6 +2,9 @@ package cli
 
 import (
 	"fmt"
+	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,10 +16,23 @@ import (
 )
 
 func newNodesCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var wide, gpus bool
+	cmd := &cobra.Command{
 		Use:   "nodes",
-		Short: "list nodes: state, memory, shares, processes, last heartbeat",
-		Args:  cobra.NoArgs,
+		Short: "list nodes: state, memory, shares, processes, GPUs, last heartbeat",
+		Long: `List the nodes: state, memory, shares, processes, last heartbeat, and on a
+cluster with GPUs each node's GPUs: how many of what memory and how many are
+given out ("2×80G (1 in use)").
+
+--gpus lists every GPU instead: its node, UUID, model and memory, what the
+scheduler has given out of it (whole, or the sum of the slices on it), what
+its processes use (where NVML can say) and the processes that hold it; then
+how each node's agent found its GPUs, or why it has none.
+
+On a terminal the table is fitted to its width (MEM TOTAL, then HEARTBEAT
+and PROCS give way, and a line on stderr names them); --wide prints every
+column. Piped, and with --json, everything is printed.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var list wire.NodeList
 			if err := newClient(g).call(cmd.Context(), wire.MethodNodes, wire.Empty{}, &list); err != nil {
@@ -28,24 +44,75 @@ func newNodesCmd(g *globals) *cobra.Command {
 				}
 				return printJSON(cmd.OutOrStdout(), list)
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSTATE\tMEM TOTAL\tSCHEDULABLE\tUSED\tSHARES\tPROCS\tHEARTBEAT")
-			for _, n := range list.Nodes {
-				age := time.Since(time.UnixMilli(n.LastHeartbeat)).Round(100 * time.Millisecond)
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s ago\n", n.Name, n.State, units.FormatSize(n.MemTotal),
-					units.FormatSize(n.MemSchedulable), units.FormatSize(n.MemUsed), n.SharesUsed, n.Shares, n.Procs, age)
+			out := cmd.OutOrStdout()
+			width := outWidth(out)
+			if wide {
+				width = 0
 			}
-			if err := tw.Flush(); err != nil {
+			if gpus {
+				return printGPUs(out, cmd.ErrOrStderr(), list.Nodes, width)
+			}
+			dropped, err := nodeTable(list.Nodes, time.Now()).write(out, width, true)
+			if err != nil {
 				return err
 			}
+			leftOut(cmd.ErrOrStderr(), dropped, width)
 			for _, n := range list.Nodes {
 				if len(n.Leftovers) > 0 {
-					fmt.Fprintln(cmd.OutOrStdout(), leftoverNote(n))
+					fmt.Fprintln(out, leftoverNote(n))
 				}
 			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&wide, "wide", false, "every column, never fitted to the terminal")
+	cmd.Flags().BoolVar(&gpus, "gpus", false, "list each GPU: node, UUID, model, memory, allocated, used, holders")
+	return cmd
+}
+
+// nodeTable is the table of 'ducc nodes'; the GPUS column is there when
+// a node has GPUs.
+func nodeTable(nodes []wire.NodeInfo, now time.Time) *table {
+	t := &table{
+		heads:  []string{"NAME", "STATE", "MEM TOTAL", "SCHEDULABLE", "USED", "SHARES", "PROCS", "HEARTBEAT"},
+		shrink: []int{0, 0, 0, 0, 0, 0, 0, 0},
+		drop:   []int{0, 0, 1, 0, 0, 0, 3, 2},
+	}
+	withGPUs := anyNodeGPUs(nodes)
+	if withGPUs {
+		t.heads = slices.Insert(t.heads, 7, "GPUS")
+		t.shrink = slices.Insert(t.shrink, 7, 0)
+		t.drop = slices.Insert(t.drop, 7, 0)
+	}
+	for _, n := range nodes {
+		age := now.Sub(time.UnixMilli(n.LastHeartbeat)).Round(100 * time.Millisecond)
+		row := []string{n.Name, n.State, units.FormatSize(n.MemTotal), units.FormatSize(n.MemSchedulable),
+			units.FormatSize(n.MemUsed), fmt.Sprintf("%d/%d", n.SharesUsed, n.Shares), strconv.Itoa(n.Procs), age.String() + " ago"}
+		if withGPUs {
+			row = slices.Insert(row, 7, nodeGPUCell(n))
+		}
+		t.add(row...)
+	}
+	return t
+}
+
+// printGPUs is 'ducc nodes --gpus'.
+func printGPUs(out, errOut io.Writer, nodes []wire.NodeInfo, width int) error {
+	if anyNodeGPUs(nodes) {
+		dropped, err := gpuTable(nodes).write(out, width, true)
+		if err != nil {
+			return err
+		}
+		leftOut(errOut, dropped, width)
+	} else {
+		fmt.Fprintln(out, "No node has GPUs.")
+	}
+	for _, l := range gpuDiscoveryLines(nodes) {
+		for _, w := range wrap(l, width) {
+			fmt.Fprintln(out, w)
+		}
+	}
+	return nil
 }
 
 func newStatusCmd(g *globals) *cobra.Command {

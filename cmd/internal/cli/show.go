@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,6 +56,12 @@ func printWorkWidth(w io.Writer, x wire.WorkInfo, width int, now time.Time) {
 		}
 	}
 	f.add("Memory", memoryLine(&x))
+	if label, v := gpuRequest(&x); v != "" {
+		f.add(label, v)
+	}
+	if u := gpuUse(&x); u != "" {
+		f.add("GPU use", u)
+	}
 	if len(x.Nodes) > 0 {
 		f.add("Nodes", strings.Join(x.Nodes, ", "))
 	}
@@ -93,6 +100,13 @@ func printWorkWidth(w io.Writer, x wire.WorkInfo, width int, now time.Time) {
 		shrink: []int{0, 2, 0, 3, 0, 0, 0, 0, 1},
 		indent: "  ",
 	}
+	// GPUS: how many whole GPUs a process holds, or its slice; the
+	// lines below name them (UUIDs are too long for the table).
+	withGPUs := anyProcGPUs(&x)
+	if withGPUs {
+		t.heads = slices.Insert(t.heads, 6, "GPUS")
+		t.shrink = slices.Insert(t.shrink, 6, 0)
+	}
 	var details fields
 	for _, p := range x.Procs {
 		end := procEnd(p)
@@ -100,10 +114,17 @@ func printWorkWidth(w io.Writer, x wire.WorkInfo, width int, now time.Time) {
 		if p.Kind == wire.ProcDriver {
 			id += " (driver)"
 		}
-		t.add(id, p.Node, pidCell(p.PID), p.State, units.FormatSize(p.MemoryLimit), units.FormatSize(int64(p.RSS)),
-			strconv.Itoa(p.Done), strconv.Itoa(p.Errors), end)
+		row := []string{id, p.Node, pidCell(p.PID), p.State, units.FormatSize(p.MemoryLimit), units.FormatSize(int64(p.RSS)),
+			strconv.Itoa(p.Done), strconv.Itoa(p.Errors), end}
+		if withGPUs {
+			row = slices.Insert(row, 6, procGPUCell(p))
+		}
+		t.add(row...)
 		if width > 0 && len([]rune(end)) > 24 {
 			details.add("  "+p.ID+" end", end)
+		}
+		if g := procGPUs(p); g != "" {
+			details.add("  "+p.ID+" GPUs", g)
 		}
 		if p.LogPath != "" {
 			details.add("  "+p.ID+" log", p.LogPath)
