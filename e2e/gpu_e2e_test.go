@@ -2,11 +2,15 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ducc-project/ducc/wire"
 )
@@ -63,6 +67,37 @@ func TestDeclaredGPUs(t *testing.T) {
 	if code != 0 || strings.TrimSpace(out) != "[] []" {
 		t.Errorf("run without GPUs: exit %d, printed %q (%s): want both variables set and empty", code, out, errs)
 	}
+
+	// Fenced: a process opens only its own GPU's device file. With no
+	// driver here, device nodes made for the test answer ENXIO where the
+	// fence lets a process through and EPERM where it does not.
+	t.Run("fence", func(t *testing.T) {
+		dev := filepath.Join(c.dir, "dev")
+		if err := os.MkdirAll(dev, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for minor := range 2 {
+			if err := unix.Mknod(filepath.Join(dev, fmt.Sprint("nvidia", minor)), unix.S_IFCHR|0o666, int(unix.Mkdev(195, uint32(minor)))); err != nil {
+				t.Skipf("cannot make device nodes here: %v", err)
+			}
+		}
+		script := `export LC_ALL=C; echo "[$CUDA_VISIBLE_DEVICES]"; for d in 0 1; do cat ` + dev + `/nvidia$d 2>&1 | head -1; done`
+		out, errs, code := c.ducc("run", "--gpus", "1", "--memory", "256M", "--", "sh", "-c", script)
+		if code != 0 {
+			t.Fatalf("run --gpus 1: exit %d: %s %s", code, out, errs)
+		}
+		own, other := "nvidia0", "nvidia1"
+		if strings.Contains(out, "["+gpuB+"]") {
+			own, other = other, own
+		}
+		if !strings.Contains(out, own+": No such device or address") || !strings.Contains(out, other+": Operation not permitted") {
+			t.Errorf("a process with one GPU opens its own (%s, ENXIO without a driver) and not the other (%s, EPERM):\n%s", own, other, out)
+		}
+		out, errs, code = c.ducc("run", "--memory", "256M", "--", "sh", "-c", script)
+		if code != 0 || strings.Count(out, "Operation not permitted") != 2 {
+			t.Errorf("a process without GPUs opens neither GPU (EPERM twice): exit %d:\n%s %s", code, out, errs)
+		}
+	})
 
 	// Refused at once: more GPUs than any node has, a slice larger than
 	// any GPU, and both kinds at once.
