@@ -136,6 +136,17 @@ func (g *gpuNode) gpuEnv(env []string, user string, gpus []string) []string {
 	return append(out, envCUDAVisible+"="+v, envNVIDIAVisible+"="+v)
 }
 
+// fence is the GPU fence of a process that may open the GPUs of these
+// minors: on a node with GPUs every process is fenced, to its own GPUs or,
+// without any, to none (docs/security.md, "GPU fencing"); nil on a node
+// without GPUs, where fencing would cost a start for nothing.
+func (g *gpuNode) fence(minors []int) *proc.GPUFence {
+	if !g.has() {
+		return nil
+	}
+	return &proc.GPUFence{Allowed: minors}
+}
+
 // gpuMinors returns the /dev/nvidia minors of the devices of spec, sorted
 // and each once (MIG instances share their GPU's): the character devices
 // proc's device fencing lets the process open (with nvidiactl and

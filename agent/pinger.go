@@ -26,8 +26,7 @@ import (
 // the head's way to run pingers (head.Config.Pingers).
 func (a *Agent) RunPinger(ctx context.Context, node, peerID string, req wire.PingRunRequest) (wire.PingRunReply, error) {
 	if node == a.cfg.Node {
-		req.Env = a.gpus.gpuEnv(req.Env, req.User, nil) // a pinger holds no GPUs
-		return runPinger(ctx, a.procs, req), nil
+		return a.runPingerHere(ctx, req), nil
 	}
 	p, err := peer.Decode(peerID)
 	if err != nil {
@@ -46,8 +45,14 @@ func (a *Agent) handlePingRun(ctx context.Context, req *wire.Request) (any, erro
 	if err := req.DecodeBody(&r); err != nil {
 		return nil, err
 	}
-	r.Env = a.gpus.gpuEnv(r.Env, r.User, nil) // a pinger holds no GPUs
-	return runPinger(ctx, a.procs, r), nil
+	return a.runPingerHere(ctx, r), nil
+}
+
+// runPingerHere runs a custom pinger on this node. A pinger holds no
+// GPUs: on a node with GPUs it sees none and is fenced from all of them.
+func (a *Agent) runPingerHere(ctx context.Context, r wire.PingRunRequest) wire.PingRunReply {
+	r.Env = a.gpus.gpuEnv(r.Env, r.User, nil)
+	return runPinger(ctx, a.procs, r, a.gpus.fence(nil))
 }
 
 // runner is what runPinger needs of proc.Manager.
@@ -59,7 +64,7 @@ type runner interface {
 // standard input, its answer the last non-empty line of its standard
 // output, as JSON. Whatever goes wrong is in the reply's Error, in words
 // for the service's owner.
-func runPinger(ctx context.Context, procs runner, r wire.PingRunRequest) wire.PingRunReply {
+func runPinger(ctx context.Context, procs runner, r wire.PingRunRequest, fence *proc.GPUFence) wire.PingRunReply {
 	fail := func(format string, args ...any) wire.PingRunReply {
 		return wire.PingRunReply{Error: fmt.Sprintf(format, args...)}
 	}
@@ -84,7 +89,8 @@ func runPinger(ctx context.Context, procs runner, r wire.PingRunRequest) wire.Pi
 		// shim looks for it as the user, not the agent as root.
 		Path: r.Path, Args: r.Args, Env: r.Env, Dir: r.Dir, DirIfExists: true,
 		Stdin: append(in, '\n'), MemoryLimit: r.MemoryLimit, Timeout: timeout,
-		Umask: parseUmask(r.Umask), // nil (0022) when the service has none
+		Umask:    parseUmask(r.Umask), // nil (0022) when the service has none
+		GPUFence: fence,
 	})
 	var le *proc.LaunchError
 	switch {

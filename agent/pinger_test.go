@@ -75,7 +75,7 @@ func TestRunPinger(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			reply := runPinger(context.Background(), &tc.procs, pingReq())
+			reply := runPinger(context.Background(), &tc.procs, pingReq(), nil)
 			if reply.Error != tc.err {
 				t.Fatalf("error %q, want %q", reply.Error, tc.err)
 			}
@@ -97,18 +97,25 @@ func TestRunPinger(t *testing.T) {
 	java := pingReq()
 	java.Path, java.Name = "java", "Java pinger a.Hangs"
 	reply := runPinger(context.Background(), &fakeProcs{res: proc.RunResult{ExitCode: 3, Reason: "exited with code 3",
-		Stderr: []byte("ducc-pinger: a.Hangs.getStatistics() did not return within 5000 ms\n")}}, java)
+		Stderr: []byte("ducc-pinger: a.Hangs.getStatistics() did not return within 5000 ms\n")}}, java, nil)
 	if want := "Java pinger a.Hangs: exited with code 3: ducc-pinger: a.Hangs.getStatistics() did not return within 5000 ms"; reply.Error != want {
 		t.Errorf("Java pinger: %q, want %q", reply.Error, want)
 	}
-	if reply := runPinger(context.Background(), &fakeProcs{}, wire.PingRunRequest{Path: "/x"}); !strings.Contains(reply.Error, "no timeout") {
+	if reply := runPinger(context.Background(), &fakeProcs{}, wire.PingRunRequest{Path: "/x"}, nil); !strings.Contains(reply.Error, "no timeout") {
 		t.Errorf("a request without a timeout: %+v", reply)
 	}
 	// A service registered without a umask: the pinger gets 0022 from the shim.
 	noUmask := pingReq()
 	noUmask.Umask = ""
 	var f fakeProcs
-	runPinger(context.Background(), &f, noUmask)
+	runPinger(context.Background(), &f, noUmask, nil)
+	if f.spec.GPUFence != nil {
+		t.Errorf("a pinger on a node without GPUs is fenced: %+v", f.spec.GPUFence)
+	}
+	if runPinger(context.Background(), &f, pingReq(), &proc.GPUFence{}); f.spec.GPUFence == nil || len(f.spec.GPUFence.Allowed) != 0 {
+		t.Errorf("a pinger on a node with GPUs is not fenced from all of them: %+v", f.spec.GPUFence)
+	}
+	runPinger(context.Background(), &f, noUmask, nil)
 	if f.spec.Umask != nil {
 		t.Errorf("no umask in the request ran with %o", *f.spec.Umask)
 	}

@@ -138,11 +138,7 @@ func (a *Agent) start(ctx context.Context, spec wire.ProcSpec) {
 		Path: spec.Path, Args: spec.Args, Env: a.gpus.gpuEnv(spec.Env, spec.User, spec.GPUs), Dir: spec.Dir,
 		LogDir: spec.LogDir, MemoryLimit: spec.MemoryLimit,
 	}
-	if a.gpus.has() {
-		// On a node with GPUs every process is fenced: to its own GPUs,
-		// or, without any, to none (docs/security.md, "GPU fencing").
-		ps.GPUFence = &proc.GPUFence{Allowed: minors}
-	}
+	ps.GPUFence = a.gpus.fence(minors)
 	if spec.Umask != "" {
 		// The submitter's umask; the head checked it (four octal digits).
 		if ps.Umask = parseUmask(spec.Umask); ps.Umask == nil {

@@ -63,6 +63,8 @@ type RunSpec struct {
 	// MaxOutput is how many bytes of stdout and of stderr are kept (the
 	// last ones); 0 means DefaultMaxOutput.
 	MaxOutput int
+	// GPUFence as for Spec.
+	GPUFence *GPUFence
 }
 
 // RunResult is the outcome of a run that started.
@@ -119,7 +121,7 @@ func (m *Manager) Run(ctx context.Context, rs RunSpec) (RunResult, error) {
 	m.mu.Unlock()
 	spec := Spec{ID: id, Kind: "RUN", User: rs.User, UID: rs.UID, GID: rs.GID, Groups: rs.Groups,
 		Path: rs.Path, Args: rs.Args, Env: rs.Env, Dir: rs.Dir, DirIfExists: rs.DirIfExists, MemoryLimit: rs.MemoryLimit,
-		Umask: rs.Umask}
+		Umask: rs.Umask, GPUFence: rs.GPUFence}
 	if err := spec.validate(); err != nil {
 		return RunResult{}, err
 	}
