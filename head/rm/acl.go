@@ -200,14 +200,8 @@ func (cl *Class) CheckACL(user string, groups []string) error {
 // and its groups already have in the class.
 func (cl *Class) CheckLimits(user string, groups []string, memory int64, usage Usage) error {
 	for _, l := range cl.Limits {
-		var t Tally
-		var who string
-		switch {
-		case l.User != "" && (l.User == user || l.User == "*"):
-			t, who = usage.User, "user "+user
-		case l.Group != "" && slices.Contains(groups, l.Group):
-			t, who = usage.Groups[l.Group], "group "+l.Group
-		default:
+		t, who, ok := l.appliesTo(user, groups, usage)
+		if !ok {
 			continue
 		}
 		if l.MaxJobs > 0 && t.Jobs+1 > l.MaxJobs {
@@ -229,17 +223,8 @@ func (cl *Class) CheckGPULimits(user string, groups []string, gpus int, usage Us
 		return nil
 	}
 	for _, l := range cl.Limits {
-		if l.MaxGPUs <= 0 {
-			continue
-		}
-		var t Tally
-		var who string
-		switch {
-		case l.User != "" && (l.User == user || l.User == "*"):
-			t, who = usage.User, "user "+user
-		case l.Group != "" && slices.Contains(groups, l.Group):
-			t, who = usage.Groups[l.Group], "group "+l.Group
-		default:
+		t, who, ok := l.appliesTo(user, groups, usage)
+		if l.MaxGPUs <= 0 || !ok {
 			continue
 		}
 		if t.GPUs+gpus > l.MaxGPUs {
@@ -248,4 +233,17 @@ func (cl *Class) CheckGPULimits(user string, groups []string, gpus int, usage Us
 		}
 	}
 	return nil
+}
+
+// appliesTo tells whether the limit is user's (its user, or "*") or one
+// of its groups', and returns what that user or group already has and
+// how a message names it.
+func (l Limit) appliesTo(user string, groups []string, usage Usage) (Tally, string, bool) {
+	switch {
+	case l.User != "" && (l.User == user || l.User == "*"):
+		return usage.User, "user " + user, true
+	case l.Group != "" && slices.Contains(groups, l.Group):
+		return usage.Groups[l.Group], "group " + l.Group, true
+	}
+	return Tally{}, "", false
 }
