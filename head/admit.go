@@ -160,10 +160,11 @@ func checkGPUs(h *Head, a *admission) *wire.CodedError {
 	if !g.asks() || a.noProcess {
 		return nil
 	}
-	nodes, known := h.orch.GPUNodes()
-	if !known {
+	kinds, known := h.orch.GPUKinds()
+	if !known || rm.GPUFitModel(g.count, g.memory, g.model, kinds) == "" {
 		return nil
 	}
+	nodes, _ := h.orch.GPUNodes()
 	if msg := rm.GPUFitModel(g.count, g.memory, g.model, nodes); msg != "" {
 		return wire.Errorf(wire.CodeUsage, "%s", msg)
 	}

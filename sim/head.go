@@ -33,17 +33,18 @@ const headNode = "sim-head"
 // head-eligible agent runs it, but with no process manager and no node of
 // its own. Its hooks measure heartbeats and pushes.
 type simHead struct {
-	log   *slog.Logger
-	index int    // in the head group, in start order
-	name  string // its node name
-	dir   string
-	psk   pnet.PSK
-	host  host.Host
-	ps    *pubsub.PubSub
-	hbT   *p2p.Topic[wire.Heartbeat]
-	leadT *p2p.Topic[wire.LeaderAnnounce]
-	srv   *server.Server
-	reg   *prometheus.Registry
+	log     *slog.Logger
+	index   int    // in the head group, in start order
+	name    string // its node name
+	dir     string
+	psk     pnet.PSK
+	host    host.Host
+	ps      *pubsub.PubSub
+	hbT     *p2p.Topic[wire.Heartbeat]
+	leadT   *p2p.Topic[wire.LeaderAnnounce]
+	srv     *server.Server
+	reg     *prometheus.Registry
+	metrics *web.HeadMetrics
 
 	heartbeats atomic.Uint64
 	hbBusy     atomic.Int64 // nanoseconds spent folding heartbeats in
@@ -106,6 +107,7 @@ func startHeads(ctx context.Context, o *Options) (_ heads, err error) {
 // and is elected, later ones connect to the earlier ones and join.
 func startHead(ctx context.Context, o *Options, psk pnet.PSK, i int, earlier heads) (_ *simHead, err error) {
 	s := &simHead{log: o.Logger.With("head", i), reg: prometheus.NewRegistry(), psk: psk, index: i, name: fmt.Sprintf("%s-%d", headNode, i)}
+	s.metrics = web.NewHeadMetrics(s.reg)
 	if s.dir, err = os.MkdirTemp("", "ducc-sim-head-"); err != nil {
 		return nil, fmt.Errorf("sim head: data dir: %w", err)
 	}
@@ -144,7 +146,7 @@ func startHead(ctx context.Context, o *Options, psk pnet.PSK, i int, earlier hea
 		Host: s.host, Heartbeats: s.hbT, Leaders: s.leadT,
 		DataDir: s.dir, BootstrapExpect: expect, FollowedLeader: follow, Heartbeat: o.Heartbeat, Elect: o.Elect,
 		Node: s.name, Version: "sim", Scheduler: rm.DefaultConfig(), NodeTimeout: o.NodeTimeout, MaxHeartbeatsPerSecond: max(o.MaxHeartbeatsPerSecond, 0),
-		Metrics: web.NewHeadMetrics(s.reg),
+		Metrics: s.metrics,
 		Hooks:   server.Hooks{Heartbeat: s.sawHeartbeat, Pushed: s.pushed},
 		Logger:  base,
 	})
@@ -357,17 +359,8 @@ func (s *simHead) call(ctx context.Context, method string, req, resp any) error 
 
 // cycles returns the number and total seconds of scheduling cycles.
 func (s *simHead) cycles() (uint64, float64) {
-	mfs, err := s.reg.Gather()
-	if err != nil {
-		return 0, 0
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == "ducc_head_rm_cycle_seconds" && len(mf.GetMetric()) > 0 {
-			h := mf.GetMetric()[0].GetHistogram()
-			return h.GetSampleCount(), h.GetSampleSum()
-		}
-	}
-	return 0, 0
+	n, total := s.metrics.Cycles()
+	return n, total.Seconds()
 }
 
 // headCounters is a snapshot of the head's counters and resource use.

@@ -109,14 +109,17 @@ func TestMetricsGPUs(t *testing.T) {
 	want := `
 # HELP ducc_gpu_memory_allocated_bytes GPU memory the scheduler has given out: the whole device to a process that holds it whole, else the sum of the slices on it.
 # TYPE ducc_gpu_memory_allocated_bytes gauge
+ducc_gpu_memory_allocated_bytes{model="",node="n1",uuid="GPU-a"} 4.294967296e+10
 ducc_gpu_memory_allocated_bytes{model="NVIDIA H100 80GB HBM3",node="g1",uuid="GPU-1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901"} 2.147483648e+10
 ducc_gpu_memory_allocated_bytes{model="NVIDIA H100 80GB HBM3",node="g1",uuid="GPU-8a5b6c3d-1e2f-3a4b-5c6d-7e8f9a0b1c2d"} 8.589934592e+10
 # HELP ducc_gpu_memory_bytes Memory of a GPU (or MIG instance) of a node.
 # TYPE ducc_gpu_memory_bytes gauge
+ducc_gpu_memory_bytes{model="",node="n1",uuid="GPU-a"} 8.589934592e+10
 ducc_gpu_memory_bytes{model="NVIDIA H100 80GB HBM3",node="g1",uuid="GPU-1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901"} 8.589934592e+10
 ducc_gpu_memory_bytes{model="NVIDIA H100 80GB HBM3",node="g1",uuid="GPU-8a5b6c3d-1e2f-3a4b-5c6d-7e8f9a0b1c2d"} 8.589934592e+10
 # HELP ducc_gpu_memory_used_bytes GPU memory the processes on a GPU use, where the agent can read it (NVML); 0 otherwise.
 # TYPE ducc_gpu_memory_used_bytes gauge
+ducc_gpu_memory_used_bytes{model="",node="n1",uuid="GPU-a"} 1.073741824e+09
 ducc_gpu_memory_used_bytes{model="NVIDIA H100 80GB HBM3",node="g1",uuid="GPU-1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901"} 0
 ducc_gpu_memory_used_bytes{model="NVIDIA H100 80GB HBM3",node="g1",uuid="GPU-8a5b6c3d-1e2f-3a4b-5c6d-7e8f9a0b1c2d"} 4.5097156608e+10
 `
@@ -125,7 +128,13 @@ ducc_gpu_memory_used_bytes{model="NVIDIA H100 80GB HBM3",node="g1",uuid="GPU-8a5
 	}
 	// Without GPUs, no GPU series.
 	reg2 := prometheus.NewPedanticRegistry()
-	defer NewHeadMetrics(reg2).ServeCluster(testCluster)()
+	defer NewHeadMetrics(reg2).ServeCluster(func() Cluster {
+		c := testCluster()
+		for i := range c.Nodes {
+			c.Nodes[i].GPUs = nil
+		}
+		return c
+	})()
 	if n, err := testutil.GatherAndCount(reg2, "ducc_gpu_memory_bytes"); err != nil || n != 0 {
 		t.Errorf("%d GPU series without GPUs, %v", n, err)
 	}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,6 +31,9 @@ type HeadMetrics struct {
 	raftState     *prometheus.GaugeVec
 	leaderChanges prometheus.Counter
 	cluster       *clusterSeries
+
+	cycles     atomic.Uint64 // cycles observed (Cycles)
+	cycleNanos atomic.Int64  // their total time
 }
 
 // NewHeadMetrics creates the head's metrics and registers them on reg
@@ -111,7 +115,19 @@ func (m *HeadMetrics) ServeCluster(view func() Cluster) (stop func()) {
 func (m *HeadMetrics) ObserveCycle(d time.Duration) {
 	if m != nil {
 		m.cycle.Observe(d.Seconds())
+		m.cycles.Add(1)
+		m.cycleNanos.Add(int64(d))
 	}
+}
+
+// Cycles returns how many scheduling cycles were observed and their total
+// time, without gathering the registry (which walks every series, per node
+// and per GPU: ducc sim reads this between its windows).
+func (m *HeadMetrics) Cycles() (n uint64, total time.Duration) {
+	if m == nil {
+		return 0, 0
+	}
+	return m.cycles.Load(), time.Duration(m.cycleNanos.Load())
 }
 
 // ObserveApply records one Raft apply.

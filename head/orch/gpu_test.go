@@ -86,3 +86,45 @@ func TestPlanCommandsCarryGPUs(t *testing.T) {
 		t.Errorf("procSpec GPUs %v slice %d", ps.GPUs, ps.GPUSlice)
 	}
 }
+
+// GPUKinds keeps one node of each kind of GPUs (models and sizes, not
+// ids) as full heartbeats add and change nodes.
+func TestGPUKinds(t *testing.T) {
+	f := newFixture(t)
+	h100 := func(ids ...string) []wire.GPUDevice {
+		var out []wire.GPUDevice
+		for i, id := range ids {
+			out = append(out, wire.GPUDevice{UUID: id, Model: "H100", Memory: 80 << 30, Minor: i})
+		}
+		return out
+	}
+	kinds := func() []int {
+		ks, _ := f.o.GPUKinds()
+		var out []int
+		for _, k := range ks {
+			out = append(out, len(k.GPUs))
+		}
+		return out
+	}
+	if _, known := f.o.GPUKinds(); known {
+		t.Fatal("kinds known before any heartbeat")
+	}
+	steps := []struct {
+		node string
+		gpus []wire.GPUDevice
+		want []int // GPUs of each kind's node, in the kinds' order
+	}{
+		{"n1", h100("a", "b"), []int{2}},
+		{"n2", h100("c", "d"), []int{2}}, // same kind, other ids
+		{"n3", nil, []int{0, 2}},         // no GPUs is a kind too
+		{"n1", h100("a"), []int{0, 1, 2}},
+		{"n2", h100("c"), []int{0, 1}}, // the last node of two GPUs changed
+		{"n3", h100("e"), []int{1}},
+	}
+	for i, s := range steps {
+		f.o.Heartbeat(f.ctx, wire.Heartbeat{Node: s.node, Seq: uint64(i + 1), MemSchedulable: 4 << 30, GPUs: s.gpus}, "p")
+		if got := kinds(); !reflect.DeepEqual(got, s.want) {
+			t.Fatalf("step %d (%s with %d GPUs): kinds %v, want %v", i, s.node, len(s.gpus), got, s.want)
+		}
+	}
+}

@@ -1,6 +1,13 @@
 package orch
 
-import "github.com/ducc-project/ducc/head/rm"
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ducc-project/ducc/head/rm"
+)
 
 // memIndex keeps the largest schedulable memory among the known nodes up to
 // date as heartbeats change it, so that the submit check (does any node
@@ -72,11 +79,70 @@ func (o *Orchestrator) SchedulableSizes() map[int64]int {
 	return out
 }
 
+// gpuIndex counts the nodes with an inventory by the GPUs they have (their
+// models and sizes, not their ids) and keeps one node of each kind, so that
+// the submit check of a GPU request looks at each kind once: nodes come in
+// few kinds, and at 10,000 nodes of eight GPUs the check costs what it does
+// at one (GPUNodes, which lists every node, cost a GPU burst a third of the
+// head's CPU; docs/performance.md).
+type gpuIndex struct {
+	count map[string]int     // kind → nodes of that kind
+	rep   map[string]rm.Node // kind → one node of that kind
+}
+
+// gpuKind is the key of a node's GPUs: their models and sizes, in order.
+func gpuKind(gs []rm.GPU) string {
+	var b strings.Builder
+	for _, g := range gs {
+		b.WriteString(g.Model)
+		b.WriteByte(0)
+		b.WriteString(strconv.FormatInt(g.Memory, 10))
+		b.WriteByte(1)
+	}
+	return b.String()
+}
+
+// add counts a node named name with GPUs gs.
+func (x *gpuIndex) add(name string, gs []rm.GPU) {
+	if x.count == nil {
+		x.count, x.rep = map[string]int{}, map[string]rm.Node{}
+	}
+	k := gpuKind(gs)
+	if x.count[k]++; x.count[k] == 1 {
+		x.rep[k] = rm.Node{Name: name, GPUs: gs}
+	}
+}
+
+// remove uncounts a node that had GPUs gs.
+func (x *gpuIndex) remove(gs []rm.GPU) {
+	k := gpuKind(gs)
+	if x.count[k]--; x.count[k] <= 0 {
+		delete(x.count, k)
+		delete(x.rep, k)
+	}
+}
+
+// GPUKinds returns one node of each kind of GPUs the nodes with an
+// inventory have (one with none included), in a fixed order, and false
+// when no node has sent one yet. rm.GPUFitModel over them tells whether
+// some node could ever hold a request; to say why none can, with how many
+// nodes have what, GPUNodes lists them all.
+func (o *Orchestrator) GPUKinds() ([]rm.Node, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	keys := slices.Sorted(maps.Keys(o.gpuKinds.rep))
+	out := make([]rm.Node, len(keys))
+	for i, k := range keys {
+		out[i] = o.gpuKinds.rep[k]
+	}
+	return out, len(out) > 0
+}
+
 // GPUNodes returns the GPUs of every node this head has an inventory of
-// (a full heartbeat; in any state), for refusing a GPU request that no
-// node can ever hold (rm.GPUFitModel), and false when it has none yet. It
-// copies a slice header per node: admission asks only for work that asks
-// GPUs.
+// (a full heartbeat; in any state), for saying why no node can ever hold
+// a GPU request (rm.GPUFitModel), and false when it has none yet. It
+// copies a slice header per node: admission asks only once GPUKinds said
+// that no node can.
 func (o *Orchestrator) GPUNodes() ([]rm.Node, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -121,6 +121,7 @@ type Orchestrator struct {
 	classes  []rm.ClassUsage // per-class usage of the last cycle
 	nodes    map[string]*Node
 	mems     memIndex           // schedulable memory of nodes, for the submit check
+	gpuKinds gpuIndex           // the kinds of GPUs of nodes, for the submit check
 	pending  map[uint64]Waiting // work id → why it waits or is held
 	version  uint64
 	sent     map[string]string      // node → fingerprint of last desired pushed
@@ -373,7 +374,11 @@ func (o *Orchestrator) Heartbeat(ctx context.Context, hb wire.Heartbeat, peer st
 	}
 	isNew := n.State != NodeUp || !n.Inventory || n.HB.MemSchedulable != hb.Over(n.HB).MemSchedulable
 	if !hb.Delta && (!n.Inventory || !slices.Equal(n.HB.GPUs, hb.GPUs)) {
+		if n.Inventory {
+			o.gpuKinds.remove(n.gpus)
+		}
 		n.gpus, isNew = rmGPUs(hb.GPUs), true
+		o.gpuKinds.add(n.Name, n.gpus)
 	}
 	o.mems.change(n.HB.MemSchedulable, hb.Over(n.HB).MemSchedulable)
 	n.Peer, n.HB, n.LastSeen, n.State, n.Inventory = peer, hb.Over(n.HB), o.cfg.Now(), NodeUp, true
