@@ -646,10 +646,13 @@ type buildMem struct {
 	// snapshot lists the same works (id and submit time) in the same
 	// order, their order is known without sorting.
 	lastIn, lastSorted []workKey
-	nodeBy             map[string]*node
-	workBy             map[uint64]int
-	byInput            []*work
-	pids               procIDs // the process ids, kept up to date
+	// The GPU layout's slabs (layoutGPUs), reused from cycle to cycle.
+	gpuNodes []nodeGPU
+	gpuDevs  []gpuDev
+	nodeBy   map[string]*node
+	workBy   map[uint64]int
+	byInput  []*work
+	pids     procIDs // the process ids, kept up to date
 	// The pending reasons' sentences of this cycle and the last, by the
 	// works' positions in their cycle (reasonText).
 	reasons, lastReasons []cachedReason

@@ -62,5 +62,11 @@ func BenchmarkScheduleGPUBurst(b *testing.B) {
 			b.ReportMetric(float64(len(p.Starts)), "starts")
 			loop(b, in)
 		})
+		// As the head runs it: one Scheduler, whose buffers outlive a cycle.
+		b.Run(tc.name+"/scheduler/nodes=10000/workers=2000", func(b *testing.B) {
+			var sc Scheduler
+			b.ReportMetric(float64(len(p.Starts)), "starts")
+			loopWith(b, in, sc.Schedule)
+		})
 	}
 }
