@@ -18,6 +18,9 @@
 # benchmark (launches/s from 1, 2, 4, 16 callers) and one ducc round from the
 # largest P with the agent's profiles (DUCC_PROFILE_DIR: CPU, block, mutex,
 # go tool trace). Everything goes to OUT (default /tmp/short27).
+# BEFORE=<git revision> at pack time adds that tree's ducc, run in every round
+# just before this one's (the same P, a fresh agent each): before and after
+# on the same machine at the same time.
 set -u
 mode=${1:?usage: $0 pack|run DIR}; self=$(readlink -f "$0")
 mkdir -p "${2:?usage: $0 pack|run DIR}"; R=$(cd "$2" && pwd)
@@ -31,6 +34,13 @@ if [ "$mode" = pack ]; then
   sp=${SLURM_PORTABLE-}
   for d in ../shared ../../shared; do [ -z "${SLURM_PORTABLE+x}" ] && [ -d $d/peers/device/slurm-portable ] && sp=$d/peers/device/slurm-portable && break; done
   if [ -n "$sp" ] && [ -d "$sp" ]; then rm -rf "$R/slurm"; cp -r "$sp" "$R/slurm"; [ -d "$R/slurm/root" ] || "$R/slurm/build.sh"; fi
+  if [ -n "${BEFORE:-}" ]; then   # a second tree to compare, round by round
+    t=$(mktemp -d /tmp/short27-before.XXXX); git archive "$BEFORE" | tar x -C $t
+    mkdir -p "$R/before/bin"
+    for c in ducc duccd ducc-shim; do (cd $t && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$R/before/bin/$c" ./cmd/$c); done
+    git rev-parse "$BEFORE" >"$R/before/rev"; rm -rf $t
+    tar cf - -C "$R/before" bin rev | xz -6 -T2 >"$R/before.txz" && rm -rf "$R/before"
+  fi
   cp "$self" "$R/short-jobs-device.sh"
   tar cf - -C "$R" bin | xz -6 -T2 >"$R/bins.txz" && rm -rf "$R/bin"   # the device tool carries 64 MiB
   du -sh "$R"
@@ -38,7 +48,8 @@ if [ "$mode" = pack ]; then
 fi
 [ "$mode" = run ] || { echo "usage: $0 pack|run DIR" >&2; exit 2; }
 OUT=${OUT:-/tmp/short27}; mkdir -p "$OUT"; N=${N:-500}; PS=${PS:-1 4 16}; ROUNDS=${ROUNDS:-2}
-W=$(mktemp -d /tmp/short27.XXXX); tar xJf "$R/bins.txz" -C $W; B=$W/bin
+W=$(mktemp -d /tmp/short27.XXXX); tar xJf "$R/bins.txz" -C $W; B=$W/bin; BB=
+if [ -f "$R/before.txz" ]; then mkdir -p $W/before && tar xJf "$R/before.txz" -C $W/before && BB=$W/before/bin; fi
 cpu() { awk '{print $14+$15+$16+$17}' /proc/$1/stat 2>/dev/null || echo 0; }
 # The agent's CPU with its shim servers' (its children until they exit).
 dcpu() { local t; t=$(cpu $1); for p in $(pgrep -P $1 -f shim-server); do t=$((t + $(cpu $p))); done; echo $t; }
@@ -55,7 +66,8 @@ else
   echo "no Slurm (see $OUT/slurm-start.txt): ducc alone"
 fi
 
-# ducc_round P [PROFDIR]: one fresh dev agent, N jobs from P loops.
+# ducc_round P [PROFDIR [LABEL]]: one fresh dev agent of the executables in
+# $B, N jobs from P loops.
 ducc_round() {
   local P=$1 d=$W/ducc AP c0 m0 t0 t1 t2 c1 m1
   rm -rf $d; mkdir -p $d
@@ -70,7 +82,7 @@ ducc_round() {
   for i in $(seq 1200); do [ "$($B/ducc jobs --noheader 2>/dev/null | wc -l)" = 0 ] && break; sleep 0.02; done
   t2=$EPOCHREALTIME; c1=$(dcpu $AP); m1=$(busy)
   DR=$(rate $N $t0 $t2)
-  echo "ducc  P=$P: e2e $DR jobs/s, submit $(rate $N $t0 $t1)/s, agent CPU $(ms $c0 $c1) ms/job, machine CPU $(ms $m0 $m1) ms/job, load $(cut -d' ' -f1 /proc/loadavg)"
+  echo "ducc${3:+ $3} P=$P: e2e $DR jobs/s, submit $(rate $N $t0 $t1)/s, agent CPU $(ms $c0 $c1) ms/job, machine CPU $(ms $m0 $m1) ms/job, load $(cut -d' ' -f1 /proc/loadavg)"
   kill -TERM $AP; wait $AP 2>/dev/null
 }
 slurm_round() {
@@ -84,7 +96,8 @@ slurm_round() {
 }
 for r in $(seq $ROUNDS); do
   for P in $PS; do
-    ducc_round $P
+    [ -n "$BB" ] && B=$BB ducc_round $P "" "before ($(cut -c1-9 $W/before/rev))"
+    ducc_round $P "" ${BB:+after}
     [ $slurm_ok = 1 ] && slurm_round $P
   done
 done 2>&1 | tee "$OUT/short.txt"
