@@ -88,6 +88,15 @@ func (daemon) Agent(ctx context.Context, o cli.AgentOptions) error {
 	if err != nil {
 		return cli.Failf("%v", err)
 	}
+	stopProfiles, err := startProfiles()
+	if err != nil {
+		return cli.Usagef("%v", err)
+	}
+	defer func() {
+		if err := stopProfiles(); err != nil {
+			logger.Warn("profiles not written", "env", profileEnv, "err", err)
+		}
+	}()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := a.Run(ctx); err != nil {
