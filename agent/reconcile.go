@@ -2,12 +2,12 @@ package agent
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/ducc-project/ducc/feed"
 	"github.com/ducc-project/ducc/proc"
 	"github.com/ducc-project/ducc/wire"
+	"golang.org/x/sync/errgroup"
 )
 
 // acceptDesired queues a desired state; only the newest is kept, with
@@ -81,15 +81,17 @@ func (a *Agent) reconcile(ctx context.Context, ds wire.DesiredState) {
 
 	// Forgetting removes a directory and a cgroup per process: the
 	// acknowledged ones go in parallel, all before the list below.
-	par := newParallel(maxParallelLaunches)
+	var par errgroup.Group
+	par.SetLimit(maxParallelLaunches)
 	for _, id := range ds.Ack {
-		par.do(func() {
+		par.Go(func() error {
 			if err := a.procs.Forget(id); err != nil {
 				a.log.Warn("cannot forget acknowledged process", "proc", id, "err", err)
 			}
+			return nil
 		})
 	}
-	par.wait()
+	_ = par.Wait() // each logs its own failure
 	// Leftovers of another incarnation are not in have: not stopped as
 	// unwanted, not taken for the process of the same id (whose start
 	// then fails: the head's next work ids are above theirs).
@@ -108,7 +110,7 @@ func (a *Agent) reconcile(ctx context.Context, ds wire.DesiredState) {
 		case spec.Stop && running && !ended(st):
 			a.stop(ctx, spec.ID, time.Duration(spec.GraceMS)*time.Millisecond, spec.StopReason)
 		case !spec.Stop && !running:
-			par.do(func() { a.start(ctx, spec) })
+			par.Go(func() error { a.start(ctx, spec); return nil })
 		case !spec.Stop && running && st.State == proc.Running && spec.Kind == wire.ProcJob:
 			a.streams.StartFeeder(ctx, spec, st.StartedAt) // a re-adopted job process
 		case !spec.Stop && running && st.State == proc.Running && spec.Kind == wire.ProcDriver:
@@ -120,7 +122,7 @@ func (a *Agent) reconcile(ctx context.Context, ds wire.DesiredState) {
 			a.stop(ctx, id, 15*time.Second, "not wanted by the head")
 		}
 	}
-	par.wait() // the next desired state sees these started
+	_ = par.Wait() // the next desired state sees these started
 }
 
 // maxParallelLaunches bounds the starts (and the forgets) of one desired
@@ -130,26 +132,6 @@ func (a *Agent) reconcile(ctx context.Context, ds wire.DesiredState) {
 // then for the shim server's launch, before the next began. In parallel,
 // the agent's side of one launch overlaps the server's side of another.
 const maxParallelLaunches = 8
-
-// parallel runs functions on at most n goroutines at a time.
-type parallel struct {
-	wg  sync.WaitGroup
-	sem chan struct{}
-}
-
-func newParallel(n int) *parallel { return &parallel{sem: make(chan struct{}, n)} }
-
-// do runs f on a goroutine of its own once fewer than n run.
-func (p *parallel) do(f func()) {
-	p.sem <- struct{}{}
-	p.wg.Go(func() {
-		defer func() { <-p.sem }()
-		f()
-	})
-}
-
-// wait waits for every function started so far.
-func (p *parallel) wait() { p.wg.Wait() }
 
 func ended(st proc.Status) bool {
 	return st.State == proc.Exited || st.State == proc.LaunchFailed || st.State == proc.Lost
