@@ -190,6 +190,22 @@ func TestAgentRunsWhatTheHeadWants(t *testing.T) {
 	if ran {
 		t.Error("an outdated desired state was applied")
 	}
+	// A process the head placed and stopped before this node saw it start
+	// (its work canceled just as it was placed) is reported ended, not
+	// started, and only once.
+	never := spec("1.5", "exec sleep 600")
+	never.Stop, never.StopReason = true, "canceled by ann"
+	fh.push(t, self, wire.DesiredState{Node: "n1", Version: 4, Procs: []wire.ProcSpec{never}})
+	fh.waitFor("the end of 1.5", func() bool {
+		r, ok := fh.lastReport("1.5")
+		return ok && r.Ended()
+	})
+	fh.mu.Lock()
+	r, _ = fh.lastReport("1.5")
+	fh.mu.Unlock()
+	if r.State != wire.ProcExited || r.PID != 0 || !strings.Contains(r.Reason, "stopped before it started: canceled by ann") {
+		t.Errorf("1.5 reported %+v, want it ended before it started", r)
+	}
 }
 
 func TestAgentFeedsAJobProcess(t *testing.T) {

@@ -109,6 +109,8 @@ func (a *Agent) reconcile(ctx context.Context, ds wire.DesiredState) {
 		switch {
 		case spec.Stop && running && !ended(st):
 			a.stop(ctx, spec.ID, time.Duration(spec.GraceMS)*time.Millisecond, spec.StopReason)
+		case spec.Stop && !running && !a.ledger.reported(spec.ID):
+			a.stoppedBeforeStart(spec)
 		case !spec.Stop && !running:
 			par.Go(func() error { a.start(ctx, spec); return nil })
 		case !spec.Stop && running && st.State == proc.Running && spec.Kind == wire.ProcJob:
@@ -216,6 +218,20 @@ func (a *Agent) launchFailed(spec wire.ProcSpec, err error) {
 	a.gpus.ended(spec.ID)
 	ps := wire.ProcStatus{ID: spec.ID, WorkID: spec.WorkID, State: wire.ProcLaunchFailed, ExitCode: -1,
 		Reason: err.Error(), EndedAt: time.Now().UnixMilli(), Node: a.cfg.Node}
+	a.ledger.ended(ps)
+	a.reports.add(ps)
+}
+
+// stoppedBeforeStart reports a process that the head wants stopped and
+// that this node never started: placed and stopped between two desired
+// states (its work canceled, or its space taken back, just as it was
+// placed). Nothing runs; without a report the head would wait for its end
+// forever.
+func (a *Agent) stoppedBeforeStart(spec wire.ProcSpec) {
+	a.log.Info("process stopped before it started", "proc", spec.ID, "why", spec.StopReason)
+	a.gpus.ended(spec.ID)
+	ps := wire.ProcStatus{ID: spec.ID, WorkID: spec.WorkID, State: wire.ProcExited, ExitCode: -1,
+		Reason: "stopped before it started: " + spec.StopReason, EndedAt: time.Now().UnixMilli(), Node: a.cfg.Node}
 	a.ledger.ended(ps)
 	a.reports.add(ps)
 }

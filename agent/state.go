@@ -157,6 +157,15 @@ func (l *ledger) ended(ps wire.ProcStatus) {
 	l.mu.Unlock()
 }
 
+// reported tells whether the end of process id was reported and is not
+// yet acknowledged.
+func (l *ledger) reported(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.unacked[id]
+	return ok
+}
+
 // apply records that the desired state ds is applied and forgets what it
 // acknowledges. It returns false, changing nothing, when ds is not newer
 // than the state applied. A desired state of another cluster incarnation
