@@ -35,6 +35,7 @@ type gpuNode struct {
 
 	mu      sync.Mutex
 	procs   map[string]*gpuProc // by process id
+	use     []wire.GPUUse       // what each device did at the last read; nil without one
 	readErr string              // the last read error logged, to log each once
 }
 
@@ -44,6 +45,7 @@ type gpuProc struct {
 	slice int64 // bytes; 0: whole devices
 	used  int64 // GPU memory of its tree at the last read
 	peak  int64
+	util  *int // its tree's SM utilization at the last read; nil: unknown
 	// exceeded is the Reason it was stopped with for using more than its
 	// slice; "" while it has not.
 	exceeded string
@@ -96,8 +98,9 @@ func (g *gpuNode) close() {
 // has reports whether the node has schedulable GPUs.
 func (g *gpuNode) has() bool { return g != nil && len(g.devs) > 0 }
 
-// fillHeartbeat puts the inventory into a heartbeat, and the GPU memory
-// of each process that holds GPUs.
+// fillHeartbeat puts the inventory into a heartbeat, what each device did
+// at the last read (GPUUse, where NVML reads them), and the GPU memory and
+// utilization of each process that holds GPUs.
 func (g *gpuNode) fillHeartbeat(hb *wire.Heartbeat) {
 	if g == nil {
 		return
@@ -105,9 +108,10 @@ func (g *gpuNode) fillHeartbeat(hb *wire.Heartbeat) {
 	hb.GPUs, hb.GPUDiscovery = g.devs, g.inv.String()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	hb.GPUUse = g.use
 	for i := range hb.Procs {
 		if p, ok := g.procs[hb.Procs[i].ID]; ok && !hb.Procs[i].Ended() {
-			hb.Procs[i].GPUMemory, hb.Procs[i].GPUMemoryPeak = p.used, p.peak
+			hb.Procs[i].GPUMemory, hb.Procs[i].GPUMemoryPeak, hb.Procs[i].GPUUtil = p.used, p.peak, p.util
 		}
 	}
 }
@@ -239,16 +243,31 @@ type sliceStop struct {
 	id, reason string
 }
 
-// poll reads the GPU memory of every watched process's tree (pids lists
-// a process's pids; ok false: the process is gone or unknown, and is no
-// longer watched), records its use and peak, and returns the processes
-// over their slices, each once. Without a reader, or without watched
-// processes, it reads nothing.
+// poll reads the node's GPUs through NVML, once: what each device does
+// (kept for the heartbeat's GPUUse), and the GPU memory and SM
+// utilization of every watched process's tree (pids lists a process's
+// pids; ok false: the process is gone or unknown, and is no longer
+// watched). It records each process's use and peak, and returns the
+// processes over their slices, each once. Without a reader (no NVML) it
+// reads nothing.
 func (g *gpuNode) poll(pids func(id string) (pids []int, ok bool)) []sliceStop {
 	if g == nil || g.reader == nil {
 		return nil
 	}
+	u, err := g.reader.Usage()
+	if err != nil {
+		g.mu.Lock()
+		first := err.Error() != g.readErr
+		g.readErr, g.use = err.Error(), nil
+		g.mu.Unlock()
+		if first {
+			g.log.Warn("cannot read the GPU memory of processes; GPU memory slices are not enforced until it can", "err", err)
+		}
+		return nil
+	}
+	use := g.deviceUse(u)
 	g.mu.Lock()
+	g.use, g.readErr = use, ""
 	ids := make([]string, 0, len(g.procs))
 	for id := range g.procs {
 		ids = append(ids, id)
@@ -257,22 +276,13 @@ func (g *gpuNode) poll(pids func(id string) (pids []int, ok bool)) []sliceStop {
 	if len(ids) == 0 {
 		return nil
 	}
-	use, err := g.reader.ProcessMemory()
-	if err != nil {
-		g.mu.Lock()
-		first := err.Error() != g.readErr
-		g.readErr = err.Error()
-		g.mu.Unlock()
-		if first {
-			g.log.Warn("cannot read the GPU memory of processes; GPU memory slices are not enforced until it can", "err", err)
-		}
-		return nil
-	}
 	// The pid → memory of every device, summed: a process is held to its
 	// slice on every device it can reach.
 	byPID := map[int]int64{}
-	for _, dev := range use {
-		for pid, b := range dev {
+	devs := make(map[string]gpu.DeviceUse, len(u.Devices))
+	for _, d := range u.Devices {
+		devs[d.UUID] = d
+		for pid, b := range d.Procs {
 			byPID[pid] += b
 		}
 	}
@@ -293,6 +303,7 @@ func (g *gpuNode) poll(pids func(id string) (pids []int, ok bool)) []sliceStop {
 		default:
 			p.used = used
 			p.peak = max(p.peak, used)
+			p.util = procUtil(devs, p.gpus, ps)
 			if p.slice > 0 && used > p.slice && p.exceeded == "" {
 				p.exceeded = fmt.Sprintf("GPU memory slice exceeded: used %s of %s", units.FormatSize(used), units.FormatSize(p.slice))
 				stops = append(stops, sliceStop{id: id, reason: p.exceeded})
@@ -300,15 +311,50 @@ func (g *gpuNode) poll(pids func(id string) (pids []int, ok bool)) []sliceStop {
 		}
 		g.mu.Unlock()
 	}
-	g.mu.Lock()
-	g.readErr = ""
-	g.mu.Unlock()
 	return stops
 }
 
-// watchGPUs runs the GPU-slice watchdog once (each heartbeat, on the
-// heartbeat loop's ticks): a process over its slice is killed at once,
-// through the agent's stop, and reported with the slice message.
+// deviceUse is the heartbeat's GPUUse of a read: the node's devices NVML
+// read, in the inventory's order (a declared device NVML does not know
+// has none).
+func (g *gpuNode) deviceUse(u gpu.Usage) []wire.GPUUse {
+	var out []wire.GPUUse
+	for _, dev := range g.devs {
+		for _, d := range u.Devices {
+			if d.UUID != dev.UUID {
+				continue
+			}
+			w := wire.GPUUse{UUID: d.UUID, MemoryUsed: d.MemoryUsed}
+			if d.Util != gpu.Unknown {
+				w.Util = wire.Percent(d.Util)
+			}
+			out = append(out, w)
+			break
+		}
+	}
+	return out
+}
+
+// procUtil is the SM utilization of the processes pids on their GPUs, the
+// mean over the GPUs where NVML gives it; nil where it gives it on none.
+func procUtil(devs map[string]gpu.DeviceUse, gpus []string, pids []int) *int {
+	sum, n := 0, 0
+	for _, uuid := range gpus {
+		if v, ok := devs[uuid].ProcUtil(pids); ok {
+			sum += v
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return wire.Percent(sum / n)
+}
+
+// watchGPUs reads the node's GPUs once (each heartbeat, on the heartbeat
+// loop's ticks, for the heartbeat's figures) and runs the GPU-slice
+// watchdog: a process over its slice is killed at once, through the
+// agent's stop, and reported with the slice message.
 func (a *Agent) watchGPUs(ctx context.Context) {
 	for _, s := range a.gpus.poll(a.procPIDs) {
 		a.log.Warn("stopping a process over its GPU memory slice", "proc", s.id, "why", s.reason)

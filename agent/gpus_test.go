@@ -3,8 +3,11 @@ package agent
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -105,18 +108,18 @@ func TestLoadDevConfigGPUs(t *testing.T) {
 // fakeReader is a gpu.MemoryReader whose answers a test sets.
 type fakeReader struct {
 	mu     sync.Mutex
-	use    func() map[string]map[int]int64
+	use    func() gpu.Usage
 	err    error
 	reads  int
 	closed bool
 }
 
-func (f *fakeReader) ProcessMemory() (map[string]map[int]int64, error) {
+func (f *fakeReader) Usage() (gpu.Usage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reads++
 	if f.err != nil {
-		return nil, f.err
+		return gpu.Usage{}, f.err
 	}
 	return f.use(), nil
 }
@@ -128,10 +131,26 @@ func (f *fakeReader) Close() error {
 	return nil
 }
 
-func (f *fakeReader) set(use map[string]map[int]int64, err error) {
+// set makes the reader answer err, or the processes' memory mem (device
+// UUID → pid → bytes) without any utilization.
+func (f *fakeReader) set(mem map[string]map[int]int64, err error) {
+	f.setUsage(memUsage(mem), err)
+}
+
+func (f *fakeReader) setUsage(u gpu.Usage, err error) {
 	f.mu.Lock()
-	f.use, f.err = func() map[string]map[int]int64 { return use }, err
+	f.use, f.err = func() gpu.Usage { return u }, err
 	f.mu.Unlock()
+}
+
+// memUsage is a read of the processes' memory mem (device UUID → pid →
+// bytes), in UUID order, where NVML gives no utilization.
+func memUsage(mem map[string]map[int]int64) gpu.Usage {
+	var u gpu.Usage
+	for _, uuid := range slices.Sorted(maps.Keys(mem)) {
+		u.Devices = append(u.Devices, gpu.DeviceUse{UUID: uuid, Util: gpu.Unknown, MemUtil: gpu.Unknown, Procs: mem[uuid]})
+	}
+	return u
 }
 
 // bufLogger logs into a buffer, for what a test must find logged once.
@@ -279,8 +298,9 @@ func TestGPUWatchdog(t *testing.T) {
 	r := &fakeReader{}
 	log, buf := bufLogger()
 	g := newGPUNode(gpu.Inventory{Status: gpu.StatusDeclared, Devices: []gpu.Device{{UUID: "GPU-a"}, {UUID: "GPU-b", Minor: 1}}}, r, log)
-	if stops := g.poll(nil); stops != nil || r.reads != 0 {
-		t.Fatalf("nothing watched: %v, %d reads", stops, r.reads)
+	r.set(map[string]map[int]int64{}, nil)
+	if stops := g.poll(nil); stops != nil || r.reads != 1 {
+		t.Fatalf("nothing watched: %v, %d reads; want one read (the devices' use)", stops, r.reads)
 	}
 	g.track(wire.ProcSpec{ID: "1.1", GPUs: []string{"GPU-a"}, GPUSlice: 20 * gib}) // over
 	g.track(wire.ProcSpec{ID: "1.2", GPUs: []string{"GPU-a"}, GPUSlice: 20 * gib}) // under
@@ -351,6 +371,99 @@ func TestGPUWatchdog(t *testing.T) {
 	}
 }
 
+// One NVML read per heartbeat gives the heartbeat each device's
+// utilization and memory in use and each process's SM utilization, where
+// NVML gives them: a figure it does not give is none (nil), not 0.
+func TestGPUUtilization(t *testing.T) {
+	const gib = int64(1) << 30
+	inv := gpu.Inventory{Status: gpu.StatusFound, Devices: []gpu.Device{{UUID: "GPU-a"}, {UUID: "GPU-b", Minor: 1},
+		{UUID: "GPU-c", Minor: 2}, {UUID: "MIG-d", Minor: 3, MIG: gpu.MIGInstance, Parent: "GPU-p"}}}
+	pct := wire.Percent
+	read := gpu.Usage{Devices: []gpu.DeviceUse{
+		{UUID: "GPU-a", Util: 87, MemUtil: 40, MemoryUsed: 30 * gib, Procs: map[int]int64{11: 10 * gib, 12: 10 * gib},
+			SM: map[int]int{11: 30, 12: 50, 99: 7}, ProcUtilKnown: true},
+		{UUID: "GPU-b", Util: 0, MemUtil: 0, MemoryUsed: gib, SM: map[int]int{20: 40}, ProcUtilKnown: true},
+		{UUID: "GPU-c", Util: 5, MemUtil: 1, ProcUtilKnown: true}, // no samples: its processes ran no kernel
+		{UUID: "MIG-d", Util: gpu.Unknown, MemUtil: gpu.Unknown, MemoryUsed: 2 * gib, Procs: map[int]int64{30: 2 * gib}},
+		{UUID: "GPU-x", Util: 50, ProcUtilKnown: true}, // not in the inventory: left out
+	}}
+	procs := []wire.ProcSpec{
+		{ID: "1.1", GPUs: []string{"GPU-a"}},
+		{ID: "1.2", GPUs: []string{"GPU-b", "GPU-c"}},
+		{ID: "1.3", GPUs: []string{"MIG-d"}, GPUSlice: 10 * gib},
+		{ID: "1.4", GPUs: []string{"GPU-c", "MIG-d"}},
+	}
+	pids := map[string][]int{"1.1": {11, 12}, "1.2": {20}, "1.3": {30}, "1.4": {40}}
+	tests := []struct {
+		name   string
+		reader bool
+		err    error
+		use    []wire.GPUUse
+		util   map[string]*int // process id → GPUUtil
+	}{
+		{
+			name: "NVML gives what it can", reader: true,
+			use: []wire.GPUUse{{UUID: "GPU-a", Util: pct(87), MemoryUsed: 30 * gib}, {UUID: "GPU-b", Util: pct(0), MemoryUsed: gib},
+				{UUID: "GPU-c", Util: pct(5)}, {UUID: "MIG-d", MemoryUsed: 2 * gib}},
+			util: map[string]*int{"1.1": pct(80), "1.2": pct(20), "1.3": nil, "1.4": pct(0)},
+		},
+		{
+			name: "a read fails: no figures", reader: true, err: errors.New("NVML device GPU-a: memory: GPU is lost"),
+			util: map[string]*int{"1.1": nil, "1.2": nil, "1.3": nil, "1.4": nil},
+		},
+		{
+			name: "no NVML (declared GPUs): nothing",
+			util: map[string]*int{"1.1": nil, "1.2": nil, "1.3": nil, "1.4": nil},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			log, _ := bufLogger()
+			var r gpu.MemoryReader
+			if tc.reader {
+				f := &fakeReader{}
+				f.setUsage(read, tc.err)
+				r = f
+			}
+			g := newGPUNode(inv, r, log)
+			for _, p := range procs {
+				g.track(p)
+			}
+			if stops := g.poll(func(id string) ([]int, bool) { return pids[id], true }); stops != nil {
+				t.Fatalf("stops %+v", stops)
+			}
+			hb := wire.Heartbeat{}
+			for _, p := range procs {
+				hb.Procs = append(hb.Procs, wire.ProcStatus{ID: p.ID, State: wire.ProcRunning})
+			}
+			g.fillHeartbeat(&hb)
+			if !reflect.DeepEqual(hb.GPUUse, tc.use) {
+				t.Errorf("GPU use %s, want %s", useLine(hb.GPUUse), useLine(tc.use))
+			}
+			for _, p := range hb.Procs {
+				if want := tc.util[p.ID]; !reflect.DeepEqual(p.GPUUtil, want) {
+					t.Errorf("%s: GPU utilization %s, want %s", p.ID, pctLine(p.GPUUtil), pctLine(want))
+				}
+			}
+		})
+	}
+}
+
+func pctLine(p *int) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%d%%", *p)
+}
+
+func useLine(use []wire.GPUUse) string {
+	var b strings.Builder
+	for _, u := range use {
+		fmt.Fprintf(&b, "[%s %s %d] ", u.UUID, pctLine(u.Util), u.MemoryUsed)
+	}
+	return b.String()
+}
+
 // An agent with two declared GPUs reports them, gives a process its GPU
 // (and one without GPUs none), and stops a process over its GPU memory
 // slice with the message, the flag and the exit code ducc run returns.
@@ -383,11 +496,11 @@ func TestAgentGPUs(t *testing.T) {
 	const gib = int64(1) << 30
 	// The fake NVML says 1.3's process uses 30 GiB of GPU-b.
 	r.mu.Lock()
-	r.use = func() map[string]map[int]int64 {
+	r.use = func() gpu.Usage {
 		if st, ok := a.procs.Status("1.3"); ok && st.PID > 0 {
-			return map[string]map[int]int64{"GPU-b": {st.PID: 30 * gib}}
+			return memUsage(map[string]map[int]int64{"GPU-b": {st.PID: 30 * gib}})
 		}
-		return nil
+		return gpu.Usage{}
 	}
 	r.mu.Unlock()
 	fh.push(t, self, wire.DesiredState{Node: "n1", Version: 1, Procs: []wire.ProcSpec{

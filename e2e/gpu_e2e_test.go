@@ -123,9 +123,17 @@ func TestDeclaredGPUs(t *testing.T) {
 		if len(w.Procs) == 0 || len(w.Procs[0].GPUs) != 1 {
 			t.Errorf("work %s runs without its GPU: %+v", id, w.Procs)
 		}
-		if out, _, _ := c.ducc("show", id); !strings.Contains(out, w.Procs[0].GPUs[0]) {
-			t.Errorf("ducc show %s does not name its GPU %s:\n%s", id, w.Procs[0].GPUs[0], out)
+		if out, _, _ := c.ducc("show", id); !strings.Contains(out, w.Procs[0].GPUs[0]) || strings.Contains(out, "utilization") {
+			t.Errorf("ducc show %s does not name its GPU %s, or shows a utilization without NVML:\n%s", id, w.Procs[0].GPUs[0], out)
 		}
+	}
+	// Declared GPUs, no NVML: no utilization, '-' in the UTIL column.
+	if out, errs, code := c.ducc("nodes", "--gpus"); code != 0 || !strings.Contains(out, " UTIL ") ||
+		!regexp.MustCompile(`(?m)^\S+ +`+gpuA+` .* - +\S+$`).MatchString(out) {
+		t.Errorf("ducc nodes --gpus: exit %d, want UTIL '-' for %s: %s %s", code, gpuA, out, errs)
+	}
+	if out, _, _ := c.ducc("nodes", "--json"); strings.Contains(out, `"util"`) {
+		t.Errorf("ducc nodes --json has a utilization without NVML: %s", out)
 	}
 	if a, b := c.show(held[0]).Procs[0].GPUs[0], c.show(held[1]).Procs[0].GPUs[0]; a == b {
 		t.Errorf("two whole-GPU processes hold the same GPU %s", a)

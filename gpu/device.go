@@ -131,10 +131,67 @@ func (inv Inventory) Log(l *slog.Logger) {
 	l.Info("GPU discovery: "+inv.String(), "status", inv.Status.String(), "devices", len(inv.Schedulable()))
 }
 
-// MemoryReader reads the GPU memory of each compute process, per device
-// UUID: pid → bytes used (Session.ProcessMemory). The agent's watchdog of
-// GPU memory slices holds one; tests give it a fake.
+// MemoryReader reads, in one pass, the memory and utilization of the
+// node's GPUs and of their compute processes (Session.Usage). The agent
+// holds one: its watchdog of GPU memory slices and its heartbeats read it
+// each heartbeat; tests give it a fake.
 type MemoryReader interface {
-	ProcessMemory() (map[string]map[int]int64, error)
+	Usage() (Usage, error)
 	Close() error
+}
+
+// Unknown is a utilization NVML does not give (the device or driver does
+// not support it, as on MIG instances): no figure, which is not 0%.
+const Unknown = -1
+
+// Usage is one read of the node's schedulable GPUs (MIG instances by their
+// own UUIDs), in the inventory's order.
+type Usage struct {
+	Devices []DeviceUse
+}
+
+// DeviceUse is what one device is doing.
+type DeviceUse struct {
+	UUID string
+	// Util is the percent of the last sample period (1/6 s to 1 s) in
+	// which one or more kernels ran; MemUtil the percent in which device
+	// memory was read or written. Unknown where NVML does not say.
+	Util, MemUtil int
+	// MemoryUsed is the device memory in use, by any process (bytes;
+	// what nvidia-smi shows).
+	MemoryUsed int64
+	// Procs is the GPU memory of each compute process on the device, pid
+	// → bytes; a process whose usage NVML does not know is left out.
+	Procs map[int]int64
+	// SM is each process's share of the device's SMs since the last read,
+	// pid → percent (the mean of its samples); nil where NVML cannot say
+	// (ProcUtilKnown false). A process NVML has no sample of did not run a
+	// kernel in the period: 0%.
+	SM map[int]int
+	// ProcUtilKnown reports whether NVML gives per-process utilization on
+	// this device.
+	ProcUtilKnown bool
+}
+
+// ProcUtil returns the SM utilization of the processes pids on the device,
+// summed (at most 100), and whether NVML gives it.
+func (d DeviceUse) ProcUtil(pids []int) (int, bool) {
+	if !d.ProcUtilKnown {
+		return 0, false
+	}
+	sum := 0
+	for _, pid := range pids {
+		sum += d.SM[pid]
+	}
+	return min(sum, 100), true
+}
+
+// ProcessMemory is u's GPU memory of each compute process, per device
+// UUID: pid → bytes used.
+func (u Usage) ProcessMemory() map[string]map[int]int64 {
+	out := make(map[string]map[int]int64, len(u.Devices))
+	for _, d := range u.Devices {
+		out[d.UUID] = d.Procs
+	}
+	return out
 }

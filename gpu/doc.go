@@ -11,8 +11,10 @@
 // UUID, its memory, its parent's UUID) and the parent is not schedulable.
 // A host without the library or without GPUs has none, which the
 // Inventory says in one typed result (Status) rather than as an error.
-// ProcessMemory reads the GPU memory each process uses, per device, for the
-// watchdog of GPU memory slices.
+// Session.Usage reads, per device, the utilization and memory in use, and
+// each process's memory and SM utilization, for the watchdog of GPU memory
+// slices and the heartbeat; a utilization NVML does not give (MIG
+// instances, older GPUs) is Unknown, never 0.
 //
 // Only duccd may link this package: NVML needs cgo. A build without cgo
 // has the declaration and the types, and DiscoverHost, which reports no

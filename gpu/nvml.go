@@ -5,6 +5,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
@@ -13,8 +14,8 @@ import (
 func DiscoverHost() Inventory { return Discover(nvml.New()) }
 
 // OpenHost discovers the GPUs of this host through its NVML library and,
-// when it found some, keeps the library open for reading their processes'
-// memory: the reader is then an open Session (close it when done).
+// when it found some, keeps the library open for reading their memory and
+// utilization and their processes': the reader is then an open Session (close it when done).
 // Otherwise the reader is nil and the Inventory says why.
 func OpenHost() (MemoryReader, Inventory) {
 	s, inv := Open(nvml.New())
@@ -39,10 +40,13 @@ func Discover(lib nvml.Interface) Inventory {
 	return s.Discover()
 }
 
-// Session is an initialized NVML library, for repeated reads
-// (ProcessMemory). Close it when done.
+// Session is an initialized NVML library, for repeated reads (Usage,
+// ProcessMemory); it is safe for concurrent use. Close it when done.
 type Session struct {
 	lib nvml.Interface
+
+	mu       sync.Mutex
+	lastSeen map[string]uint64 // device UUID → the newest process sample read (µs)
 }
 
 // Open initializes lib. Without the library, or when NVML fails to
@@ -171,31 +175,99 @@ func readMIG(h nvml.Device, p Device) ([]Device, error) {
 // whose processes NVML cannot list is an error; a process whose usage
 // NVML does not know (it reports none) is left out.
 func (s *Session) ProcessMemory() (map[string]map[int]int64, error) {
+	u, err := s.Usage()
+	if err != nil {
+		return nil, err
+	}
+	return u.ProcessMemory(), nil
+}
+
+// Usage reads, in one pass, each schedulable device's utilization and
+// memory in use, and its compute processes' memory and SM utilization
+// since the previous read (see DeviceUse). A device whose processes or
+// memory NVML cannot read is an error (the slice watchdog depends on
+// them); a utilization NVML does not give, or fails to give, is Unknown,
+// not an error.
+func (s *Session) Usage() (Usage, error) {
 	inv := s.Discover()
 	if inv.Status == StatusError {
-		return nil, inv.Err
+		return Usage{}, inv.Err
 	}
-	out := map[string]map[int]int64{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lastSeen == nil {
+		s.lastSeen = map[string]uint64{}
+	}
+	var out Usage
 	for _, d := range inv.Schedulable() {
 		h, ret := s.lib.DeviceGetHandleByUUID(d.UUID)
 		if ret != nvml.SUCCESS {
-			return nil, fmt.Errorf("NVML device %s: handle: %w", d.UUID, ret)
+			return Usage{}, fmt.Errorf("NVML device %s: handle: %w", d.UUID, ret)
 		}
-		ps, ret := h.GetComputeRunningProcesses()
-		if ret != nvml.SUCCESS {
-			return nil, fmt.Errorf("NVML device %s: running compute processes: %w", d.UUID, ret)
+		u, err := s.readUse(h, d.UUID)
+		if err != nil {
+			return Usage{}, fmt.Errorf("NVML device %s: %w", d.UUID, err)
 		}
-		use := map[int]int64{}
-		for _, p := range ps {
-			if p.UsedGpuMemory == 0 || p.UsedGpuMemory == noValue {
-				continue
-			}
-			use[int(p.Pid)] += int64(p.UsedGpuMemory)
-		}
-		out[d.UUID] = use
+		out.Devices = append(out.Devices, u)
 	}
 	return out, nil
 }
+
+// readUse reads one device (s.mu held).
+func (s *Session) readUse(h nvml.Device, uuid string) (DeviceUse, error) {
+	u := DeviceUse{UUID: uuid, Util: Unknown, MemUtil: Unknown}
+	mem, ret := h.GetMemoryInfo()
+	if ret != nvml.SUCCESS {
+		return u, fmt.Errorf("memory: %w", ret)
+	}
+	u.MemoryUsed = int64(mem.Used)
+	ps, ret := h.GetComputeRunningProcesses()
+	if ret != nvml.SUCCESS {
+		return u, fmt.Errorf("running compute processes: %w", ret)
+	}
+	u.Procs = map[int]int64{}
+	for _, p := range ps {
+		if p.UsedGpuMemory == 0 || p.UsedGpuMemory == noValue {
+			continue
+		}
+		u.Procs[int(p.Pid)] += int64(p.UsedGpuMemory)
+	}
+	if r, ret := h.GetUtilizationRates(); ret == nvml.SUCCESS {
+		u.Util, u.MemUtil = percent(r.Gpu), percent(r.Memory)
+	}
+	// The samples since the last read of this device (all NVML keeps, the
+	// first time); NOT_FOUND: there are none, no process ran a kernel.
+	samples, ret := h.GetProcessUtilization(s.lastSeen[uuid])
+	switch ret {
+	case nvml.SUCCESS, nvml.ERROR_NOT_FOUND:
+		u.ProcUtilKnown = true
+		u.SM = smByPID(samples, s.lastSeen[uuid])
+		for _, x := range samples {
+			s.lastSeen[uuid] = max(s.lastSeen[uuid], x.TimeStamp)
+		}
+	}
+	return u, nil
+}
+
+// smByPID is the mean SM utilization of each pid's samples newer than
+// since.
+func smByPID(samples []nvml.ProcessUtilizationSample, since uint64) map[int]int {
+	sum, n := map[int]int{}, map[int]int{}
+	for _, x := range samples {
+		if x.TimeStamp <= since && since > 0 {
+			continue
+		}
+		sum[int(x.Pid)] += percent(x.SmUtil)
+		n[int(x.Pid)]++
+	}
+	for pid := range sum {
+		sum[pid] /= n[pid]
+	}
+	return sum
+}
+
+// percent bounds an NVML percentage to 0..100.
+func percent(v uint32) int { return int(min(v, 100)) }
 
 // noValue is NVML_VALUE_NOT_AVAILABLE as an unsigned long long: the
 // usage is not known (e.g. without permission, or under MPS).

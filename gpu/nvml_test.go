@@ -178,6 +178,7 @@ func TestProcessMemory(t *testing.T) {
 		procs := []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 3 << 30}, {Pid: uint32(200 + i), UsedGpuMemory: 1 << 20},
 			{Pid: 300, UsedGpuMemory: ^uint64(0)}} // usage unknown: left out
 		d.(*server.Device).GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return procs, nvml.SUCCESS }
+		utilUnsupported(d.(*server.Device))
 	}
 	sess, inv := Open(s)
 	if sess == nil {
@@ -201,5 +202,130 @@ func TestProcessMemory(t *testing.T) {
 	}
 	if _, err := sess.ProcessMemory(); !errors.Is(err, nvml.ERROR_NO_PERMISSION) || !strings.Contains(err.Error(), "running compute processes") {
 		t.Fatalf("err %v, want the device's error wrapped", err)
+	}
+}
+
+// utilUnsupported makes a mock device answer NOT_SUPPORTED to both
+// utilization calls.
+func utilUnsupported(d *server.Device) {
+	d.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{}, nvml.ERROR_NOT_SUPPORTED }
+	d.GetProcessUtilizationFunc = func(uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+		return nil, nvml.ERROR_NOT_SUPPORTED
+	}
+}
+
+// Utilization per device and per process, where NVML gives it: a device
+// or process figure NVML does not support is Unknown (no figure), not 0.
+func TestUsage(t *testing.T) {
+	type devAnswer struct {
+		rates    nvml.Utilization
+		ratesRet nvml.Return
+		samples  []nvml.ProcessUtilizationSample
+		procRet  nvml.Return
+	}
+	tests := []struct {
+		name    string
+		dev     devAnswer
+		util    int
+		memUtil int
+		known   bool           // per-process utilization known
+		procs   map[int]int    // pid → SM % (ProcUtil of that one pid)
+		sum     map[string]int // a pid list → its summed SM %
+	}{
+		{
+			name: "both supported",
+			dev: devAnswer{rates: nvml.Utilization{Gpu: 87, Memory: 40}, samples: []nvml.ProcessUtilizationSample{
+				{Pid: 100, TimeStamp: 10, SmUtil: 60}, {Pid: 100, TimeStamp: 20, SmUtil: 80}, {Pid: 101, TimeStamp: 15, SmUtil: 30},
+				{Pid: 102, TimeStamp: 16, SmUtil: 90}}},
+			util: 87, memUtil: 40, known: true,
+			procs: map[int]int{100: 70, 101: 30, 999: 0},
+			sum:   map[string]int{"100,101": 100, "100,102": 100, "101": 30},
+		},
+		{
+			name: "no process samples: none ran a kernel",
+			dev:  devAnswer{rates: nvml.Utilization{Gpu: 0, Memory: 0}, procRet: nvml.ERROR_NOT_FOUND},
+			util: 0, memUtil: 0, known: true,
+			procs: map[int]int{100: 0},
+		},
+		{
+			name: "device figure only",
+			dev:  devAnswer{rates: nvml.Utilization{Gpu: 250, Memory: 3}, procRet: nvml.ERROR_NOT_SUPPORTED},
+			util: 100, memUtil: 3,
+		},
+		{
+			name: "neither supported (a MIG instance, an old GPU)",
+			dev:  devAnswer{ratesRet: nvml.ERROR_NOT_SUPPORTED, procRet: nvml.ERROR_NOT_SUPPORTED},
+			util: Unknown, memUtil: Unknown,
+		},
+		{
+			name: "utilization fails otherwise: unknown, not an error",
+			dev:  devAnswer{ratesRet: nvml.ERROR_UNKNOWN, procRet: nvml.ERROR_NO_PERMISSION},
+			util: Unknown, memUtil: Unknown,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := dgxa100.NewWithGPUs(gpus.A100_SXM4_40GB)
+			d := s.Devices[0].(*server.Device)
+			d.MemoryInfo.Used = 5 << 30
+			d.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+				return []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 2 << 30}}, nvml.SUCCESS
+			}
+			d.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) { return tc.dev.rates, tc.dev.ratesRet }
+			var seen []uint64
+			d.GetProcessUtilizationFunc = func(last uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+				seen = append(seen, last)
+				return tc.dev.samples, tc.dev.procRet
+			}
+			sess, inv := Open(s)
+			if sess == nil {
+				t.Fatalf("Open: %v", inv)
+			}
+			defer sess.Close()
+			u, err := sess.Usage()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(u.Devices) != 1 {
+				t.Fatalf("%d devices, want 1", len(u.Devices))
+			}
+			got := u.Devices[0]
+			if got.UUID != d.UUID || got.Util != tc.util || got.MemUtil != tc.memUtil || got.MemoryUsed != 5<<30 ||
+				got.ProcUtilKnown != tc.known || !reflect.DeepEqual(got.Procs, map[int]int64{100: 2 << 30}) {
+				t.Fatalf("got %+v, want util %d, memory util %d, 5 GiB used, per-process known %v", got, tc.util, tc.memUtil, tc.known)
+			}
+			for pid, want := range tc.procs {
+				if v, ok := got.ProcUtil([]int{pid}); !ok || v != want {
+					t.Errorf("pid %d: %d, %v; want %d", pid, v, ok, want)
+				}
+			}
+			for pids, want := range tc.sum {
+				var ps []int
+				for _, f := range strings.Split(pids, ",") {
+					var p int
+					fmt.Sscan(f, &p)
+					ps = append(ps, p)
+				}
+				if v, ok := got.ProcUtil(ps); !ok || v != want {
+					t.Errorf("pids %s: %d, %v; want %d", pids, v, ok, want)
+				}
+			}
+			if !tc.known {
+				if v, ok := got.ProcUtil([]int{100}); ok {
+					t.Errorf("ProcUtil %d, known; want no figure", v)
+				}
+			}
+			// The next read asks only for samples after the newest seen.
+			if _, err := sess.Usage(); err != nil {
+				t.Fatal(err)
+			}
+			var newest uint64
+			for _, x := range tc.dev.samples {
+				newest = max(newest, x.TimeStamp)
+			}
+			if want := []uint64{0, newest}; !reflect.DeepEqual(seen, want) {
+				t.Errorf("asked for samples after %v, want %v", seen, want)
+			}
+		})
 	}
 }

@@ -32,7 +32,7 @@ func (h *Head) Nodes() wire.NodeList {
 			MemTotal: n.HB.MemTotal, MemSchedulable: n.HB.MemSchedulable, MemUsed: n.HB.MemUsed,
 			Shares: int(n.HB.MemSchedulable / quantum), SharesUsed: used[n.Name], Procs: procs[n.Name],
 			LastHeartbeat: n.LastSeen.UnixMilli(), CPUs: n.HB.CPUs, Load1: n.HB.Load1, Addrs: n.HB.Addrs,
-			Leftovers: n.HB.Leftovers, GPUs: nodeGPUs(n.HB.GPUs, gpuUse[n.Name]), GPUDiscovery: n.HB.GPUDiscovery,
+			Leftovers: n.HB.Leftovers, GPUs: nodeGPUs(n.HB.GPUs, gpuUse[n.Name], n.HB.GPUUse), GPUDiscovery: n.HB.GPUDiscovery,
 		})
 	}
 	return out
@@ -88,8 +88,10 @@ func (h *Head) gpuUse(holders []gpuHolder) map[string]map[string]*devUse {
 
 // nodeGPUs is a node's GPUs as `ducc nodes` shows them: each device of its
 // inventory with what is allocated of it (all of it when held whole, else
-// its slices), by whom, and what they use.
-func nodeGPUs(devs []wire.GPUDevice, use map[string]*devUse) []wire.NodeGPU {
+// its slices), by whom, and what is used of it: the device's utilization
+// and memory in use as its agent's last heartbeat read them (now, where it
+// has NVML), else the memory its holders reported.
+func nodeGPUs(devs []wire.GPUDevice, use map[string]*devUse, now []wire.GPUUse) []wire.NodeGPU {
 	if len(devs) == 0 {
 		return nil
 	}
@@ -100,6 +102,12 @@ func nodeGPUs(devs []wire.GPUDevice, use map[string]*devUse) []wire.NodeGPU {
 			out[i].Allocated, out[i].Holders, out[i].Used = min(u.slices, d.Memory), u.holders, u.used
 			if u.whole {
 				out[i].Allocated = d.Memory
+			}
+		}
+		for _, n := range now {
+			if n.UUID == d.UUID {
+				out[i].Used, out[i].Util = n.MemoryUsed, n.Util
+				break
 			}
 		}
 	}

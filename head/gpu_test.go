@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -315,6 +316,73 @@ func TestGPUReservation(t *testing.T) {
 	for _, g := range n.GPUs {
 		if g.Allocated != 80*gib || !slices.Equal(g.Holders, []string{p.ID}) {
 			t.Errorf("nodes: GPU %+v, want held by the reservation", g)
+		}
+	}
+}
+
+// TestGPUUtilization: `ducc nodes` has each GPU's utilization and memory
+// in use from its node's latest heartbeat, full or delta (none where the
+// agent gives none), and `ducc show` a process's SM utilization as its
+// agent last reported it.
+func TestGPUUtilization(t *testing.T) {
+	f := newFixture(t, options{scheduler: testScheduler})
+	devs := gpus("n1", 2)
+	f.gpuNode("n1", 16*gib, devs)
+	id := f.submitRun(t, alice, wire.RunRequest{Path: "/bin/sleep", Memory: gib, GPUs: 1})
+	ps := f.procSpec(t, "n1", id)
+	held := slices.Index([]string{devs[0].UUID, devs[1].UUID}, ps.GPUs[0])
+	pct := wire.Percent
+	type gpuWant struct {
+		util *int
+		used int64
+	}
+	steps := []struct {
+		name    string
+		delta   bool
+		use     []wire.GPUUse
+		procs   []wire.ProcStatus
+		want    [2]gpuWant
+		procUse *int
+	}{
+		{
+			name:  "a full heartbeat",
+			use:   []wire.GPUUse{{UUID: devs[0].UUID, Util: pct(87), MemoryUsed: 30 * gib}, {UUID: devs[1].UUID, MemoryUsed: gib}},
+			procs: []wire.ProcStatus{{ID: ps.ID, WorkID: id, State: wire.ProcRunning, PID: 7, GPUMemory: 20 * gib, GPUUtil: pct(60)}},
+			want:  [2]gpuWant{{pct(87), 30 * gib}, {nil, gib}}, procUse: pct(60),
+		},
+		{
+			name:  "a delta carries the devices' use, not the unchanged process",
+			delta: true,
+			use:   []wire.GPUUse{{UUID: devs[0].UUID, Util: pct(0), MemoryUsed: 2 * gib}, {UUID: devs[1].UUID, Util: pct(12)}},
+			want:  [2]gpuWant{{pct(0), 2 * gib}, {pct(12), 0}}, procUse: pct(60),
+		},
+		{
+			name:  "no use reported (no NVML): the holders' memory, no utilization",
+			procs: []wire.ProcStatus{{ID: ps.ID, WorkID: id, State: wire.ProcRunning, PID: 7, GPUMemory: 20 * gib}},
+			want: func() [2]gpuWant {
+				var w [2]gpuWant
+				w[held].used = 20 * gib
+				return w
+			}(),
+		},
+	}
+	for i, st := range steps {
+		hb := wire.Heartbeat{Node: "n1", Seq: uint64(i + 2), Time: f.clock.Now().UnixMilli(), Delta: st.delta, GPUUse: st.use, Procs: st.procs}
+		if !st.delta {
+			hb.MemTotal, hb.MemSchedulable, hb.CPUs, hb.GPUs, hb.GPUDiscovery = 17*gib, 16*gib, 4, devs, "NVML: 2 GPU(s)"
+		}
+		f.heartbeat(hb)
+		n, _ := f.nodeInfo(t, "n1")
+		if len(n.GPUs) != 2 {
+			t.Fatalf("%s: nodes: %+v", st.name, n)
+		}
+		for j, w := range st.want {
+			if g := n.GPUs[j]; !reflect.DeepEqual(g.Util, w.util) || g.Used != w.used {
+				t.Errorf("%s: GPU %d: util %v used %d, want %v, %d", st.name, j, g.Util, g.Used, w.util, w.used)
+			}
+		}
+		if got := f.show(t, id).Procs[0].GPUUtil; !reflect.DeepEqual(got, st.procUse) {
+			t.Errorf("%s: show: GPU utilization %v, want %v", st.name, got, st.procUse)
 		}
 	}
 }

@@ -140,7 +140,7 @@ func (h *Head) info(c wire.Caller, w *state.Work) wire.WorkInfo {
 		if live, ok := h.orch.Live(p.ID); ok {
 			pi.RSS, pi.CPUSeconds = live.RSS, live.CPUSeconds
 			if !p.Ended() {
-				pi.GPUMemory = live.GPUMemory
+				pi.GPUMemory, pi.GPUUtil = live.GPUMemory, live.GPUUtil
 			}
 			pi.GPUMemoryPeak = max(pi.GPUMemoryPeak, live.GPUMemoryPeak)
 			if pi.LogPath == "" {

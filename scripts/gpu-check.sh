@@ -11,6 +11,9 @@
 #   4. A process without GPUs sees torch.cuda.device_count() == 0 and cannot open
 #      /dev/nvidia0 (the device fence).
 #   5. ducc history --json shows GPU-seconds and peak GPU memory for the job.
+#   6. Utilization: while a process with a whole GPU multiplies matrices, ducc nodes
+#      --json gives its GPU a utilization above 0 (and ducc show --json the process's
+#      own, where NVML gives per-process figures: reported, not required).
 #
 # Needs: bin/ducc, bin/duccd and bin/ducc-shim, with duccd built WITH cgo (NVML is
 # loaded at run time through cgo's dlopen; a CGO_ENABLED=0 duccd finds no GPUs):
@@ -160,6 +163,44 @@ else
 	fail "history of job $job: GPU-seconds and peak GPU memory missing ($line)"
 fi
 ducc history | tee -a "$OUT/summary.txt"
+
+# 6. Utilization while a process keeps its GPU busy.
+say "6 utilization"
+cat >"$OUT/busy.py" <<'EOF'
+import time, torch
+a = torch.randn(4096, 4096, device="cuda")
+end = time.time() + 40
+while time.time() < end:
+    a = (a @ a).clamp_(-1, 1)
+    torch.cuda.synchronize()
+EOF
+chmod a+r "$OUT/busy.py"
+out=$(ducc run --detach --gpus 1 --memory 4G -- python3 "$OUT/busy.py" 2>&1)
+busy=$(echo "$out" | grep -oE '[0-9]+' | head -1)
+dev="" devutil="" procutil=""
+for _ in $(seq 35); do
+	sleep 1
+	s=$(ducc show "$busy" --json 2>/dev/null) || continue
+	dev=$(echo "$s" | json '(j.get("procs") or [{}])[0].get("gpus", [""])[0]' 2>/dev/null)
+	[ -n "$procutil" ] || procutil=$(echo "$s" | json '(j.get("procs") or [{}])[0].get("gpu_util", "")' 2>/dev/null)
+	[ -n "$dev" ] || continue
+	u=$(ducc nodes --json | python3 -c "import json,sys; j=json.load(sys.stdin); print(next((g.get('util', '') for n in j['nodes'] for g in n.get('gpus') or [] if g['uuid']=='$dev'), ''))")
+	[ -n "$u" ] && [ "$u" -gt 0 ] && devutil=$u
+	[ -n "$devutil" ] && [ -n "$procutil" ] && break
+done
+ducc nodes --gpus --wide | tee -a "$OUT/summary.txt"
+ducc show "$busy" | tee -a "$OUT/summary.txt"
+ducc cancel "$busy" >/dev/null 2>&1
+if [ -n "$devutil" ]; then
+	pass "utilization: GPU $dev at ${devutil}% while busy.py ran"
+else
+	fail "utilization: no figure above 0 for GPU ${dev:-?} in ducc nodes --json while busy.py ran"
+fi
+if [ -n "$procutil" ]; then
+	say "note: the process's own utilization: ${procutil}%"
+else
+	say "note: no per-process utilization (NVML gives none here, or no full heartbeat carried it yet)"
+fi
 
 say "$fails check(s) failed; the log is in $OUT"
 [ $fails -eq 0 ]

@@ -88,13 +88,13 @@ type clusterSeries struct {
 	view func() Cluster
 	gen  uint64
 
-	work, nodes, term, index             *prometheus.Desc
-	pending                              *prometheus.Desc
-	demand, fairShare, allocated         *prometheus.Desc
-	hbAge, shares, sharesUsed            *prometheus.Desc
-	services, svcRunning, svcHealthy     *prometheus.Desc
-	failed, retried, preempted, ended    *prometheus.Desc
-	classGPUs, gpuMem, gpuAlloc, gpuUsed *prometheus.Desc
+	work, nodes, term, index                      *prometheus.Desc
+	pending                                       *prometheus.Desc
+	demand, fairShare, allocated                  *prometheus.Desc
+	hbAge, shares, sharesUsed                     *prometheus.Desc
+	services, svcRunning, svcHealthy              *prometheus.Desc
+	failed, retried, preempted, ended             *prometheus.Desc
+	classGPUs, gpuMem, gpuAlloc, gpuUsed, gpuUtil *prometheus.Desc
 }
 
 func newClusterSeries() *clusterSeries {
@@ -121,7 +121,8 @@ func newClusterSeries() *clusterSeries {
 		classGPUs:  d("ducc_class_gpus_allocated", "GPUs the processes of a class hold (a GPU memory slice as its fraction of the device).", []string{"class"}, nil),
 		gpuMem:     d("ducc_gpu_memory_bytes", "Memory of a GPU (or MIG instance) of a node.", []string{"node", "uuid", "model"}, nil),
 		gpuAlloc:   d("ducc_gpu_memory_allocated_bytes", "GPU memory the scheduler has given out: the whole device to a process that holds it whole, else the sum of the slices on it.", []string{"node", "uuid", "model"}, nil),
-		gpuUsed:    d("ducc_gpu_memory_used_bytes", "GPU memory the processes on a GPU use, where the agent can read it (NVML); 0 otherwise.", []string{"node", "uuid", "model"}, nil),
+		gpuUsed:    d("ducc_gpu_memory_used_bytes", "GPU memory in use on a GPU, where the agent can read it (NVML); 0 otherwise.", []string{"node", "uuid", "model"}, nil),
+		gpuUtil:    d("ducc_gpu_utilization_ratio", "Fraction of the last sample period in which a kernel ran on a GPU (0..1), as NVML reports it; only GPUs whose figure NVML gives.", []string{"node", "uuid", "model"}, nil),
 	}
 }
 
@@ -145,7 +146,7 @@ func (c *clusterSeries) serve(view func() Cluster) (stop func()) {
 func (c *clusterSeries) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.work, c.nodes, c.term, c.index, c.pending, c.demand, c.fairShare, c.allocated,
 		c.hbAge, c.shares, c.sharesUsed, c.services, c.svcRunning, c.svcHealthy, c.failed, c.retried, c.preempted, c.ended,
-		c.classGPUs, c.gpuMem, c.gpuAlloc, c.gpuUsed} {
+		c.classGPUs, c.gpuMem, c.gpuAlloc, c.gpuUsed, c.gpuUtil} {
 		ch <- d
 	}
 }
@@ -220,6 +221,9 @@ func (c *clusterSeries) Collect(ch chan<- prometheus.Metric) {
 			gauge(c.gpuMem, float64(g.Memory), n.Name, g.UUID, g.Model)
 			gauge(c.gpuAlloc, float64(g.Allocated), n.Name, g.UUID, g.Model)
 			gauge(c.gpuUsed, float64(g.Used), n.Name, g.UUID, g.Model)
+			if g.Util != nil {
+				gauge(c.gpuUtil, float64(*g.Util)/100, n.Name, g.UUID, g.Model)
+			}
 		}
 	}
 	classGPUs := map[string]float64{}

@@ -33,6 +33,7 @@ func funcs() template.FuncMap {
 		"procGPUs":   procGPUs,
 		"gpuSummary": gpuSummary,
 		"holderWork": holderWork,
+		"gpuUtil":    gpuUtil,
 	}
 }
 

@@ -42,6 +42,9 @@ func procGPUs(p wire.ProcInfo) string {
 	if p.GPUMemory > 0 && p.EndedAt == 0 {
 		use = append(use, "using "+units.FormatSize(p.GPUMemory))
 	}
+	if p.GPUUtil != nil && p.EndedAt == 0 {
+		use = append(use, "utilization "+gpuUtil(p.GPUUtil))
+	}
 	if p.GPUMemoryPeak > 0 {
 		use = append(use, "peak "+units.FormatSize(p.GPUMemoryPeak))
 	}
@@ -89,6 +92,15 @@ func gpuSummary(n wire.NodeInfo) string {
 		s += " · " + units.FormatSize(used) + " used"
 	}
 	return s
+}
+
+// gpuUtil is a utilization in percent, "87%"; "—" where NVML does not
+// give it.
+func gpuUtil(p *int) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%d%%", *p)
 }
 
 // holderWork is the work id of a process id ("21.3" → "21").

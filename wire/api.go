@@ -152,6 +152,9 @@ type ProcInfo struct {
 	GPUMemory     int64   `cbor:"62,keyasint,omitempty" json:"gpu_memory,omitempty"`
 	GPUMemoryPeak int64   `cbor:"63,keyasint,omitempty" json:"gpu_memory_peak,omitempty"`
 	GPUSeconds    float64 `cbor:"64,keyasint,omitempty" json:"gpu_seconds,omitempty"`
+	// GPUUtil is its share of its GPUs' SMs in percent, where NVML gives
+	// it (ProcStatus.GPUUtil); nil otherwise.
+	GPUUtil *int `cbor:"65,keyasint,omitempty" json:"gpu_util,omitempty"`
 }
 
 // WorkInfo describes one piece of work (job, managed reservation, ...).

@@ -16,8 +16,10 @@ func sampleHeartbeat() Heartbeat {
 	return Heartbeat{
 		Node: "n1", PeerID: "12D3KooW", Addrs: []string{"/ip4/127.0.0.1/tcp/4001"}, Seq: 7, Time: 1700000000000,
 		MemTotal: 64 << 30, MemSchedulable: 60 << 30, MemUsed: 3 << 30, CPUs: 16, Load1: 0.5, DesiredVersion: 3,
-		Procs:        []ProcStatus{{ID: "17.1", WorkID: 17, State: ProcRunning, PID: 1234, RSS: 1 << 30, ExitCode: 0}},
+		Procs:        []ProcStatus{{ID: "17.1", WorkID: 17, State: ProcRunning, PID: 1234, RSS: 1 << 30, ExitCode: 0, GPUUtil: Percent(42)}},
 		HeadEligible: true, Version: "0.1",
+		GPUs:   []GPUDevice{{UUID: "GPU-a", Model: "H100", Memory: 80 << 30}, {UUID: "MIG-b", Model: "H100", Memory: 10 << 30, Parent: "GPU-c"}},
+		GPUUse: []GPUUse{{UUID: "GPU-a", Util: Percent(0), MemoryUsed: 1 << 20}, {UUID: "MIG-b"}},
 	}
 }
 

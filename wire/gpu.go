@@ -25,10 +25,34 @@ type NodeGPU struct {
 	// Holders are the ids of the processes that hold the device or a
 	// slice of it.
 	Holders []string `cbor:"11,keyasint,omitempty" json:"holders,omitempty"`
-	// Used is the GPU memory its processes use now (bytes), where the
-	// agent can read it (NVML); 0 otherwise.
+	// Used is the GPU memory in use on the device now (bytes), where the
+	// agent can read it (NVML): the device's own figure (GPUUse, every
+	// process on it) when the node reports one, else the sum its holders
+	// report; 0 otherwise.
 	Used int64 `cbor:"12,keyasint,omitempty" json:"used,omitempty"`
+	// Util is the device's utilization in percent (GPUUse.Util); nil
+	// where NVML does not give it (no NVML, a MIG instance, an older GPU).
+	Util *int `cbor:"13,keyasint,omitempty" json:"util,omitempty"`
 }
+
+// GPUUse is what one device of a node is doing, as its agent's NVML read
+// it just before the heartbeat. Heartbeat.GPUUse carries one per
+// schedulable device, in every heartbeat (full or delta) of a node whose
+// GPUs NVML reads: a few bytes per GPU beyond its UUID. A node without
+// NVML (GPUs declared in node.gpus) sends none.
+type GPUUse struct {
+	UUID string `cbor:"1,keyasint" json:"uuid"`
+	// Util is the percent of the last sample period in which a kernel ran
+	// on the device; nil where NVML does not give it (MIG instances,
+	// some GPUs): no figure, which is not 0.
+	Util *int `cbor:"2,keyasint,omitempty" json:"util,omitempty"`
+	// MemoryUsed is the device memory in use, by any process (bytes).
+	MemoryUsed int64 `cbor:"3,keyasint,omitempty" json:"memory_used,omitempty"`
+}
+
+// Percent returns a pointer to v, for the optional utilization fields
+// (GPUUse.Util, NodeGPU.Util, ProcStatus.GPUUtil, ProcInfo.GPUUtil).
+func Percent(v int) *int { return &v }
 
 // GPU reason and exit codes.
 const (

@@ -91,7 +91,7 @@ func (s *HeartbeatShaper) Shape(hb Heartbeat, head string, pushed bool) Heartbea
 		Node: hb.Node, PeerID: hb.PeerID, Seq: hb.Seq, Time: hb.Time,
 		MemUsed: hb.MemUsed, SwapUsed: hb.SwapUsed, Load1: hb.Load1,
 		DesiredVersion: hb.DesiredVersion, HeadEligible: hb.HeadEligible, Raft: hb.Raft, Delta: true,
-		Leftovers: hb.Leftovers,
+		Leftovers: hb.Leftovers, GPUUse: hb.GPUUse,
 	}
 	for _, p := range hb.Procs {
 		if was, ok := prev[p.ID]; !ok || was != marks[p.ID] || p.Ended() {
@@ -103,9 +103,8 @@ func (s *HeartbeatShaper) Shape(hb Heartbeat, head string, pushed bool) Heartbea
 
 // Over returns the delta heartbeat d laid over prev, the node's last full
 // (or merged) heartbeat: a heartbeat with d's sequence, time, load,
-// desired version, standing, processes (only those d carries) and
-// leftovers and
-// prev's inventory, no longer marked Delta. A full d is returned
+// desired version, standing, processes (only those d carries),
+// leftovers and GPU use and prev's inventory, no longer marked Delta. A full d is returned
 // unchanged.
 func (d Heartbeat) Over(prev Heartbeat) Heartbeat {
 	if !d.Delta {
@@ -115,6 +114,6 @@ func (d Heartbeat) Over(prev Heartbeat) Heartbeat {
 	m.Node, m.PeerID, m.Seq, m.Time = d.Node, d.PeerID, d.Seq, d.Time
 	m.MemUsed, m.SwapUsed, m.Load1 = d.MemUsed, d.SwapUsed, d.Load1
 	m.DesiredVersion, m.HeadEligible, m.Raft = d.DesiredVersion, d.HeadEligible, d.Raft
-	m.Procs, m.Leftovers, m.Delta = d.Procs, d.Leftovers, false
+	m.Procs, m.Leftovers, m.GPUUse, m.Delta = d.Procs, d.Leftovers, d.GPUUse, false
 	return m
 }

@@ -116,24 +116,63 @@ func TestHeartbeatShaperForceFull(t *testing.T) {
 
 func TestHeartbeatOver(t *testing.T) {
 	full := shapedHeartbeat(1, 8<<30, ProcStatus{ID: "1.1", State: ProcRunning})
-	full.GPUs, full.GPUDiscovery = []GPUDevice{{UUID: "GPU-a", Model: "H100", Memory: 80 << 30}}, "declared" // kept by deltas
+	full.GPUs, full.GPUDiscovery = []GPUDevice{{UUID: "GPU-a", Model: "H100", Memory: 80 << 30}}, "NVML" // kept by deltas
+	full.GPUUse = []GPUUse{{UUID: "GPU-a", Util: Percent(10), MemoryUsed: 1 << 30}}
 	var s HeartbeatShaper
 	s.Shape(full, "h", true)
 	next := shapedHeartbeat(2, 8<<30, ProcStatus{ID: "1.1", State: ProcRunning})
 	next.GPUs, next.GPUDiscovery = full.GPUs, full.GPUDiscovery
+	next.GPUUse = []GPUUse{{UUID: "GPU-a", Util: Percent(95), MemoryUsed: 70 << 30}} // carried by deltas
 	d := s.Shape(next, "h", true)
 	if !d.Delta || d.GPUs != nil {
 		t.Fatalf("second heartbeat: delta %v, GPUs %v; want a delta without GPUs", d.Delta, d.GPUs)
+	}
+	if !reflect.DeepEqual(d.GPUUse, next.GPUUse) {
+		t.Fatalf("delta GPU use %v, want %v", d.GPUUse, next.GPUUse)
 	}
 	d.DesiredVersion, d.Raft = 7, "Follower"
 	got := d.Over(full)
 	want := full
 	want.Seq, want.Time, want.MemUsed, want.DesiredVersion, want.Raft, want.Procs = 2, 2, 2, 7, "Follower", nil
+	want.GPUUse = next.GPUUse
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("over:\n got %+v\nwant %+v", got, want)
 	}
 	if !reflect.DeepEqual(full.Over(Heartbeat{Node: "x"}), full) {
 		t.Fatal("a full heartbeat is not returned unchanged")
+	}
+}
+
+// What GPUUse costs a heartbeat, per GPU, beyond its UUID: a device
+// figure NVML does not give is left out, and 0% is a figure, kept.
+func TestGPUUseSize(t *testing.T) {
+	const uuid = "GPU-4a3c2b1d-0e9f-8a7b-6c5d-4e3f2a1b0c9d"
+	tests := []struct {
+		name string
+		use  GPUUse
+		max  int // bytes beyond the UUID's
+	}{
+		{"busy, 70 GiB used", GPUUse{UUID: uuid, Util: Percent(87), MemoryUsed: 70 << 30}, 17},
+		{"idle", GPUUse{UUID: uuid, Util: Percent(0)}, 8},
+		{"utilization unknown", GPUUse{UUID: uuid, MemoryUsed: 1 << 30}, 12},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := Marshal(tc.use)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if extra := len(b) - len(uuid); extra > tc.max {
+				t.Errorf("%d bytes beyond the UUID, want at most %d", extra, tc.max)
+			}
+			var got GPUUse
+			if err := Unmarshal(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.use) {
+				t.Fatalf("round trip: got %+v, want %+v", got, tc.use)
+			}
+		})
 	}
 }
 

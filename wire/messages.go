@@ -61,6 +61,12 @@ type ProcStatus struct {
 	// more GPU memory than its slice (Reason says how much;
 	// CodeGPUSlice).
 	GPUSliceExceeded bool `cbor:"20,keyasint,omitempty" json:"gpu_slice_exceeded,omitempty"`
+	// GPUUtil is the process's (its tree's) share of the SMs of its GPUs
+	// since the last read, in percent, the mean over those of its GPUs
+	// where NVML gives it; nil where it gives it on none (no NVML, MIG
+	// instances, some GPUs). Like RSS, it is as fresh as the last
+	// heartbeat that carries the process (a full one, or a change).
+	GPUUtil *int `cbor:"21,keyasint,omitempty" json:"gpu_util,omitempty"`
 }
 
 // Ended reports whether the process has finished for good.
@@ -94,7 +100,8 @@ type Heartbeat struct {
 	// inventory (Addrs, MemTotal, MemSchedulable, SwapTotal, CPUs,
 	// Version, Aliens) and, in Procs, only the processes whose state or
 	// pid changed since the last heartbeat plus the ended ones not yet
-	// acknowledged. The head keeps the rest from the last full heartbeat
+	// acknowledged; GPUUse and Leftovers ride every heartbeat. The head
+	// keeps the rest from the last full heartbeat
 	// (HeartbeatShaper decides; docs/decisions.md, "Small heartbeats").
 	Delta bool `cbor:"19,keyasint,omitempty" json:"delta,omitempty"`
 	// Leftovers are processes of another cluster incarnation still
@@ -106,6 +113,11 @@ type Heartbeat struct {
 	// there are none ("NVML: 8 GPU(s), driver 550.54", "no NVML library").
 	GPUs         []GPUDevice `cbor:"21,keyasint,omitempty" json:"gpus,omitempty"`
 	GPUDiscovery string      `cbor:"22,keyasint,omitempty" json:"gpu_discovery,omitempty"`
+	// GPUUse is what each of the node's GPUs is doing (utilization,
+	// memory in use). Unlike the inventory it rides every heartbeat, full
+	// or delta, when the node reads its GPUs through NVML (a few bytes per
+	// GPU); none without NVML.
+	GPUUse []GPUUse `cbor:"23,keyasint,omitempty" json:"gpu_use,omitempty"`
 }
 
 // MaxLeftovers bounds Heartbeat.Leftovers.

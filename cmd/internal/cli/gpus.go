@@ -88,6 +88,9 @@ func procGPUs(p wire.ProcInfo) string {
 	if p.GPUMemory > 0 && !ended {
 		s += "; using " + units.FormatSize(p.GPUMemory)
 	}
+	if p.GPUUtil != nil && !ended {
+		s += "; utilization " + utilCell(p.GPUUtil)
+	}
 	if p.GPUMemoryPeak > 0 {
 		s += "; peak " + units.FormatSize(p.GPUMemoryPeak)
 	}
@@ -136,15 +139,24 @@ func anyNodeGPUs(nodes []wire.NodeInfo) bool {
 	return slices.ContainsFunc(nodes, func(n wire.NodeInfo) bool { return len(n.GPUs) > 0 })
 }
 
+// utilCell is a utilization in percent, "87%"; "-" where it is unknown.
+func utilCell(p *int) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.Itoa(*p) + "%"
+}
+
 // gpuTable is 'ducc nodes --gpus': one row per GPU, with what is given
-// out of it (ALLOC) and used. UUIDs are never cut; to fit a terminal the
-// holders, the model and the node name are cut, the holders and USED
-// left out.
+// out of it (ALLOC), the memory in use (USED) and its utilization (UTIL,
+// "-" where NVML does not give it). UUIDs are never cut; to fit a
+// terminal the holders, the model and the node name are cut, then the
+// holders, UTIL and USED left out.
 func gpuTable(nodes []wire.NodeInfo) *table {
 	t := &table{
-		heads:  []string{"NODE", "GPU", "MODEL", "MEMORY", "ALLOC", "USED", "HOLDERS"},
-		shrink: []int{4, 0, 2, 0, 0, 0, 1},
-		drop:   []int{0, 0, 0, 0, 0, 5, 3},
+		heads:  []string{"NODE", "GPU", "MODEL", "MEMORY", "ALLOC", "USED", "UTIL", "HOLDERS"},
+		shrink: []int{4, 0, 2, 0, 0, 0, 0, 1},
+		drop:   []int{0, 0, 0, 0, 0, 6, 5, 3},
 	}
 	for _, n := range nodes {
 		for _, g := range n.GPUs {
@@ -160,7 +172,7 @@ func gpuTable(nodes []wire.NodeInfo) *table {
 			if g.Allocated > 0 {
 				alloc = shortSize(g.Allocated)
 			}
-			t.add(n.Name, uuid, g.Model, shortSize(g.Memory), alloc, used, dash(strings.Join(g.Holders, ",")))
+			t.add(n.Name, uuid, g.Model, shortSize(g.Memory), alloc, used, utilCell(g.Util), dash(strings.Join(g.Holders, ",")))
 		}
 	}
 	return t

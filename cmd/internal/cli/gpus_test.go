@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -27,10 +28,10 @@ func sampleGPUWork() []wire.WorkInfo {
 			GPUs: 1, GPUModel: h100, Job: &wire.JobStats{Total: 10, Done: 4},
 			Procs: []wire.ProcInfo{
 				{ID: "21.1", Node: "gpu01", State: wire.ProcRunning, PID: 4242, MemoryLimit: 8 << 30, Done: 2,
-					GPUs: []string{uuid0}, GPUMemory: 30 << 30, GPUMemoryPeak: 31 << 30, GPUSeconds: 90},
+					GPUs: []string{uuid0}, GPUMemory: 30 << 30, GPUMemoryPeak: 31 << 30, GPUSeconds: 90, GPUUtil: wire.Percent(60)},
 				{ID: "21.2", Node: "gpu01-with-a-long-name", State: wire.ProcExited, PID: 4243, MemoryLimit: 8 << 30, Done: 2,
 					ExitCode: 143, Reason: "killed by SIGTERM", Stopped: "preempted",
-					GPUs: []string{uuid1}, GPUMemoryPeak: 70 << 30, GPUSeconds: 5400},
+					GPUs: []string{uuid1}, GPUMemoryPeak: 70 << 30, GPUSeconds: 5400, GPUUtil: wire.Percent(99)}, // ended: not shown
 			}},
 		{ID: 22, Kind: wire.WorkManaged, User: "bob", Class: "fixed", State: "Running", Memory: 4 << 30,
 			SubmittedAt: 1_700_000_000_000, StartedAt: 1_700_000_010_000, Nodes: []string{"gpu01"},
@@ -54,14 +55,14 @@ func TestShowGPUs(t *testing.T) {
 		{"whole GPUs", ws[0], []string{
 			"GPUs: 1 per job process, whole, on one node (model " + h100 + ")",
 			"GPU use: 1h31m of GPU time held; peak 70 GiB of GPU memory in one process",
-			"GPUS", "21.1 GPUs: " + uuid0 + "; using 30 GiB; peak 31 GiB; GPU time 1m30s",
+			"GPUS", "21.1 GPUs: " + uuid0 + "; using 30 GiB; utilization 60%; peak 31 GiB; GPU time 1m30s",
 			"21.2 GPUs: " + uuid1 + "; peak 70 GiB; GPU time 1h30m",
-		}, []string{"GPU memory:"}},
+		}, []string{"GPU memory:", "99%"}},
 		{"slice", ws[1], []string{
 			"GPU memory: 40 GiB slice of one GPU per process",
 			"22.1 GPUs: 40 GiB of " + uuid0 + "; using 12 GiB",
 			"GPU use: peak 12 GiB of GPU memory in one process",
-		}, []string{"GPUs: 1", "(model"}},
+		}, []string{"GPUs: 1", "(model", "utilization"}},
 		{"reservation", ws[2], []string{"GPUs: a machine with at least 8; the reservation holds all of its GPUs", "State: WaitingForResources (GPUs)"},
 			[]string{"GPU use", "GPUS"}},
 		{"no GPUs", sampleWork()[0], nil, []string{"GPU", "GPUS"}},
@@ -146,8 +147,9 @@ func sampleGPUNodes() []wire.NodeInfo {
 		{Name: "gpu01.cluster.example.org", State: "Up", MemTotal: 503 << 30, MemSchedulable: 480 << 30, MemUsed: 12 << 30,
 			Shares: 480, SharesUsed: 56, Procs: 3, LastHeartbeat: now - 1200, GPUDiscovery: "NVML: 2 GPU(s), driver 550.54",
 			GPUs: []wire.NodeGPU{
-				{GPUDevice: wire.GPUDevice{UUID: uuid0, Model: h100, Memory: 80 << 30}, Allocated: 80 << 30, Holders: []string{"21.1", "22.1"}, Used: 42 << 30},
-				{GPUDevice: wire.GPUDevice{UUID: uuid1, Model: h100, Memory: 80 << 30, Minor: 1}},
+				{GPUDevice: wire.GPUDevice{UUID: uuid0, Model: h100, Memory: 80 << 30}, Allocated: 80 << 30, Holders: []string{"21.1", "22.1"}, Used: 42 << 30,
+					Util: wire.Percent(87)},
+				{GPUDevice: wire.GPUDevice{UUID: uuid1, Model: h100, Memory: 80 << 30, Minor: 1}, Used: 500 << 20, Util: wire.Percent(0)},
 			}},
 		{Name: "mixed", State: "Up", MemTotal: 64 << 30, MemSchedulable: 60 << 30, Shares: 60, LastHeartbeat: now,
 			GPUDiscovery: "node.gpus: 3 GPU(s) declared",
@@ -219,6 +221,20 @@ func TestNodesGPUs(t *testing.T) {
 		}
 		if width == 0 && !strings.Contains(out.String(), "21.1,22.1") {
 			t.Errorf("--gpus lacks the holders:\n%s", out.String())
+		}
+		if width == 0 {
+			// Utilization where NVML gives it (0% is a figure), "-" where
+			// it does not (declared GPUs, a MIG instance).
+			for _, want := range []string{
+				`(?m)^gpu01\.cluster\.example\.org +` + uuid0 + ` +.* 42G +87% +21\.1,22\.1$`,
+				`(?m)^gpu01\.cluster\.example\.org +` + uuid1 + ` +.* 500M +0% +-$`,
+				`(?m)^mixed +MIG-b \(MIG\) +.* 10G +- +- +30\.1$`,
+				`(?m)^NODE +GPU +MODEL +MEMORY +ALLOC +USED +UTIL +HOLDERS$`,
+			} {
+				if !regexp.MustCompile(want).MatchString(out.String()) {
+					t.Errorf("--gpus does not match %s:\n%s", want, out.String())
+				}
+			}
 		}
 	}
 	var out bytes.Buffer

@@ -25,9 +25,10 @@ cluster with GPUs each node's GPUs: how many of what memory and how many are
 given out ("2×80G (1 in use)").
 
 --gpus lists every GPU instead: its node, UUID, model and memory, what the
-scheduler has given out of it (whole, or the sum of the slices on it), what
-its processes use (where NVML can say) and the processes that hold it; then
-how each node's agent found its GPUs, or why it has none.
+scheduler has given out of it (whole, or the sum of the slices on it), the
+memory in use on it and its utilization (the percent of time a kernel ran,
+where NVML can say; "-" where it cannot) and the processes that hold it;
+then how each node's agent found its GPUs, or why it has none.
 
 On a terminal the table is fitted to its width (MEM TOTAL, then HEARTBEAT
 and PROCS give way, and a line on stderr names them); --wide prints every
@@ -66,7 +67,7 @@ column. Piped, and with --json, everything is printed.`,
 		},
 	}
 	cmd.Flags().BoolVar(&wide, "wide", false, "every column, never fitted to the terminal")
-	cmd.Flags().BoolVar(&gpus, "gpus", false, "list each GPU: node, UUID, model, memory, allocated, used, holders")
+	cmd.Flags().BoolVar(&gpus, "gpus", false, "list each GPU: node, UUID, model, memory, allocated, used, utilization, holders")
 	return cmd
 }
 
