@@ -1,9 +1,14 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -216,16 +221,72 @@ func waitHistory(b *testing.B, c *cluster, ids map[uint64]bool, since time.Time)
 }
 
 // BenchmarkSubmitDetach: one `ducc run --detach -- true`, CLI start to
-// id printed (the peer: `sbatch --wrap=true`).
+// id printed (the peer: `sbatch --wrap=true`); ns/op is that call alone.
+// Between calls, outside the timer, it also runs `ducc version` (the
+// CLI's start, no agent) and sends the same request to the agent's
+// socket from this process (the round trip alone: connect, the agent,
+// the head's admission and Raft commit, the reply), and reports the
+// medians of all three: detach-ms, version-ms, roundtrip-ms, and cli-ms =
+// detach-ms - roundtrip-ms, what the CLI's start and its own work cost
+// the caller (docs/performance.md, "`ducc run --detach` from the
+// caller's side").
 func BenchmarkSubmitDetach(b *testing.B) {
 	c := startCluster(b)
 	c.ducc("run", "--", "true") // warm up
+	wd, err := os.Getwd()
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, err := json.Marshal(wire.RunRequest{Path: "true", Env: os.Environ(), Dir: wd, Umask: "0022"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{
+		DisableKeepAlives: true, // one connection per call, as the CLI
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", c.sock)
+		},
+	}}
+	roundTrip := func() time.Duration {
+		start := time.Now()
+		resp, err := hc.Post("http://ducc"+wire.PathCall+wire.MethodRun, "application/json", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var rep wire.SubmitReply
+		err = json.NewDecoder(resp.Body).Decode(&rep)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || rep.ID == 0 {
+			b.Fatalf("POST %s: %s, %v", wire.MethodRun, resp.Status, err)
+		}
+		return time.Since(start)
+	}
+	var detach, version, rt []time.Duration
 	b.ResetTimer()
 	for range b.N {
+		start := time.Now()
 		if out, errs, code := c.ducc("run", "--detach", "--", "true"); code != 0 {
 			b.Fatalf("exit %d: %s %s", code, out, errs)
 		}
+		detach = append(detach, time.Since(start))
+		b.StopTimer()
+		start = time.Now()
+		if _, errs, code := c.ducc("version"); code != 0 {
+			b.Fatalf("version: exit %d: %s", code, errs)
+		}
+		version = append(version, time.Since(start))
+		rt = append(rt, roundTrip())
+		b.StartTimer()
 	}
+	b.StopTimer()
+	med := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2].Microseconds()) / 1000
+	}
+	b.ReportMetric(med(detach), "detach-ms")
+	b.ReportMetric(med(version), "version-ms")
+	b.ReportMetric(med(rt), "roundtrip-ms")
+	b.ReportMetric(med(detach)-med(rt), "cli-ms")
 }
 
 // BenchmarkIdle: a fresh dev agent, idle: its RSS and its CPU over 60 s
