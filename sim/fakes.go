@@ -338,7 +338,15 @@ func (fh *fakeHost) heartbeat(n *fakeNode) (wire.Heartbeat, string) {
 		DesiredVersion: n.applied, Version: "sim", GPUs: n.gpus,
 	}
 	if len(n.gpus) > 0 {
-		hb.GPUDiscovery = "declared by ducc sim"
+		// As an agent with NVML: the inventory, and each heartbeat the
+		// devices' utilization and memory in use (figures that change
+		// from beat to beat, so that deltas carry them as they would).
+		hb.GPUDiscovery = "NVML, simulated by ducc sim"
+		hb.GPUUse = make([]wire.GPUUse, len(n.gpus))
+		for j, g := range n.gpus {
+			u := int(n.seq*7+uint64(j)*13) % 101
+			hb.GPUUse[j] = wire.GPUUse{UUID: g.UUID, Util: wire.Percent(u), MemoryUsed: g.Memory / 100 * int64(u)}
+		}
 	}
 	for _, p := range n.procs {
 		hb.Procs = append(hb.Procs, *p)
