@@ -81,7 +81,7 @@ bench-e2e: build
 
 # Fuzz every decoder and parser of user input, 20 s each.
 fuzz:
-	for p in ./wire/ ./spec/ ./units/ ./classfile/ ./head/rm/ ./agent/ ./feed/ ./proc/ ./cmd/internal/sockhttp/; do \
+	for p in ./wire/ ./spec/ ./units/ ./classfile/ ./head/rm/ ./agent/ ./feed/ ./proc/ ./cmd/internal/sockhttp/ ./gpu/; do \
 		for f in $$($(GO) test -list 'Fuzz.*' $$p | grep ^Fuzz); do \
 			$(GO) test -run XXX -fuzz "^$$f$$" -fuzztime 20s $$p || exit 1; done; done
 

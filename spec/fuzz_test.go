@@ -49,7 +49,11 @@ func FuzzParseProperties(f *testing.F) {
 		"service_request_endpoint = CUSTOM:x\nservice_ping_class = a.B$C\nservice_ping_classpath = ${HOME}/p.jar:lib/*\n"+
 			"service_ping_jvmargs = -Xmx64m '-Dx=a b'\nservice_ping_arguments = a=1,b=2\nservice_ping_dolog\nservice_ping_timeout = 5s\n",
 		"service_request_endpoint = UIMA-AS:q:tcp://h:1\nservice_ping_jvm_args = '\nservice_ping_class = ..\n",
-		"service_request_endpoint = CUSTOM:x\nservice_ping_executable = p\nservice_ping_class = a.B\nservice_ping_dolog = maybe\n")
+		"service_request_endpoint = CUSTOM:x\nservice_ping_executable = p\nservice_ping_class = a.B\nservice_ping_dolog = maybe\n",
+		// GPU requests: whole GPUs, a slice, both, a model alone.
+		"process_executable = w\nprocess_gpus = 2\nprocess_gpu_model = NVIDIA H100 80GB HBM3\n",
+		"process_executable = w\nprocess_gpu_memory = 20G\n", "process_executable = w\nprocess_gpus = 1\nprocess_gpu_memory = -1\n",
+		"process_executable = w\nprocess_gpu_model = \\u0000\n")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, kind := range []Kind{KindJob, KindService} {
 			raw, _, err := ParseProperties(data, "f", "/base", env, kind)
@@ -80,7 +84,9 @@ func FuzzParseProperties(f *testing.F) {
 func FuzzParseJobYAML(f *testing.F) {
 	seedFiles(f, "../examples/*/*.yaml",
 		"process_executable: x\ninput_items: [a, b]\nenvironment: {A: 1, B: }\n",
-		"- a\n", "process_executable: [x\n", "&a x: *a\n", "process_memory_size: 1e400\n")
+		"- a\n", "process_executable: [x\n", "&a x: *a\n", "process_memory_size: 1e400\n",
+		"process_executable: x\nprocess_gpus: 4\nprocess_gpu_model: H100\n", "process_executable: x\nprocess_gpu_memory: 1e400\n",
+		"process_executable: x\nprocess_gpus: [1]\nprocess_gpu_memory: 10G\n")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		raw, _, err := ParseYAML(data, "f.yaml", "/base", KindJob)
 		if err != nil {
