@@ -60,42 +60,10 @@ func TestGPUPreemption(t *testing.T) {
 			s.work = append(s.work, w)
 			for range 40 {
 				s.step(10 * time.Second)
-				checkGPUInvariants(t, s)
+				// What the processes hold, stopping ones included.
+				checkGPUs(t, Input{Nodes: s.nodes, Work: s.work}, Plan{})
 			}
 			tt.check(t, s.holding())
 		})
-	}
-}
-
-// checkGPUInvariants checks what the simulated cluster's processes hold
-// (stopping ones included: they hold their devices until gone): no device
-// with two whole holders, a whole holder and a slice, or slices over its
-// memory.
-func checkGPUInvariants(t *testing.T, s *sim) {
-	t.Helper()
-	mem := map[string]int64{}
-	for _, n := range s.nodes {
-		for _, g := range n.GPUs {
-			mem[n.Name+"/"+g.ID] = g.Memory
-		}
-	}
-	whole, used := map[string]int{}, map[string]int64{}
-	for _, w := range s.work {
-		for _, p := range w.Procs {
-			for _, id := range p.GPUs {
-				k := p.Node + "/" + id
-				if _, ok := mem[k]; !ok {
-					t.Fatalf("process %s holds GPU %s, not on its node %s", p.ID, id, p.Node)
-				}
-				if w.GPUs > 0 {
-					whole[k]++
-				} else {
-					used[k] += w.GPUMemory
-				}
-				if whole[k] > 1 || (whole[k] > 0 && used[k] > 0) || used[k] > mem[k] {
-					t.Fatalf("GPU %s broken at %s: %d whole holders, %d of %d bytes of slices", k, p.ID, whole[k], used[k], mem[k])
-				}
-			}
-		}
 	}
 }

@@ -413,17 +413,7 @@ func TestPropertyGPUClusters(t *testing.T) {
 			p := Schedule(in)
 			checkPlan(t, in, p)
 			checkGPUs(t, in, p)
-			if q := Schedule(in); !reflect.DeepEqual(p, q) {
-				t.Fatal("same input, different plan")
-			}
-			sh := in
-			sh.Nodes = append([]Node(nil), in.Nodes...)
-			sh.Work = append([]Work(nil), in.Work...)
-			r.Shuffle(len(sh.Nodes), func(i, j int) { sh.Nodes[i], sh.Nodes[j] = sh.Nodes[j], sh.Nodes[i] })
-			r.Shuffle(len(sh.Work), func(i, j int) { sh.Work[i], sh.Work[j] = sh.Work[j], sh.Work[i] })
-			if q := Schedule(sh); !reflect.DeepEqual(p, q) {
-				t.Fatal("shuffled input, different plan")
-			}
+			checkDeterministic(t, r, in, p)
 		})
 	}
 }

@@ -159,6 +159,24 @@ func checkPlan(t *testing.T, in Input, p Plan) {
 	}
 }
 
+// checkDeterministic checks that in, scheduled again and with its nodes
+// and work shuffled (by r), gives the plan p again: the order of nodes and
+// work in the snapshot does not matter.
+func checkDeterministic(t *testing.T, r *rand.Rand, in Input, p Plan) {
+	t.Helper()
+	if q := Schedule(in); !reflect.DeepEqual(p, q) {
+		t.Fatal("same input, different plan")
+	}
+	sh := in
+	sh.Nodes = append([]Node(nil), in.Nodes...)
+	sh.Work = append([]Work(nil), in.Work...)
+	r.Shuffle(len(sh.Nodes), func(i, j int) { sh.Nodes[i], sh.Nodes[j] = sh.Nodes[j], sh.Nodes[i] })
+	r.Shuffle(len(sh.Work), func(i, j int) { sh.Work[i], sh.Work[j] = sh.Work[j], sh.Work[i] })
+	if q := Schedule(sh); !reflect.DeepEqual(p, q) {
+		t.Fatal("shuffled input, different plan")
+	}
+}
+
 func TestPropertyRandomClusters(t *testing.T) {
 	for seed := int64(1); seed <= 400; seed++ {
 		r := rand.New(rand.NewSource(seed))
@@ -166,18 +184,7 @@ func TestPropertyRandomClusters(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			p := Schedule(in)
 			checkPlan(t, in, p)
-			if q := Schedule(in); !reflect.DeepEqual(p, q) {
-				t.Fatal("same input, different plan")
-			}
-			// Order of nodes and work in the snapshot does not matter.
-			sh := in
-			sh.Nodes = append([]Node(nil), in.Nodes...)
-			sh.Work = append([]Work(nil), in.Work...)
-			r.Shuffle(len(sh.Nodes), func(i, j int) { sh.Nodes[i], sh.Nodes[j] = sh.Nodes[j], sh.Nodes[i] })
-			r.Shuffle(len(sh.Work), func(i, j int) { sh.Work[i], sh.Work[j] = sh.Work[j], sh.Work[i] })
-			if q := Schedule(sh); !reflect.DeepEqual(p, q) {
-				t.Fatal("shuffled input, different plan")
-			}
+			checkDeterministic(t, r, in, p)
 		})
 	}
 }
