@@ -196,21 +196,27 @@ func TestGPUPlacement(t *testing.T) {
 					t.Errorf("work %d started: %v", id, got[id])
 				}
 			}
-			for id, code := range tc.pend {
-				x, ok := pendingEntry(p, id)
-				if !ok || x.Code != code {
-					t.Errorf("work %d pending %+v (listed %v), want code %d", id, x, ok, code)
-				}
-			}
-			for id, words := range tc.pendHas {
-				x, _ := pendingEntry(p, id)
-				for _, w := range words {
-					if !strings.Contains(x.Reason, w) {
-						t.Errorf("work %d reason %q does not say %q", id, x.Reason, w)
-					}
-				}
-			}
+			checkPending(t, p, tc.pend, tc.pendHas)
 		})
+	}
+}
+
+// checkPending checks that each work of pend is pending with its code,
+// and that the pending reason of each work of has says each of its words.
+func checkPending(t *testing.T, p Plan, pend map[uint64]WaitCode, has map[uint64][]string) {
+	t.Helper()
+	for id, code := range pend {
+		if x, ok := pendingEntry(p, id); !ok || x.Code != code {
+			t.Errorf("work %d pending %+v (listed %v), want code %d", id, x, ok, code)
+		}
+	}
+	for id, words := range has {
+		x, _ := pendingEntry(p, id)
+		for _, w := range words {
+			if !strings.Contains(x.Reason, w) {
+				t.Errorf("work %d reason %q does not say %q", id, x.Reason, w)
+			}
+		}
 	}
 }
 

@@ -2,7 +2,6 @@ package rm
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 )
@@ -78,19 +77,7 @@ func TestGPUModelPlacement(t *testing.T) {
 					t.Errorf("work %d got GPUs %v, want %v", id, got[id], want)
 				}
 			}
-			for id, code := range tc.pend {
-				if x, ok := pendingEntry(p, id); !ok || x.Code != code {
-					t.Errorf("work %d pending %+v (listed %v), want code %d", id, x, ok, code)
-				}
-			}
-			for id, words := range tc.has {
-				x, _ := pendingEntry(p, id)
-				for _, w := range words {
-					if !strings.Contains(x.Reason, w) {
-						t.Errorf("work %d reason %q does not say %q", id, x.Reason, w)
-					}
-				}
-			}
+			checkPending(t, p, tc.pend, tc.has)
 		})
 	}
 }
