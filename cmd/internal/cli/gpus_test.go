@@ -69,27 +69,7 @@ func TestShowGPUs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, width := range []int{0, 80} {
-				var b bytes.Buffer
-				printWorkWidth(&b, tt.w, width, showNow)
-				out := b.String()
-				flat := strings.Join(strings.Fields(out), " ")
-				for _, l := range strings.Split(out, "\n") {
-					if width > 0 && utf8.RuneCountInString(l) > width {
-						t.Errorf("line of %d columns: %q", utf8.RuneCountInString(l), l)
-					}
-				}
-				for _, s := range tt.want {
-					if !strings.Contains(flat, s) {
-						t.Errorf("width %d: show lacks %q:\n%s", width, s, out)
-					}
-				}
-				for _, s := range tt.not {
-					if strings.Contains(out, s) {
-						t.Errorf("width %d: show has %q:\n%s", width, s, out)
-					}
-				}
-			}
+			checkShow(t, tt.w, tt.want, tt.not)
 		})
 	}
 	// The process table's GPUS column: one whole GPU, a 40G slice.

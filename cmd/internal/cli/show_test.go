@@ -177,27 +177,7 @@ func TestShowText(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, width := range []int{0, 80} {
-				var b bytes.Buffer
-				printWorkWidth(&b, tt.w, width, showNow)
-				out := b.String()
-				flat := strings.Join(strings.Fields(out), " ")
-				for _, l := range strings.Split(out, "\n") {
-					if width > 0 && utf8.RuneCountInString(l) > width {
-						t.Errorf("line of %d columns: %q", utf8.RuneCountInString(l), l)
-					}
-				}
-				for _, s := range tt.want {
-					if !strings.Contains(flat, s) {
-						t.Errorf("width %d: show lacks %q:\n%s", width, s, out)
-					}
-				}
-				for _, s := range tt.not {
-					if strings.Contains(out, s) {
-						t.Errorf("width %d: show has %q:\n%s", width, s, out)
-					}
-				}
-			}
+			checkShow(t, tt.w, tt.want, tt.not)
 		})
 	}
 }
@@ -233,6 +213,34 @@ func TestWrap(t *testing.T) {
 	for _, tt := range tests {
 		if got := wrap(tt.s, tt.width); strings.Join(got, "|") != strings.Join(tt.want, "|") {
 			t.Errorf("wrap(%q, %d) = %q, want %q", tt.s, tt.width, got, tt.want)
+		}
+	}
+}
+
+// checkShow prints w as ducc show does, full width and at 80 columns, and
+// checks that no line is wider, that the text (its words joined by single
+// spaces) says each of want, and that it holds none of not.
+func checkShow(t *testing.T, w wire.WorkInfo, want, not []string) {
+	t.Helper()
+	for _, width := range []int{0, 80} {
+		var b bytes.Buffer
+		printWorkWidth(&b, w, width, showNow)
+		out := b.String()
+		flat := strings.Join(strings.Fields(out), " ")
+		for _, l := range strings.Split(out, "\n") {
+			if width > 0 && utf8.RuneCountInString(l) > width {
+				t.Errorf("line of %d columns: %q", utf8.RuneCountInString(l), l)
+			}
+		}
+		for _, s := range want {
+			if !strings.Contains(flat, s) {
+				t.Errorf("width %d: show lacks %q:\n%s", width, s, out)
+			}
+		}
+		for _, s := range not {
+			if strings.Contains(out, s) {
+				t.Errorf("width %d: show has %q:\n%s", width, s, out)
+			}
 		}
 	}
 }
