@@ -88,7 +88,7 @@ func statusKiB(tb testing.TB, pid int, field string) int64 {
 }
 
 // BenchmarkShortJobs500: 500 × `ducc run --detach -- true`, from one
-// submitting loop and from four at once (as several users or scripts
+// submitting loop and from four and sixteen at once (as several users or scripts
 // would submit; scripts/compare-slurm.sh's P=), then until the last has
 // ended (the peer: 500 × `sbatch --wrap=true`). It reports jobs/s end to
 // end (from the first submit to the last end the head recorded), the
@@ -97,7 +97,7 @@ func statusKiB(tb testing.TB, pid int, field string) int64 {
 //
 //	go test -run XXX -bench ShortJobs500 -benchtime 3x ./e2e/
 func BenchmarkShortJobs500(b *testing.B) {
-	for _, loops := range []int{1, 4} {
+	for _, loops := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("loops=%d", loops), func(b *testing.B) { benchShortJobs(b, 500, loops) })
 	}
 }
