@@ -17,7 +17,9 @@
 # shim servers') and the machine's busy CPU per job. Then the proc launch
 # benchmark (launches/s from 1, 2, 4, 16 callers) and one ducc round from the
 # largest P with the agent's profiles (DUCC_PROFILE_DIR: CPU, block, mutex,
-# go tool trace). Everything goes to OUT (default /tmp/short27).
+# go tool trace). Between them, one loop's latency: LAT (200) calls of `ducc
+# run --detach -- true` and of `sbatch`, alternating, each timed
+# (latency.txt). Everything goes to OUT (default /tmp/short27).
 # BEFORE=<git revision> at pack time adds that tree's ducc, run in every round
 # just before this one's (the same P, a fresh agent each): before and after
 # on the same machine at the same time.
@@ -101,6 +103,33 @@ for r in $(seq $ROUNDS); do
     [ $slurm_ok = 1 ] && slurm_round $P
   done
 done 2>&1 | tee "$OUT/short.txt"
+
+# One loop's caller: LAT (200) × `ducc run --detach -- true` and `sbatch
+# --wrap=true`, call by call (alternating when Slurm is up), each timed in
+# bash: the median and the 90th percentile of each (issue 27: under 3 ms).
+lat_round() {
+  local d=$W/ducc AP i t0 t1 ; rm -rf $d; mkdir -p $d
+  $B/ducc agent --dev --data-dir $d/data >$d/agent.log 2>&1 &
+  AP=$!; export DUCC_SOCKET=$d/data/ducc.sock
+  for i in $(seq 100); do $B/ducc status >/dev/null 2>&1 && break; sleep 0.1; done
+  $B/ducc run -- true >/dev/null
+  : >$W/lat-ducc; : >$W/lat-slurm
+  for i in $(seq ${LAT:-200}); do
+    t0=$EPOCHREALTIME; $B/ducc run --detach -- true >/dev/null 2>&1; t1=$EPOCHREALTIME
+    echo "$t0 $t1" >>$W/lat-ducc
+    if [ $slurm_ok = 1 ]; then
+      t0=$EPOCHREALTIME; sbatch --wrap=true -o /dev/null >/dev/null 2>&1; t1=$EPOCHREALTIME
+      echo "$t0 $t1" >>$W/lat-slurm
+    fi
+  done
+  for k in ducc slurm; do
+    [ -s $W/lat-$k ] || continue
+    awk '{printf "%.3f\n", ($2-$1)*1000}' $W/lat-$k | sort -n | awk -v k=$k '{a[NR]=$1} END{printf "%s one loop, %d calls: median %.2f ms, p90 %.2f ms\n", (k=="ducc"?"ducc run --detach":"sbatch"), NR, a[int((NR+1)/2)], a[int(NR*0.9)]}'
+  done
+  kill -TERM $AP; wait $AP 2>/dev/null
+  [ $slurm_ok = 1 ] && for i in $(seq 1200); do [ -z "$(squeue -h -o %i 2>/dev/null)" ] && break; sleep 0.05; done
+}
+lat_round 2>&1 | tee "$OUT/latency.txt"
 [ $slurm_ok = 1 ] && bash "$R/slurm/stop.sh" $W/slurm >/dev/null 2>&1
 
 # The launch benchmark of package proc: one shim server, 1, 2, 4, 16 callers.
