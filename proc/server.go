@@ -139,9 +139,9 @@ func RunShimServer(args []string) int {
 }
 
 // How many launches, and how many records of ends, a server runs at once.
-// A launch is mostly file and cgroup work on the disk and the kernel (the
-// fork itself is one at a time: forkMu); a few at once keep cores busy
-// without piling up threads blocked in system calls.
+// A launch is mostly file and cgroup work on the disk and the kernel; a
+// few at once keep cores busy without piling up threads blocked in
+// system calls.
 const (
 	maxLaunches = 4
 	maxFinishes = 4
@@ -160,10 +160,12 @@ type server struct {
 	cgMu    sync.Mutex
 	cgroups map[string]*cgroup.Manager // by configuration; cgMu
 
-	// forkMu is held across a fork and by the reaper across wait4, so
-	// that the reaper never reaps a child whose exec failed (ForkExec
-	// reaps those itself). Forks are thus one at a time.
-	forkMu sync.Mutex
+	// forkMu is held shared across each fork and alone by the reaper
+	// across wait4, so that the reaper never reaps a child whose exec
+	// failed (ForkExec reaps those itself). Forks run at once with each
+	// other (on cgroup v1 they are one at a time anyway: the thread moves
+	// of cgroup.Manager.StartIn are), never with a wait4.
+	forkMu sync.RWMutex
 
 	launchSem chan struct{} // a token per launch running (maxLaunches)
 	finishSem chan struct{} // a token per end being recorded (maxFinishes)

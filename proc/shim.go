@@ -73,7 +73,7 @@ type shim struct {
 	// per-process shim): see server.forkMu. umask is the server's lock
 	// that keeps its file creations out of its forks (nil in a
 	// per-process shim).
-	forkMu *sync.Mutex
+	forkMu *sync.RWMutex
 	umask  *umaskLock
 
 	// Set by launch once the child runs.
@@ -583,8 +583,8 @@ func (s *shim) start(c *preparedCmd, cg *cgroup.Manager, group cgroup.Group) (in
 	var pid int
 	var startErr error
 	if s.forkMu != nil {
-		s.forkMu.Lock()
-		defer s.forkMu.Unlock()
+		s.forkMu.RLock()
+		defer s.forkMu.RUnlock()
 	}
 	err = cg.StartIn(group, func(cgroupFD int) error {
 		sys := &syscall.SysProcAttr{Setpgid: true, Credential: c.cred}
