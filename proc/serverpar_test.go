@@ -123,6 +123,7 @@ func TestServerConcurrentRequests(t *testing.T) {
 	start := func(id string) serverMsg { return serverMsg{Op: opStart, ID: id} }
 	sig := func(id, name string) serverMsg { return serverMsg{Op: opSignal, ID: id, Signal: name} }
 	sleeper := func(id string) Spec { return shSpec(id, "sleep 60") }
+	const sharedLogDir = "(shared)" // a log directory of the test's
 	type want struct {
 		state  State
 		code   int
@@ -169,7 +170,9 @@ func TestServerConcurrentRequests(t *testing.T) {
 			specs: func() []Spec {
 				var sps []Spec
 				for i := range 24 {
-					sps = append(sps, shSpec(fmt.Sprintf("4.%d", i), fmt.Sprintf("exit %d", i%5)))
+					sp := shSpec(fmt.Sprintf("4.%d", i), fmt.Sprintf("exit %d", i%5))
+					sp.LogDir = sharedLogDir // one work's logs, made at once
+					sps = append(sps, sp)
 				}
 				return sps
 			}(),
@@ -218,6 +221,9 @@ func TestServerConcurrentRequests(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, sp := range tc.specs {
+				if sp.LogDir == sharedLogDir {
+					sp.LogDir = filepath.Join(e.dataDir, "logs")
+				}
 				rawSpec(t, e, sp)
 			}
 			rc.send(t, tc.reqs...)

@@ -508,7 +508,9 @@ func (s *shim) createLogLocked(c *preparedCmd) error {
 	sp := &s.spec.Spec
 	// 0644 at most, whatever the umask: a log is never writable by others.
 	mode := os.FileMode(0o644 &^ c.umask)
-	name := fmt.Sprintf("%d-%s-%s-starting-%d.log", sp.WorkID, sp.Kind, sp.Node, os.Getpid())
+	// Until the child's pid names it: the shim's pid and the process id
+	// (a shim server launches processes of one work at once).
+	name := fmt.Sprintf("%d-%s-%s-starting-%d-%s.log", sp.WorkID, sp.Kind, sp.Node, os.Getpid(), sp.ID)
 	if sp.LogDir == "" {
 		c.logPath = filepath.Join(s.dir, name)
 		f, err := os.OpenFile(c.logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
