@@ -107,13 +107,13 @@ func userName(name string, cred *syscall.Credential) string {
 	}
 }
 
-// mkdirAsUser creates dir and its missing parents as cred's user (they are
-// then the user's, with the mode the umask leaves of 0755: never writable
-// by others, whatever the umask). A directory the
+// mkdirAsUser creates dir and its missing parents as cred's user with mode
+// (under the process umask; the shim passes 0755 less the process's umask:
+// never writable by others, whatever the umask). A directory the
 // user may not create fails with "cannot create log directory X as alice:
 // permission denied" and what the user can do about it; nothing is created
 // where the user could not create it.
-func mkdirAsUser(dir string, cred *syscall.Credential, who string) error {
+func mkdirAsUser(dir string, mode os.FileMode, cred *syscall.Credential, who string) error {
 	return asUser(cred, func() error {
 		var missing []string
 		for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
@@ -127,7 +127,7 @@ func mkdirAsUser(dir string, cred *syscall.Credential, who string) error {
 		}
 		for i := len(missing) - 1; i >= 0; i-- {
 			d := missing[i]
-			if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			if err := os.Mkdir(d, mode); err != nil && !errors.Is(err, os.ErrExist) {
 				return fmt.Errorf("cannot create log directory %s as %s: %w; give the work a log directory %[2]s may create (the default, ~/ducc/logs, needs a home %[2]s may write)", d, who, unwrapPath(err))
 			}
 		}

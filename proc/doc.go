@@ -44,11 +44,19 @@
 // "started" with the handshake below; "signal <id> <name>" forwards a stop
 // signal to the child's process group, or ("kill") kills the group and the
 // cgroup, while the child is unreaped; "ended <id>" tells every connected
-// agent that status.json is written. The server launches one process at a
-// time (a launch sets the process-wide umask), each exactly as a
-// per-process shim does (below, from reading spec.json to child.json),
-// reaps its children on SIGCHLD with wait4 and records each end as a
-// per-process shim does. child.json names the server: pid, start time and
+// agent that status.json is written. The server launches up to four
+// processes at once, each on a goroutine of its own and exactly as a
+// per-process shim does (below, from reading spec.json to child.json):
+// the files a launch creates get their modes explicitly, and only the fork
+// sets the process-wide umask to the child's (forks with the same umask
+// share it, umask.go); a "signal" for a process still launching is kept
+// and sent once it runs; a second "start" of an id that is launching or
+// running is refused; a process's "started" always precedes its "ended".
+// The server reaps its children on SIGCHLD with wait4 (never during a
+// fork) and records each end, as a per-process shim does, on up to four
+// goroutines. The Manager hands each answer to Start over at once and
+// finishes reported ends (status.json, OnExit) on up to four goroutines
+// of its own. child.json names the server: pid, start time and
 // its abstract unix socket ("ducc-shim-server/<pid>/<start>"), which
 // accepts connections from its own uid only. A new Manager's Adopt
 // connects to the servers its processes name (checking the peer's pid),

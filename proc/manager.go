@@ -48,6 +48,23 @@ type Manager struct {
 	serverMu sync.Mutex
 	current  *shimServer
 	servers  map[string]*shimServer
+
+	// ends holds the processes whose end a shim server reported, waiting
+	// for finish on at most maxFinishers goroutines (finishLater), so that
+	// the server's reader goes on to the next answer to Start; finishers
+	// counts those goroutines. Guarded by mu.
+	ends      []reportedEnd
+	finishers int
+}
+
+// maxFinishers bounds the goroutines that finish the ends the shim
+// servers report (status.json, OnExit).
+const maxFinishers = 4
+
+// reportedEnd is a process whose end a shim server reported.
+type reportedEnd struct {
+	id string
+	e  *entry
 }
 
 type entry struct {

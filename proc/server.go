@@ -98,6 +98,7 @@ func RunShimServer(args []string) int {
 		return 2
 	}
 	syscall.CloseOnExec(3)
+	syscall.Umask(baseUmask) // the files it creates get explicit modes (umask.go)
 	// Only the agent (a request, or SIGKILL) ends the server: a stop
 	// signal meant for the agent must not take its processes' parent.
 	// Caught and dropped, not ignored: an ignored signal stays ignored in
@@ -137,38 +138,65 @@ func RunShimServer(args []string) int {
 	return 0
 }
 
+// How many launches, and how many records of ends, a server runs at once.
+// A launch is mostly file and cgroup work on the disk and the kernel; a
+// few at once keep cores busy without piling up threads blocked in
+// system calls.
+const (
+	maxLaunches = 4
+	maxFinishes = 4
+)
+
 // server is a shim server's state.
 type server struct {
 	procsDir string
 	log      *slog.Logger
 	self     host
 
-	// launchMu makes launches one at a time: a launch sets the process's
-	// umask (one per process, not per thread) for the files it creates
-	// and for the child. It guards cgroups.
-	launchMu sync.Mutex
-	cgroups  map[string]*cgroup.Manager // by configuration
+	// umask keeps the launches' file creations out of their forks, which
+	// set the process-wide umask to the child's (umask.go).
+	umask umaskLock
 
-	// forkMu is held across a fork and by the reaper across wait4, so
-	// that the reaper never reaps a child whose exec failed (ForkExec
-	// reaps those itself).
-	forkMu sync.Mutex
+	cgMu    sync.Mutex
+	cgroups map[string]*cgroup.Manager // by configuration; cgMu
+
+	// forkMu is held shared across each fork and alone by the reaper
+	// across wait4, so that the reaper never reaps a child whose exec
+	// failed (ForkExec reaps those itself). Forks run at once with each
+	// other (on cgroup v1 they are one at a time anyway: the thread moves
+	// of cgroup.Manager.StartIn are), never with a wait4.
+	forkMu sync.RWMutex
+
+	launchSem chan struct{} // a token per launch running (maxLaunches)
+	finishSem chan struct{} // a token per end being recorded (maxFinishes)
 
 	mu      sync.Mutex
-	byPID   map[int]*shim    // launched and not reaped
-	byID    map[string]*shim // the same, by process id
-	early   map[int]*exit    // reaped before their launch registered them
+	byPID   map[int]*served    // launched, registered and not reaped
+	byID    map[string]*served // the same, and those still launching, by process id
+	early   map[int]*exit      // reaped before their launch registered them
 	clients map[*serverClient]struct{}
 	active  int           // launches and processes not yet reported ended
 	idle    chan struct{} // closed when there is no client and nothing active
 	exiting bool
 }
 
+// served is one process of a server from its start request until it is
+// reaped (or its launch failed).
+type served struct {
+	id string
+	s  *shim
+	// Guarded by server.mu.
+	launched bool             // registered in byPID: signals go to the child
+	signals  []syscall.Signal // received while it launched, sent once registered
+}
+
 func newServer(procsDir string, log *slog.Logger, me host) *server {
 	return &server{
 		procsDir: procsDir, log: log, self: me,
-		cgroups: map[string]*cgroup.Manager{},
-		byPID:   map[int]*shim{}, byID: map[string]*shim{}, early: map[int]*exit{},
+		cgroups:   map[string]*cgroup.Manager{},
+		launchSem: make(chan struct{}, maxLaunches),
+		finishSem: make(chan struct{}, maxFinishes),
+		byPID:     map[int]*served{}, byID: map[string]*served{}, early: map[int]*exit{},
 		clients: map[*serverClient]struct{}{},
 		idle:    make(chan struct{}),
 	}
@@ -219,8 +247,16 @@ func (srv *server) addClient(c *net.UnixConn) {
 	go srv.serve(cl) // ends when the agent closes the connection
 }
 
+// serve handles cl's requests in order until the connection ends. Each
+// start is registered here, in order (a second start of an id that is
+// launching or running is refused at once), then launched on a goroutine
+// of its own (at most maxLaunches at once); a signal for a process still
+// launching is kept and sent once its launch registers it. The connection
+// closes once the launches it asked for have answered.
 func (srv *server) serve(cl *serverClient) {
+	var launches sync.WaitGroup
 	defer func() {
+		launches.Wait()
 		cl.conn.Close()
 		srv.mu.Lock()
 		delete(srv.clients, cl)
@@ -241,7 +277,16 @@ func (srv *server) serve(cl *serverClient) {
 		}
 		switch m.Op {
 		case opStart:
-			srv.launch(cl, m.ID)
+			p := srv.register(m.ID)
+			if p == nil {
+				_ = cl.send(serverMsg{Op: opStarted, ID: m.ID, Start: &handshake{Error: "already running"}})
+				continue
+			}
+			launches.Add(1)
+			go func() { // ends with the launch
+				defer launches.Done()
+				srv.launch(cl, p)
+			}()
 		case opSignal:
 			srv.signal(m.ID, m.Signal)
 		default:
@@ -262,8 +307,10 @@ func (srv *server) checkIdle() {
 	close(srv.idle)
 }
 
-// cgroupsFor is the cgroup manager of a spec's configuration; launchMu held.
+// cgroupsFor is the cgroup manager of a spec's configuration.
 func (srv *server) cgroupsFor(sp *shimSpec) (*cgroup.Manager, error) {
+	srv.cgMu.Lock()
+	defer srv.cgMu.Unlock()
 	key := fmt.Sprintf("%t|%s|%s|%s", sp.CgroupEnabled, sp.CgroupRoot, sp.CgroupMode, sp.CgroupMount)
 	if cg, ok := srv.cgroups[key]; ok {
 		return cg, nil
@@ -276,50 +323,69 @@ func (srv *server) cgroupsFor(sp *shimSpec) (*cgroup.Manager, error) {
 	return cg, nil
 }
 
-// launch starts process id and answers cl; the end of a process that
-// could not start is reported at once.
-func (srv *server) launch(cl *serverClient, id string) {
+// register records a start request for id, or returns nil when id is
+// launching or running already.
+func (srv *server) register(id string) *served {
 	srv.mu.Lock()
+	defer srv.mu.Unlock()
 	if _, ok := srv.byID[id]; ok {
-		srv.mu.Unlock()
-		_ = cl.send(serverMsg{Op: opStarted, ID: id, Start: &handshake{Error: "already running"}})
-		return
+		return nil
 	}
+	p := &served{id: id, s: &shim{dir: filepath.Join(srv.procsDir, id), log: srv.log, forkMu: &srv.forkMu, umask: &srv.umask}}
+	srv.byID[id] = p
 	srv.active++
-	srv.mu.Unlock()
+	return p
+}
 
-	s := &shim{dir: filepath.Join(srv.procsDir, id), log: srv.log, forkMu: &srv.forkMu}
-	h, err := srv.launchOne(s)
+// launch starts the registered process p and answers cl; the end of a
+// process that could not start is reported at once. The answer goes out
+// before the process is registered for the reaper, so that an agent
+// always reads a process's "started" before its "ended" (a child reaped
+// meanwhile waits in early).
+func (srv *server) launch(cl *serverClient, p *served) {
+	srv.launchSem <- struct{}{}
+	h, err := srv.launchOne(p.s)
+	<-srv.launchSem
 	if err != nil {
-		srv.log.Error("launch", "id", id, "err", err)
+		srv.log.Error("launch", "id", p.id, "err", err)
 	}
-	if err := cl.send(serverMsg{Op: opStarted, ID: id, Start: &h}); err != nil {
-		srv.log.Warn("answer start", "id", id, "err", err)
+	failed := h.Error != "" || err != nil
+	if failed {
+		srv.mu.Lock()
+		delete(srv.byID, p.id) // its signals are moot
+		srv.mu.Unlock()
 	}
-	if h.Error != "" || err != nil {
-		srv.reportEnded(id) // status.json holds the failure (or nothing: lost)
+	if err := cl.send(serverMsg{Op: opStarted, ID: p.id, Start: &h}); err != nil {
+		srv.log.Warn("answer start", "id", p.id, "err", err)
+	}
+	if failed {
+		srv.reportEnded(p.id) // status.json holds the failure (or nothing: lost)
 		return
 	}
+	s := p.s
 	srv.mu.Lock()
 	if ps, ok := srv.early[s.pid]; ok {
+		// It ended already: the signals that came during its launch are
+		// moot, and its pid may be another's now.
 		delete(srv.early, s.pid)
+		delete(srv.byID, p.id)
 		srv.mu.Unlock()
 		srv.finish(s, ps)
 		return
 	}
-	srv.byPID[s.pid] = s
-	srv.byID[id] = s
+	p.launched = true
+	srv.byPID[s.pid] = p
+	for _, sig := range p.signals {
+		s.signal(sig)
+	}
+	p.signals = nil
 	srv.mu.Unlock()
 }
 
-// launchOne runs s.launch, one launch at a time. A panic in it (a bug)
-// fails that launch rather than taking every process of the server with
-// it.
+// launchOne runs s.launch (at most maxLaunches at once: launch). A panic
+// in it (a bug) fails that launch rather than taking every process of the
+// server with it.
 func (srv *server) launchOne(s *shim) (h handshake, err error) {
-	srv.launchMu.Lock()
-	defer srv.launchMu.Unlock()
-	umask := syscall.Umask(0o022)
-	defer syscall.Umask(umask)
 	defer func() {
 		if r := recover(); r != nil {
 			srv.log.Error("launch panicked", "dir", s.dir, "panic", r, "stack", string(debug.Stack()))
@@ -329,7 +395,9 @@ func (srv *server) launchOne(s *shim) (h handshake, err error) {
 	return s.launch(srv.cgroupsFor, srv.self)
 }
 
-// signal signals process id's child if it has not been reaped.
+// signal signals process id's child if it has not been reaped; while id
+// is launching, the signal is kept and sent once the launch has
+// registered the child (launch).
 func (srv *server) signal(id, name string) {
 	sig := unix.SIGUSR1
 	if name != signalKill {
@@ -340,8 +408,13 @@ func (srv *server) signal(id, name string) {
 	}
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	if s, ok := srv.byID[id]; ok {
-		s.signal(sig)
+	p, ok := srv.byID[id]
+	switch {
+	case !ok:
+	case !p.launched:
+		p.signals = append(p.signals, sig)
+	default:
+		p.s.signal(sig)
 	}
 }
 
@@ -358,7 +431,9 @@ func (srv *server) reap(chld <-chan os.Signal) {
 	}
 }
 
-// reapOne reaps one ended child, if any, and finishes it.
+// reapOne reaps one ended child, if any, and has it finished on a
+// goroutine of its own (at most maxFinishes at once; when as many are
+// running, it waits for one to end).
 func (srv *server) reapOne() bool {
 	var ps exit
 	var ru syscall.Rusage
@@ -373,16 +448,20 @@ func (srv *server) reapOne() bool {
 	}
 	ps.usage = &ru
 	srv.mu.Lock()
-	s, ok := srv.byPID[pid]
+	p, ok := srv.byPID[pid]
 	if !ok {
 		srv.early[pid] = &ps
 		srv.mu.Unlock()
 		return true
 	}
 	delete(srv.byPID, pid)
-	delete(srv.byID, s.st.ID)
+	delete(srv.byID, p.id)
 	srv.mu.Unlock()
-	srv.finish(s, &ps)
+	srv.finishSem <- struct{}{}
+	go func() { // ends with the record (active holds the server until then)
+		defer func() { <-srv.finishSem }()
+		srv.finish(p.s, &ps)
+	}()
 	return true
 }
 

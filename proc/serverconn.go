@@ -247,7 +247,11 @@ func (m *Manager) readServer(srv *shimServer) {
 	}
 }
 
-// readMessages handles what srv sends on c until the connection ends.
+// readMessages handles what srv sends on c until the connection ends. An
+// answer to Start is handed to its caller at once; an end is finished on
+// another goroutine (finishLater), so that a slow finish (OnExit) does
+// not hold the answers that follow. A process's end is finished after its
+// answer was handed over: the server sends "started" before "ended".
 func (m *Manager) readMessages(srv *shimServer, c *net.UnixConn) {
 	sc := bufio.NewScanner(c)
 	sc.Buffer(make([]byte, 0, 4096), maxServerLine)
@@ -271,9 +275,42 @@ func (m *Manager) readMessages(srv *shimServer, c *net.UnixConn) {
 			e := m.procs[msg.ID]
 			m.mu.Unlock()
 			if e != nil && e.srv == srv {
-				m.finish(msg.ID, e)
+				m.finishLater(msg.ID, e)
 			}
 		}
+	}
+}
+
+// finishLater queues finish(id, e) for a finisher goroutine, starting one
+// if fewer than maxFinishers run; a finisher ends when the queue is empty.
+// A process's end is queued once per report; finish ignores a second.
+func (m *Manager) finishLater(id string, e *entry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ends = append(m.ends, reportedEnd{id: id, e: e})
+	if m.finishers < maxFinishers {
+		m.finishers++
+		m.wg.Add(1) // the reader holds one: Close's Wait has not returned
+		go m.finisher()
+	}
+}
+
+// finisher finishes queued ends until none is left.
+func (m *Manager) finisher() {
+	defer m.wg.Done()
+	for {
+		m.mu.Lock()
+		if len(m.ends) == 0 {
+			m.finishers--
+			m.ends = nil // lets the backing array go
+			m.mu.Unlock()
+			return
+		}
+		r := m.ends[0]
+		m.ends[0] = reportedEnd{}
+		m.ends = m.ends[1:]
+		m.mu.Unlock()
+		m.finish(r.id, r.e)
 	}
 }
 

@@ -50,6 +50,7 @@ func RunShim(args []string) int {
 	for fd := 3; fd < oneshotFD+3; fd++ {
 		syscall.CloseOnExec(fd)
 	}
+	syscall.Umask(baseUmask) // the files it creates get explicit modes (umask.go)
 	hs := os.NewFile(3, "handshake")
 	s := &shim{dir: args[0], log: log, hs: hs}
 	if err := s.run(); err != nil {
@@ -69,8 +70,11 @@ type shim struct {
 	st   Status
 
 	// forkMu is the server's lock held across the fork (nil in a
-	// per-process shim): see server.forkMu.
-	forkMu *sync.Mutex
+	// per-process shim): see server.forkMu. umask is the server's lock
+	// that keeps its file creations out of its forks (nil in a
+	// per-process shim).
+	forkMu *sync.RWMutex
+	umask  *umaskLock
 
 	// Set by launch once the child runs.
 	pid       int
@@ -131,7 +135,13 @@ func (s *shim) launchFailed(reason string) (handshake, error) {
 	s.st.ExitCode = -1
 	s.st.Reason = reason
 	s.st.StartedAt, s.st.EndedAt = now, now
-	return handshake{Error: reason}, writeJSON(s.dir, statusFile, s.st, true)
+	return handshake{Error: reason}, s.writeJSON(statusFile, s.st, true)
+}
+
+// writeJSON writes v to name in the process directory (files.go's
+// writeJSON), out of the server's forks: its mode is exact.
+func (s *shim) writeJSON(name string, v any, sync bool) error {
+	return s.umask.create(func() error { return writeJSON(s.dir, name, v, sync) })
 }
 
 func (s *shim) run() error {
@@ -193,21 +203,28 @@ func (s *shim) launch(cgroups cgroupsFunc, parent host) (handshake, error) {
 		}()
 	}
 
-	cg, err := cgroups(&s.spec)
-	if err == nil {
-		name := s.spec.CgroupName
-		if !s.spec.CgroupEnabled {
-			name = sp.ID // a disabled manager's group of that name does nothing
+	// Loading and fencing may create cgroup directories (0755): out of
+	// the server's forks.
+	var cg *cgroup.Manager
+	err = s.umask.create(func() error {
+		var err error
+		cg, err = cgroups(&s.spec)
+		if err == nil {
+			name := s.spec.CgroupName
+			if !s.spec.CgroupEnabled {
+				name = sp.ID // a disabled manager's group of that name does nothing
+			}
+			s.group, err = cg.Load(name)
 		}
-		s.group, err = cg.Load(name)
-	}
-	if err == nil && sp.GPUFence != nil {
-		// Before the child exists; on v1 this Group value also puts the
-		// child in its devices group (cgroup.Group.FenceDevices).
-		if err = s.group.FenceDevices(sp.GPUFence.deviceFence()); err != nil {
-			err = fmt.Errorf("GPU fence: %w", err)
+		if err == nil && sp.GPUFence != nil {
+			// Before the child exists; on v1 this Group value also puts the
+			// child in its devices group (cgroup.Group.FenceDevices).
+			if err = s.group.FenceDevices(sp.GPUFence.deviceFence()); err != nil {
+				err = fmt.Errorf("GPU fence: %w", err)
+			}
 		}
-	}
+		return err
+	})
 	if err != nil {
 		cmd.removeLog()
 		return s.launchFailed("cgroup: " + err.Error())
@@ -234,7 +251,7 @@ func (s *shim) launch(cgroups cgroupsFunc, parent host) (handshake, error) {
 	}
 	s.st.LogPath = final
 	ci := childInfo{PID: pid, ShimPID: parent.pid, ShimStart: parent.start, Server: parent.server, StartedAt: s.st.StartedAt, LogPath: final}
-	if err := writeJSON(s.dir, childFile, ci, false); err != nil {
+	if err := s.writeJSON(childFile, ci, false); err != nil {
 		s.log.Error("write child.json", "err", err)
 	}
 	return handshake{PID: pid, StartedAt: s.st.StartedAt, LogPath: final}, nil
@@ -305,7 +322,7 @@ func (s *shim) ended(ps *exit) error {
 	// and at worst turns an exit not yet reported into a lost process (an
 	// unreadable status is one). The two fsyncs were 1.3-2.6 ms on every
 	// process's end.
-	if err := writeJSON(s.dir, statusFile, s.st, false); err != nil {
+	if err := s.writeJSON(statusFile, s.st, false); err != nil {
 		return err
 	}
 	s.log.Info("process ended", "pid", s.pid, "reason", s.st.Reason)
@@ -397,9 +414,10 @@ func (s *shim) prepare() (*preparedCmd, error) {
 	if sp.Umask != nil {
 		c.umask = *sp.Umask & 0o777
 	}
-	// What the shim makes for the user (log directories, the log) follows
-	// the user's umask too, like the process's own files.
-	syscall.Umask(c.umask)
+	// What the shim makes for the user (log directories, the log, the
+	// worker FIFOs) follows the user's umask too, like the process's own
+	// files: each is created with its mode less c.umask, explicitly (the
+	// process umask stays baseUmask, umask.go).
 
 	// Identity.
 	cred, err := credential(sp)
@@ -474,18 +492,28 @@ func credential(sp *Spec) (*syscall.Credential, error) {
 }
 
 // createLog creates the log directory and a fresh log file in it, as the
-// user and with the process's umask, as the user's own process would: a
+// user and with the process's umask, as the user's own process would
+// (explicit modes, out of the server's forks: umask.go): a
 // log directory in a place the user may not write, or a path the user
 // pointed (by a symlink) at a directory of root's, fails with a reason and
 // creates nothing there. Only the default log directory, the process
 // directory (root's, 0700, out of the user's reach), is written as root,
 // and the file then given to the user.
 func (s *shim) createLog(c *preparedCmd) error {
+	return s.umask.create(func() error { return s.createLogLocked(c) })
+}
+
+// createLogLocked is createLog's work, with the umask lock held.
+func (s *shim) createLogLocked(c *preparedCmd) error {
 	sp := &s.spec.Spec
-	name := fmt.Sprintf("%d-%s-%s-starting-%d.log", sp.WorkID, sp.Kind, sp.Node, os.Getpid())
+	// 0644 at most, whatever the umask: a log is never writable by others.
+	mode := os.FileMode(0o644 &^ c.umask)
+	// Until the child's pid names it: the shim's pid and the process id
+	// (a shim server launches processes of one work at once).
+	name := fmt.Sprintf("%d-%s-%s-starting-%d-%s.log", sp.WorkID, sp.Kind, sp.Node, os.Getpid(), sp.ID)
 	if sp.LogDir == "" {
 		c.logPath = filepath.Join(s.dir, name)
-		f, err := os.OpenFile(c.logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o644)
+		f, err := os.OpenFile(c.logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
 		if err != nil {
 			return fmt.Errorf("log file: %w", err)
 		}
@@ -500,15 +528,12 @@ func (s *shim) createLog(c *preparedCmd) error {
 		return nil
 	}
 	c.userLog = true
-	old := syscall.Umask(c.umask)
-	defer syscall.Umask(old)
-	if err := mkdirAsUser(sp.LogDir, c.cred, c.who); err != nil {
+	if err := mkdirAsUser(sp.LogDir, os.FileMode(0o755&^c.umask), c.cred, c.who); err != nil {
 		return err
 	}
 	c.logPath = filepath.Join(sp.LogDir, name)
 	return asUser(c.cred, func() error {
-		// 0644 at most, whatever the umask: a log is never writable by others.
-		f, err := os.OpenFile(c.logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o644)
+		f, err := os.OpenFile(c.logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
 		if err != nil {
 			return fmt.Errorf("cannot create log file %s as %s: %w", c.logPath, c.who, unwrapPath(err))
 		}
@@ -538,7 +563,11 @@ func (s *shim) start(c *preparedCmd, cg *cgroup.Manager, group cgroup.Group) (in
 			defer files[i].Close()
 		}
 	} else if s.spec.Stdin {
-		in, out, err := openPipes(s.dir)
+		var in, out *os.File
+		err := s.umask.create(func() (err error) {
+			in, out, err = openPipes(s.dir, os.FileMode(0o600&^c.umask))
+			return err
+		})
 		if err != nil {
 			return 0, fmt.Errorf("worker pipes: %w", err)
 		}
@@ -556,22 +585,24 @@ func (s *shim) start(c *preparedCmd, cg *cgroup.Manager, group cgroup.Group) (in
 	var pid int
 	var startErr error
 	if s.forkMu != nil {
-		s.forkMu.Lock()
-		defer s.forkMu.Unlock()
+		s.forkMu.RLock()
+		defer s.forkMu.RUnlock()
 	}
 	err = cg.StartIn(group, func(cgroupFD int) error {
 		sys := &syscall.SysProcAttr{Setpgid: true, Credential: c.cred}
 		if cgroupFD >= 0 {
 			sys.UseCgroupFD, sys.CgroupFD = true, cgroupFD
 		}
-		old := syscall.Umask(c.umask)
-		pid, startErr = syscall.ForkExec(c.path, c.argv, &syscall.ProcAttr{
-			Dir:   c.dir,
-			Env:   c.env,
-			Files: fds,
-			Sys:   sys,
+		// The child's umask is the parent's at the fork: set for the
+		// fork alone (umask.go).
+		s.umask.fork(c.umask, func() {
+			pid, startErr = syscall.ForkExec(c.path, c.argv, &syscall.ProcAttr{
+				Dir:   c.dir,
+				Env:   c.env,
+				Files: fds,
+				Sys:   sys,
+			})
 		})
-		syscall.Umask(old)
 		return startErr
 	})
 	runtime.KeepAlive(files)
@@ -661,12 +692,13 @@ const (
 	stdoutFIFO = "stdout"
 )
 
-// openPipes creates the worker FIFOs and opens both read-write, so that
-// neither end ever sees EOF or EPIPE when the agent goes away.
-func openPipes(dir string) (in, out *os.File, err error) {
+// openPipes creates the worker FIFOs with mode (under the process umask)
+// and opens both read-write, so that neither end ever sees EOF or EPIPE
+// when the agent goes away.
+func openPipes(dir string, mode os.FileMode) (in, out *os.File, err error) {
 	for _, name := range []string{stdinFIFO, stdoutFIFO} {
 		p := filepath.Join(dir, name)
-		if err := unix.Mkfifo(p, 0o600); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := unix.Mkfifo(p, uint32(mode.Perm())); err != nil && !errors.Is(err, os.ErrExist) {
 			return nil, nil, fmt.Errorf("mkfifo %s: %w", p, err)
 		}
 	}
