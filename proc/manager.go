@@ -928,3 +928,27 @@ func exists(p string) bool {
 func (m *Manager) shimEnv() []string {
 	return append(append(os.Environ(), "GOMAXPROCS=1"), m.cfg.ShimEnv...)
 }
+
+// serverEnv is the environment of a shim server on a machine of cpus
+// cores: a shim's, with the server's own GOMAXPROCS (serverProcs). A
+// GOMAXPROCS in the agent's environment comes first and wins.
+func (m *Manager) serverEnv(cpus int) []string {
+	return append(append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", serverProcs(cpus))), m.cfg.ShimEnv...)
+}
+
+// serverProcs is how many Ps a shim server runs its Go code on, on a
+// machine of cpus cores. Its launches and the records of ends run on
+// goroutines (up to maxLaunches and maxFinishes at once), but on one P
+// only one of them runs Go code at a time, and a goroutine in a system
+// call keeps the P until sysmon takes it back: that is the serial step
+// that caps a node's launch rate once it has cores to spare. On a small
+// machine a second P cost CPU per launch and gained nothing
+// (docs/performance.md, "The shim server launches in parallel": 2 cores,
+// 1.80-1.96 against 1.62-1.82 ms), so one P up to 7 cores, then a P per 4
+// cores up to maxLaunches.
+func serverProcs(cpus int) int {
+	if cpus < 8 {
+		return 1
+	}
+	return min(cpus/4, maxLaunches)
+}

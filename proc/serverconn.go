@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -93,7 +94,7 @@ func (m *Manager) server() (*shimServer, error) {
 	argv := append(slices.Clone(m.cfg.ShimServerCommand), m.procsDir)
 	p, err := os.StartProcess(argv[0], argv, &os.ProcAttr{
 		Dir:   "/",
-		Env:   m.shimEnv(),
+		Env:   m.serverEnv(runtime.NumCPU()),
 		Files: []*os.File{m.devnull, logf, logf, remote},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})

@@ -82,3 +82,13 @@ func TestUmaskLock(t *testing.T) {
 		})
 	}
 }
+
+func TestServerProcs(t *testing.T) {
+	for _, c := range []struct{ cpus, want int }{
+		{1, 1}, {2, 1}, {4, 1}, {7, 1}, {8, 2}, {12, 3}, {16, 4}, {64, maxLaunches},
+	} {
+		if got := serverProcs(c.cpus); got != c.want {
+			t.Errorf("serverProcs(%d) = %d, want %d", c.cpus, got, c.want)
+		}
+	}
+}
