@@ -22,10 +22,11 @@ import (
 // cycle, when another Submit is under way (under load the group commit
 // shares entries among submissions and the cycle's assignments, and a
 // plan per submission would only hold the cycle up), when a cycle is
-// planning (it never waits for one), when the last scheduling pass took longer than
-// Config.SubmitPlaceBudget, or before Run. The state assigns the process
-// only if the work gets the id it was planned under (state.Command's
-// Assign); a submission committed in between makes it a plain one.
+// planning (it never waits for one), when the last scheduling pass took
+// longer than Config.SubmitPlaceBudget, or before Run. The state assigns
+// the process only if the work gets the id it was planned under
+// (state.Command's Assign); a submission committed in between makes it a
+// plain one. While it plans and commits, cycles wait (placeMu).
 func (o *Orchestrator) Submit(ctx context.Context, c state.Command) ([]state.Result, error) {
 	alone := o.submitting.Add(1) == 1
 	defer o.submitting.Add(-1)
@@ -67,7 +68,7 @@ func (o *Orchestrator) placeNew(c state.Command) (uint64, *state.Assignment) {
 	t0 := time.Now()
 	in := o.input(o.cfg.Now(), nodes, active)
 	plan := o.rmSched.Schedule(in)
-	o.lastSched = time.Now().Sub(t0)
+	o.lastSched = time.Since(t0)
 	if len(plan.Starts) != 1 || plan.Starts[0].WorkID != id || len(plan.Stops) > 0 {
 		return 0, nil
 	}
