@@ -19,7 +19,8 @@ import (
 // same input a cycle would give it with the new work added.
 //
 // Submit applies the submission as it is, to be placed by the next
-// cycle, when another Submit is under way (under load the group commit
+// cycle, when a node is overdue for its heartbeat (the cycle declares it
+// down first), when another Submit is under way (under load the group commit
 // shares entries among submissions and the cycle's assignments, and a
 // plan per submission would only hold the cycle up), when a cycle is
 // planning (it never waits for one), when the last scheduling pass took
@@ -52,10 +53,21 @@ func (o *Orchestrator) Submit(ctx context.Context, c state.Command) ([]state.Res
 // submission gets, and returns that id and the work's assignment when the
 // plan starts it and does nothing else. placeMu is held.
 func (o *Orchestrator) placeNew(c state.Command) (uint64, *state.Assignment) {
+	now := o.cfg.Now()
 	o.mu.Lock()
 	running := o.runCtx != nil && !o.stopped
+	// A node overdue for its heartbeat is declared down by the next
+	// cycle's checkNodes before it plans; until then nothing is placed
+	// here, as the cycle would not place on it.
+	timeout, overdue := o.nodeTimeoutLocked(now), false
+	for _, n := range o.nodes {
+		if (n.State == NodeUp || n.State == NodeUnknown) && now.After(o.downAt(n, timeout)) {
+			overdue = true
+			break
+		}
+	}
 	o.mu.Unlock()
-	if !running || o.lastSched > o.cfg.SubmitPlaceBudget {
+	if !running || overdue || o.lastSched > o.cfg.SubmitPlaceBudget {
 		return 0, nil
 	}
 	active, nodes, id := o.snapshot()
@@ -66,7 +78,7 @@ func (o *Orchestrator) placeNew(c state.Command) (uint64, *state.Assignment) {
 	}
 	active = append(active, w)
 	t0 := time.Now()
-	in := o.input(o.cfg.Now(), nodes, active)
+	in := o.input(now, nodes, active)
 	plan := o.rmSched.Schedule(in)
 	o.lastSched = time.Since(t0)
 	if len(plan.Starts) != 1 || plan.Starts[0].WorkID != id || len(plan.Stops) > 0 {

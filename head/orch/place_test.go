@@ -87,6 +87,9 @@ func TestSubmitPlaces(t *testing.T) {
 			f.o.placeMu.Lock()
 			t.Cleanup(f.o.placeMu.Unlock)
 		}},
+		{name: "a node overdue for its heartbeat", budget: time.Hour, mem: 1 << 30, setup: func(_ *testing.T, f *fixture) {
+			f.clock.Add(11 * time.Second) // NodeTimeout 10s: the next cycle declares n1 down
+		}},
 		{name: "another submission under way", budget: time.Hour, mem: 1 << 30, setup: func(t *testing.T, f *fixture) {
 			f.o.submitting.Add(1)
 			t.Cleanup(func() { f.o.submitting.Add(-1) })
