@@ -20,11 +20,11 @@ import (
 //
 // Submit applies the submission as it is, to be placed by the next
 // cycle, when a node is overdue for its heartbeat (the cycle declares it
-// down first), when another Submit is under way (under load the group commit
-// shares entries among submissions and the cycle's assignments, and a
-// plan per submission would only hold the cycle up), when a cycle is
-// planning (it never waits for one), when the last scheduling pass took
-// longer than Config.SubmitPlaceBudget, or before Run. The state assigns
+// down first), when another Submit is under way (under load the group
+// commit shares entries among submissions and the cycle's assignments,
+// and a plan per submission would only hold the cycle up), when a cycle
+// is planning (it never waits for one), when the last scheduling pass
+// took longer than Config.SubmitPlaceBudget, or before Run. The state assigns
 // the process only if the work gets the id it was planned under
 // (state.Command's Assign); a submission committed in between makes it a
 // plain one. While it plans and commits, cycles wait (placeMu).
