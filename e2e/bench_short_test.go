@@ -93,7 +93,8 @@ func statusKiB(tb testing.TB, pid int, field string) int64 {
 // ended (the peer: 500 × `sbatch --wrap=true`). It reports jobs/s end to
 // end (from the first submit to the last end the head recorded), the
 // submit rate, and the agent's CPU per job with its shim server's (and so
-// the jobs' own, which the server reaps).
+// the jobs' own, which the server reaps), and the head's Raft log entries
+// per job and commands per entry (its group commit's metrics).
 //
 //	go test -run XXX -bench ShortJobs500 -benchtime 3x ./e2e/
 func BenchmarkShortJobs500(b *testing.B) {
@@ -108,8 +109,11 @@ func benchShortJobs(b *testing.B, n, loops int) {
 	pid := c.cmd.Process.Pid
 	var e2e, submit time.Duration
 	var ticks int64
+	base := c.webURL()
+	var entries, commands, commitSec, cycles, cycleSec float64
 	b.ResetTimer()
 	for range b.N {
+		m0 := scrape(b, base)
 		s0, c0 := cpuTicks(b, pid)
 		h0 := shimServerTicks(b, pid)
 		sub, end := shortJobs(b, c, n, loops)
@@ -117,6 +121,12 @@ func benchShortJobs(b *testing.B, n, loops int) {
 		e2e += end
 		s1, c1 := cpuTicks(b, pid)
 		ticks += s1 - s0 + c1 - c0 + shimServerTicks(b, pid) - h0
+		m1 := scrape(b, base)
+		entries += m1["ducc_raft_commit_commands_count"] - m0["ducc_raft_commit_commands_count"]
+		commands += m1["ducc_raft_commit_commands_sum"] - m0["ducc_raft_commit_commands_sum"]
+		commitSec += m1["ducc_raft_commit_seconds_sum"] - m0["ducc_raft_commit_seconds_sum"]
+		cycles += m1["ducc_head_rm_cycle_seconds_count"] - m0["ducc_head_rm_cycle_seconds_count"]
+		cycleSec += m1["ducc_head_rm_cycle_seconds_sum"] - m0["ducc_head_rm_cycle_seconds_sum"]
 	}
 	b.StopTimer()
 	var shimRSS int64
@@ -128,6 +138,18 @@ func benchShortJobs(b *testing.B, n, loops int) {
 	b.ReportMetric(jobs/e2e.Seconds(), "jobs/s")
 	b.ReportMetric(jobs/submit.Seconds(), "submits/s")
 	b.ReportMetric(float64(time.Duration(ticks)*clockTick)/float64(time.Millisecond)/jobs, "agent-cpu-ms/job")
+	// The entries committed while the jobs ran (the waits for their ends'
+	// history records take none), heartbeats' reports included.
+	b.ReportMetric(entries/jobs, "raft-entries/job")
+	if entries > 0 {
+		b.ReportMetric(commands/entries, "commands/entry")
+	}
+	// Raft's time for those entries (handed over to applied; two may be
+	// in flight at once, so this is not all serial), and the scheduling
+	// cycles per job and their scheduler time per job.
+	b.ReportMetric(commitSec*1000/jobs, "commit-ms/job")
+	b.ReportMetric(cycles/jobs, "cycles/job")
+	b.ReportMetric(cycleSec*1000/jobs, "sched-ms/job")
 	b.ReportMetric(0, "ns/op")
 }
 

@@ -36,7 +36,7 @@ func (c *cluster) webURL() string {
 }
 
 // scrapeBody fetches /metrics as text.
-func scrapeBody(t *testing.T, base string) string {
+func scrapeBody(t testing.TB, base string) string {
 	t.Helper()
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
@@ -70,7 +70,7 @@ func parseMetrics(body string) map[string]float64 {
 }
 
 // scrape fetches /metrics and returns series → value.
-func scrape(t *testing.T, base string) map[string]float64 {
+func scrape(t testing.TB, base string) map[string]float64 {
 	t.Helper()
 	return parseMetrics(scrapeBody(t, base))
 }

@@ -26,7 +26,8 @@ func (h *Head) RunManaged(ctx context.Context, c wire.Caller, r wire.RunRequest)
 		GPUs: r.GPUs, GPUMemory: r.GPUMemory, GPUModel: r.GPUModel,
 		State: state.StateWaitingForResources,
 	}
-	res, err := h.cfg.Apply.Apply(ctx, state.Command{Type: state.CmdSubmit, Time: h.cfg.Now().UnixMilli(), Work: w})
+	// The orchestrator places it in the same log entry when it can.
+	res, err := h.orch.Submit(ctx, state.Command{Type: state.CmdSubmit, Time: h.cfg.Now().UnixMilli(), Work: w})
 	if err != nil {
 		return wire.SubmitReply{}, err
 	}

@@ -9,4 +9,12 @@
 // rm.Input), turns the rm.Plan into assignments and stops applied through
 // Raft, and pushes each node's desired state when it changes. Process reports
 // from agents are folded into the state through Raft as well, batched.
+//
+// Submit (place.go) is the one other place that plans: a managed
+// reservation submitted while no other submission is under way and no
+// cycle is planning is run through the same scheduler with the new work
+// added; when the plan starts it and nothing else, its assignment rides in
+// the submission's own command (one log entry), and its node is pushed
+// once that entry is committed. Cycles and Submit plan one at a time
+// (placeMu), each from a state holding every assignment made before.
 package orch

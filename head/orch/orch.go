@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ducc-project/ducc/head/rm"
@@ -67,6 +68,10 @@ type Config struct {
 	Metrics Metrics
 	// Tick runs at every cycle (the job driver's time limits).
 	Tick func(ctx context.Context, now time.Time)
+	// SubmitPlaceBudget is the longest the last scheduling pass may have
+	// taken for Submit to place new work at once (a submission then waits
+	// for one more such pass). Zero: 2 ms; negative: Submit never places.
+	SubmitPlaceBudget time.Duration
 }
 
 // sentVersion is the version of the desired state last pushed to a node.
@@ -113,8 +118,16 @@ type Orchestrator struct {
 
 	trigger chan struct{}
 
-	carry   rm.Carry     // the scheduler's memory; used by the cycle only
-	rmSched rm.Scheduler // keeps the cycle's working memory between cycles; used by the cycle only
+	// placeMu is held from reading the state for a plan to applying it,
+	// by the cycle and by Submit when it places work: one plan at a time
+	// is made and committed, so no plan is made from a state that lacks
+	// another's assignments.
+	placeMu   sync.Mutex
+	carry     rm.Carry      // the scheduler's memory; under placeMu
+	rmSched   rm.Scheduler  // keeps the scheduler's working memory between passes; under placeMu
+	lastSched time.Duration // what the last scheduling pass took; under placeMu
+	// submitting counts the Submit calls under way.
+	submitting atomic.Int32
 
 	mu       sync.Mutex
 	sched    *rm.Config
@@ -170,6 +183,9 @@ func New(cfg Config) *Orchestrator {
 	}
 	if cfg.Demand == nil {
 		cfg.Demand = func(uint64) (int, int, bool) { return 0, 0, false }
+	}
+	if cfg.SubmitPlaceBudget == 0 {
+		cfg.SubmitPlaceBudget = 2 * time.Millisecond
 	}
 	return &Orchestrator{
 		cfg:      cfg,
@@ -249,25 +265,28 @@ func (o *Orchestrator) cycle(ctx context.Context) error {
 	if o.cfg.Tick != nil {
 		o.cfg.Tick(ctx, now)
 	}
-	var active []*state.Work
-	var admin map[string]state.NodeAdminState
-	o.cfg.FSM.View(func(v *state.View) {
-		for _, w := range v.Active() {
-			active = append(active, w.Copy()) // the scheduler sees a job's counters, not its items
-		}
-		admin = v.NodeAdmin()
-	})
-	nodes := o.Nodes()
-	for i := range nodes {
-		nodes[i].Admin = admin[nodes[i].Name]
+	if err := o.plan(ctx, now); err != nil {
+		return err
 	}
+	o.pushAll(ctx)
+	o.prune(now)
+	return nil
+}
+
+// plan runs the scheduler over the state and applies its plan, under
+// placeMu.
+func (o *Orchestrator) plan(ctx context.Context, now time.Time) error {
+	o.placeMu.Lock()
+	defer o.placeMu.Unlock()
+	active, nodes, _ := o.snapshot()
 	t0 := time.Now()
 	in := o.input(now, nodes, active)
 	asked := requested(in)
 	plan := o.rmSched.Schedule(in)
 	o.carry = plan.Carry
 	cmds, pending := planCommands(plan, active, now.UnixMilli(), asked, gpuAsksOf(in))
-	o.observeCycle(time.Since(t0), cmds, active, now)
+	o.lastSched = time.Since(t0)
+	o.observeCycle(o.lastSched, cmds, active, now)
 	o.mu.Lock()
 	o.pending, o.classes = pending, plan.Classes
 	o.mu.Unlock()
@@ -276,9 +295,26 @@ func (o *Orchestrator) cycle(ctx context.Context) error {
 			return fmt.Errorf("apply plan: %w", err)
 		}
 	}
-	o.pushAll(ctx)
-	o.prune(now)
 	return nil
+}
+
+// snapshot returns what the scheduler plans from: a copy of the active
+// work, the nodes with their admin states, and the id the next
+// submission gets.
+func (o *Orchestrator) snapshot() (active []*state.Work, nodes []Node, nextID uint64) {
+	var admin map[string]state.NodeAdminState
+	o.cfg.FSM.View(func(v *state.View) {
+		for _, w := range v.Active() {
+			active = append(active, w.Copy()) // the scheduler sees a job's counters, not its items
+		}
+		admin = v.NodeAdmin()
+		nextID = v.NextID()
+	})
+	nodes = o.Nodes()
+	for i := range nodes {
+		nodes[i].Admin = admin[nodes[i].Name]
+	}
+	return active, nodes, nextID
 }
 
 // endedRef is an ended process in prune's queue: its id and when it

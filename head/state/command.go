@@ -90,6 +90,10 @@ type Command struct {
 	Time   int64 // unix ms
 	Work   *Work
 	WorkID uint64
+	// Assign is CmdAssign's process. On a CmdSubmit of work that is
+	// neither a job nor a service it assigns the work's first process in
+	// the same command, provided the work gets id WorkID (placed at
+	// submission; orch.Orchestrator.Submit); otherwise it is ignored.
 	Assign *Assignment
 	Proc   *wire.ProcStatus
 	// Cancel / finish / stop

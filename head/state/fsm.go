@@ -281,6 +281,16 @@ func (f *FSM) submit(c *Command) Result {
 		// Refused at once (e.g. an unknown service endpoint), but kept so
 		// that users see why.
 		f.finish(&w, c.Time, c.Completion, c.Reason, 1)
+		return Result{ID: w.ID}
+	}
+	if c.Assign != nil && c.WorkID == w.ID && w.Job == nil && w.Service == nil {
+		// Placed at submission (orch.Orchestrator.Submit): its first
+		// process is assigned in the same entry, but only if the work got
+		// the id it was planned under; otherwise another submission came
+		// first and the next scheduling cycle places it as any other.
+		if r := f.assign(&Command{Type: CmdAssign, Time: c.Time, WorkID: w.ID, Assign: c.Assign}); r.Err == nil {
+			return r
+		}
 	}
 	return Result{ID: w.ID}
 }

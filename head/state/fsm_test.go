@@ -148,3 +148,79 @@ type sink struct{ *bytes.Buffer }
 func (s *sink) ID() string    { return "test" }
 func (s *sink) Cancel() error { return nil }
 func (s *sink) Close() error  { return nil }
+
+// TestSubmitWithAssignment: a submission that carries its assignment
+// (placed at submission) assigns its first process in the same command
+// only when the work gets the id it was planned under, and only for work
+// that is neither a job nor a service; the node's index and a snapshot
+// hold the process like one a CmdAssign made.
+func TestSubmitWithAssignment(t *testing.T) {
+	job := func() *Work {
+		w := managed()
+		w.Kind, w.Job = wire.WorkJob, &Job{Spec: wire.JobSpec{Executable: "true"}}
+		return w
+	}
+	assign := &Assignment{Node: "n1", Shares: 1, MemoryLimit: 1 << 30}
+	tests := []struct {
+		name     string
+		before   int // submissions committed before it (it was planned as id 1)
+		work     func() *Work
+		refused  Completion
+		wantProc string
+	}{
+		{name: "planned id", work: managed, wantProc: "1.1"},
+		{name: "another submission came first", before: 1, work: managed},
+		{name: "a job", work: job},
+		{name: "refused at once", work: managed, refused: CompletionServicesUnavail},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := New()
+			idx := uint64(0)
+			for range tc.before {
+				idx++
+				apply(t, f, idx, Command{Type: CmdSubmit, Time: 90, Work: managed()})
+			}
+			idx++
+			res := apply(t, f, idx, Command{Type: CmdSubmit, Time: 100, Work: tc.work(), WorkID: 1, Assign: assign,
+				Completion: tc.refused, Reason: string(tc.refused)})
+			if len(res) != 1 || res[0].Err != nil || res[0].ProcID != tc.wantProc {
+				t.Fatalf("submit: %+v, want proc %q", res, tc.wantProc)
+			}
+			id := res[0].ID
+			check := func(who string, f *FSM) {
+				f.View(func(v *View) {
+					w := v.Work(id)
+					var onNode []string
+					for _, p := range v.NodeProcs("n1") {
+						onNode = append(onNode, p.ID)
+					}
+					if tc.wantProc == "" {
+						if len(w.Procs) != 0 || len(onNode) != 0 {
+							t.Errorf("%s: work %d has %d processes, n1 %v; want none", who, id, len(w.Procs), onNode)
+						}
+						return
+					}
+					if len(w.Procs) != 1 || w.Procs[0].ID != tc.wantProc || w.Procs[0].Node != "n1" ||
+						w.Procs[0].AssignedAt != 100 || w.State != StateAssigned || !reflect.DeepEqual(onNode, []string{tc.wantProc}) {
+						t.Errorf("%s: work %d is %s with %+v, n1 %v; want %s assigned to n1", who, id, w.State, w.Procs, onNode, tc.wantProc)
+					}
+				})
+			}
+			check("applied", f)
+			snap, err := f.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if err := snap.Persist(&sink{Buffer: &buf}); err != nil {
+				t.Fatal(err)
+			}
+			g := New()
+			if err := g.Restore(io.NopCloser(&buf)); err != nil {
+				t.Fatal(err)
+			}
+			check("restored from a snapshot", g)
+		})
+	}
+}

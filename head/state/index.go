@@ -244,7 +244,9 @@ func (f *FSM) touched(c *Command, r Result) (w *Work, procs bool) {
 	switch c.Type {
 	case CmdConfig, CmdNodeAdmin, CmdIncarnation, CmdIDFloor, CmdPurge:
 		return nil, false
-	case CmdSubmit, CmdSvcRegister:
+	case CmdSubmit:
+		id, procs = r.ID, c.Assign != nil // placed at submission
+	case CmdSvcRegister:
 		id = r.ID
 	case CmdProc:
 		if c.Proc == nil {
