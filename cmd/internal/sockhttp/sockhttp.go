@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/textproto"
 	"strconv"
 	"strings"
@@ -42,12 +41,11 @@ func Do(ctx context.Context, socket, method, path string, h Header, body []byte)
 	if err := check(method, path, h); err != nil {
 		return nil, err
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", socket)
+	conn, err := dial(ctx, socket)
 	if err != nil {
 		return nil, err
 	}
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	stop := context.AfterFunc(ctx, conn.shutdown)
 	fail := func(err error) (*Response, error) {
 		stop()
 		conn.Close()
@@ -307,7 +305,7 @@ func (c *chunkedReader) line() ([]byte, error) {
 type connBody struct {
 	r    io.ReadCloser
 	ctx  context.Context
-	conn net.Conn
+	conn *conn
 	stop func() bool
 }
 
