@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/textproto"
 	"strconv"
 	"strings"
@@ -41,11 +42,12 @@ func Do(ctx context.Context, socket, method, path string, h Header, body []byte)
 	if err := check(method, path, h); err != nil {
 		return nil, err
 	}
-	conn, err := dial(ctx, socket)
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", socket)
 	if err != nil {
 		return nil, err
 	}
-	stop := context.AfterFunc(ctx, conn.shutdown)
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	fail := func(err error) (*Response, error) {
 		stop()
 		conn.Close()
@@ -305,7 +307,7 @@ func (c *chunkedReader) line() ([]byte, error) {
 type connBody struct {
 	r    io.ReadCloser
 	ctx  context.Context
-	conn *conn
+	conn net.Conn
 	stop func() bool
 }
 
