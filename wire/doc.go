@@ -13,7 +13,9 @@
 //     the head) and whether it may be sent again to a new head, and the
 //     error codes that RPC errors carry and the CLI exits with (errors.go);
 //   - the agent's local socket API (socket.go): its paths, the --as
-//     header, the events of an attached run and the default socket paths.
+//     header, the events of an attached run and the default socket paths;
+//     its bodies are encoding/json's, and RunRequest also writes its own
+//     JSON, byte for byte the same, for the CLI (runjson.go).
 //
 // Package wire imports no libp2p, Raft or Prometheus, so that the ducc
 // CLI, which needs only the socket API, starts in a few milliseconds

@@ -60,12 +60,19 @@ func rootCause(err error) error {
 	}
 }
 
+// jsonAppender is a request that writes its own JSON, as json.Marshal
+// would (wire.RunRequest): without the reflection that building
+// encoding/json's encoder for its type costs on every CLI call.
+type jsonAppender interface{ AppendJSON([]byte) []byte }
+
 // do sends one request to the agent (sockhttp: the small ducc does not
 // link net/http) and returns its answer if it is 200 OK; any other status
 // is the agent's error.
 func (c *client) do(ctx context.Context, method, path string, body any) (*sockhttp.Response, error) {
 	var b []byte
-	if body != nil {
+	if a, ok := body.(jsonAppender); ok {
+		b = a.AppendJSON(nil)
+	} else if body != nil {
 		var err error
 		if b, err = json.Marshal(body); err != nil {
 			return nil, err

@@ -175,10 +175,15 @@ Start a one-node dev cluster with 'ducc agent --dev', then try 'ducc run -- echo
 	root.PersistentFlags().StringVar(&g.socket, "socket", "", "agent socket (default: $DUCC_SOCKET, /run/ducc/ducc.sock, ~/.local/share/ducc/ducc.sock)")
 	if c := commandFor(args); c != nil {
 		root.AddCommand(c.build(g))
-	} else {
-		for _, c := range commands {
-			root.AddCommand(c.build(g))
-		}
+		// Completion (`completion`, `__complete`) always takes the whole
+		// tree (commandFor), so the one command's root needs neither the
+		// completion functions nor cobra's completion command and its four
+		// shells' subcommands, which cobra would build on every Execute.
+		root.CompletionOptions.DisableDefaultCmd = true
+		return root
+	}
+	for _, c := range commands {
+		root.AddCommand(c.build(g))
 	}
 	addCompletions(root, g)
 	return root
