@@ -163,8 +163,14 @@ func (o *Orchestrator) pushAll(ctx context.Context) {
 }
 
 // pushNode computes a node's desired state and hands it to the node's
-// pusher when it changed (or when force is set).
+// pusher when it changed (or when force is set). Pushes are computed and
+// numbered one at a time (pushMu): a state computed from an older view of
+// the durable state never gets a newer version than one computed after
+// it, which the agent would apply last (stopping what the newer one
+// started).
 func (o *Orchestrator) pushNode(node string, force bool) {
+	o.pushMu.Lock()
+	defer o.pushMu.Unlock()
 	ds := o.desired(node)
 	fp := fingerprint(ds)
 	var idx uint64

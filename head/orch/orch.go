@@ -129,6 +129,11 @@ type Orchestrator struct {
 	// submitting counts the Submit calls under way.
 	submitting atomic.Int32
 
+	// pushMu is held by pushNode from computing a desired state to
+	// queueing it: cycles, reports, heartbeats and Submit push from their
+	// own goroutines. Taken before mu, never while holding it.
+	pushMu sync.Mutex
+
 	mu       sync.Mutex
 	sched    *rm.Config
 	classes  []rm.ClassUsage // per-class usage of the last cycle

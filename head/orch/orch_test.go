@@ -542,3 +542,53 @@ func TestAckDeliveredOnce(t *testing.T) {
 	f.o.Report(ctx, "n1", []wire.ProcStatus{ended})
 	f.waitPush(t, "n1", func(ds wire.DesiredState) bool { return slices.Equal(ds.Ack, []string{"1.1"}) && pushes() > before })
 }
+
+// TestPushesFollowTheState: pushes come from several goroutines at once
+// (cycles, reports, heartbeats, Submit). A desired state computed from an
+// older view of the durable state must never be numbered after one
+// computed from a newer view: the agent applies the newest version, and
+// would stop what the newer state started. Here works are only added, so
+// in version order the number of processes never shrinks.
+func TestPushesFollowTheState(t *testing.T) {
+	const works = 60
+	f := newFixture(t)
+	f.o.Heartbeat(f.ctx, wire.Heartbeat{Node: "n1", Seq: 1, MemSchedulable: 2 * works << 30}, "p1")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 3 { // as reports and heartbeats push beside the cycle
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				f.o.pushNode("n1", true)
+			}
+		}()
+	}
+	for range works {
+		f.submit(t)
+		if err := f.o.cycle(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	f.o.pushNode("n1", true)
+	f.waitPush(t, "n1", func(ds wire.DesiredState) bool { return len(ds.Procs) == works })
+	f.push.mu.Lock()
+	defer f.push.mu.Unlock()
+	all := f.push.got["n1"]
+	for i := 1; i < len(all); i++ {
+		if all[i].Version <= all[i-1].Version {
+			t.Fatalf("push %d: version went from %d to %d", i, all[i-1].Version, all[i].Version)
+		}
+		if len(all[i].Procs) < len(all[i-1].Procs) {
+			t.Fatalf("push %d (version %d) has %d processes, the one before (version %d) %d: a state older than one already pushed was pushed after it",
+				i, all[i].Version, len(all[i].Procs), all[i-1].Version, len(all[i-1].Procs))
+		}
+	}
+}
