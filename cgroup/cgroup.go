@@ -307,7 +307,8 @@ func (m *Manager) Load(name string) (Group, error) {
 //     and after start it moves back to the cgroups it came from (through
 //     tasks files the Manager opened at its first StartIn and keeps); if it
 //     cannot, it is not reused: the Go runtime ends it. A Manager's v1
-//     StartIn calls run one at a time.
+//     StartIn calls run at once, each on its own thread, which moves only
+//     itself (the kernel serializes the moves, not the forks).
 //   - disabled: start gets -1 and runs as is.
 //
 // StartIn returns start's error as is, or an error of its own (wrapping the

@@ -49,9 +49,10 @@
 // the group (clone3 with CLONE_INTO_CGROUP, through SysProcAttr.UseCgroupFD).
 // v1 has no such clone: one OS thread of the caller (never its main thread)
 // moves itself, alone, into the group in every controller by writing "0" to
-// each controller's tasks file, forks, and moves itself back. A thread that
-// moves itself is migrated without the global cgroup_threadgroup_rwsem that
-// a whole-process move through cgroup.procs takes for writing; taking that
+// each controller's tasks file, forks, and moves itself back; starts run at
+// once, each on a thread of its own. A thread that moves itself is
+// migrated without the global cgroup_threadgroup_rwsem that a
+// whole-process move through cgroup.procs takes for writing; taking that
 // lock waits for an RCU grace period whenever no migration happened in the
 // last one (7-24 ms measured on an idle host), and makes the next forks of
 // the host wait too. The caller's memory is never charged to the group (the

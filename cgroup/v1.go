@@ -53,9 +53,11 @@ type v1Backend struct {
 	devices    string
 	devicesOwn bool
 
-	backMu  sync.Mutex // held by startIn
-	back    []ownTask  // open tasks files of the process's own groups (ownTasks)
-	devBack []ownTask  // the same in the devices hierarchy, opened at the first fenced start
+	// backMu guards back and devBack, and is held only to read, open or
+	// drop them: starts run at once (startIn).
+	backMu  sync.Mutex
+	back    *ownTasks // tasks files of the process's own groups (ownTasks)
+	devBack *ownTasks // the same in the devices hierarchy, opened at the first fenced start
 }
 
 func newV1(mount, root string, logger *slog.Logger) (*v1Backend, error) {
@@ -138,56 +140,61 @@ func (b *v1Backend) load(name string) (Group, error) {
 	return &v1Group{b: b, name: name}, nil
 }
 
+// startIn runs start on a locked OS thread of its own that it has moved
+// into vg in every hierarchy. Starts run at once, each on its own thread:
+// a thread writing "0" to a tasks file moves itself and nothing else (the
+// kernel takes "0" as the writing task, current, whichever fd it writes
+// through), and the kernel serializes the moves themselves (cgroup_mutex).
+// What the starts share, the open tasks files of the process's own groups,
+// is only written to; backMu guards opening and dropping them.
+//
+// The thread enters memory first and leaves it last, so that Delete,
+// which removes memory first, finds the group busy for as long as the
+// thread is in it anywhere.
 func (b *v1Backend) startIn(g Group, start func(cgroupFD int) error) error {
 	vg, ok := g.(*v1Group)
 	if !ok {
 		return fmt.Errorf("cgroup: %s is not a v1 group", g.Path())
 	}
-	var err, startErr error
+	fenced := vg.fenced && b.devicesOwn
+	back, devBack, err := b.ownTasks(fenced)
+	if err != nil {
+		return fmt.Errorf("cgroup: start in %s: %w", vg.Path(), err)
+	}
+	var startErr error
 	onOwnThread(func() bool {
-		// One start at a time per backend: the open tasks files of the
-		// process's own groups are shared (ownTasks).
-		b.backMu.Lock()
-		defer b.backMu.Unlock()
-		var back []ownTask
-		if back, err = b.ownTasks(); err != nil {
-			err = fmt.Errorf("cgroup: start in %s: %w", vg.Path(), err)
+		// leave moves the thread back out of the first n hierarchies of
+		// dirs, and out of the devices one when dev is set; a thread that
+		// cannot leave is not reused (fn returns false).
+		leave := func(n int, dev bool, what string) bool {
+			var berr error
+			var left *ownTasks // the devices files, when used
+			if dev {
+				left = devBack
+				berr = moveThreadBack(devBack.files)
+			}
+			if berr = errors.Join(berr, moveThreadBack(back.files[:n])); berr != nil {
+				b.forgetOwnTasks(back, left)
+				b.log.Warn("a thread could not leave the group "+what+"; it ends", "cgroup", vg.Path(), "err", berr)
+				return false
+			}
 			return true
 		}
 		// Memory first: a group gone meanwhile fails before anything moved.
 		for i, d := range b.dirs {
 			if err = moveThread(filepath.Join(d, b.root, vg.name, "tasks")); err != nil {
 				err = fmt.Errorf("cgroup: start in %s: %w", vg.Path(), err)
-				if berr := moveThreadBack(back[:i]); berr != nil {
-					b.forgetOwnTasks()
-					b.log.Warn("a thread could not leave the group it entered; it ends", "cgroup", vg.Path(), "err", berr)
-					return false
-				}
-				return true
+				return leave(i, false, "it entered")
 			}
 		}
-		var devBack []ownTask
-		if vg.fenced && b.devicesOwn {
-			if devBack, err = b.ownDevicesTasks(); err == nil {
-				err = moveThread(filepath.Join(vg.dir(ctrlDevices), "tasks"))
-			}
-			if err != nil {
+		if fenced {
+			if err = moveThread(filepath.Join(vg.dir(ctrlDevices), "tasks")); err != nil {
 				err = fmt.Errorf("cgroup: start in %s: %w", vg.Path(), err)
-				if berr := moveThreadBack(back); berr != nil {
-					b.forgetOwnTasks()
-					b.log.Warn("a thread could not leave the group it entered; it ends", "cgroup", vg.Path(), "err", berr)
-					return false
-				}
-				return true
+				return leave(len(b.dirs), false, "it entered")
 			}
 		}
 		startErr = start(-1)
-		if berr := errors.Join(moveThreadBack(back), moveThreadBack(devBack)); berr != nil {
-			b.forgetOwnTasks()
-			b.log.Warn("a thread could not leave the group it started a process in; it ends", "cgroup", vg.Path(), "err", berr)
-			return false
-		}
-		return true
+		return leave(len(b.dirs), fenced, "it started a process in")
 	})
 	if err != nil {
 		return err
@@ -195,81 +202,92 @@ func (b *v1Backend) startIn(g Group, start func(cgroupFD int) error) error {
 	return startErr
 }
 
-// ownTask is the tasks file of the process's own group in one hierarchy,
-// held open.
-type ownTask struct {
-	path string
-	fd   int
+// ownTasks is the tasks files of the process's own groups, one per
+// hierarchy (ownTasksFiles), held open for writing. Starts running at
+// once write "0" to them, each moving its own thread back (package os
+// serializes writes on one file, as the kernel does moves); they are
+// written to for nothing else.
+type ownTasks struct {
+	files []*os.File
 }
 
-// ownTasks returns the tasks files of ownTasksFiles, opened once for
-// the backend's life (backMu held): a shim server starts every process of
-// its agent, and its own groups do not change under it. After a failed
-// move back they are closed and looked up again (forgetOwnTasks): someone
-// may have moved the process, or removed its old group.
-func (b *v1Backend) ownTasks() ([]ownTask, error) {
-	if b.back != nil {
-		return b.back, nil
-	}
-	paths, err := ownTasksFiles(b.dirs, b.dirCtrl, b.mount)
-	if err != nil {
-		return nil, err
-	}
-	back, err := openTasks(paths)
-	if err != nil {
-		return nil, err
-	}
-	b.back = back
-	return back, nil
-}
-
-// openTasks opens tasks files for writing.
-func openTasks(paths []string) ([]ownTask, error) {
-	back := make([]ownTask, 0, len(paths))
-	for _, p := range paths {
-		var fd int
-		err := ignoringEINTR(func() (err error) {
-			fd, err = unix.Open(p, unix.O_WRONLY|unix.O_CLOEXEC, 0)
-			return err
-		})
-		if err != nil {
-			closeTasks(back)
-			return nil, &os.PathError{Op: "open", Path: p, Err: err}
+// ownTasks returns the tasks files of the process's own groups in the
+// hierarchies of dirs, and in the devices hierarchy too when devices is
+// set (nil otherwise). They are opened once for the backend's life: a
+// shim server starts every process of its agent, and its own groups do
+// not change under it. After a failed move back they are dropped and
+// looked up again at the next start (forgetOwnTasks): someone may have
+// moved the process, or removed its old group.
+func (b *v1Backend) ownTasks(devices bool) (back, devBack *ownTasks, err error) {
+	b.backMu.Lock()
+	defer b.backMu.Unlock()
+	if b.back == nil {
+		if b.back, err = openOwnTasks(b.dirs, b.dirCtrl, b.mount); err != nil {
+			return nil, nil, err
 		}
-		back = append(back, ownTask{path: p, fd: fd})
 	}
-	return back, nil
+	if devices && b.devBack == nil {
+		if b.devBack, err = openOwnTasks([]string{b.devices}, []string{ctrlDevices}, b.mount); err != nil {
+			return nil, nil, err
+		}
+	}
+	if devices {
+		devBack = b.devBack
+	}
+	return b.back, devBack, nil
 }
 
-// ownDevicesTasks is ownTasks for the devices hierarchy (backMu held).
-func (b *v1Backend) ownDevicesTasks() ([]ownTask, error) {
-	if b.devBack != nil {
-		return b.devBack, nil
-	}
-	paths, err := ownTasksFiles([]string{b.devices}, []string{ctrlDevices}, b.mount)
+// openOwnTasks opens the tasks files of ownTasksFiles(dirs, ctrls, mount).
+func openOwnTasks(dirs, ctrls []string, mount string) (*ownTasks, error) {
+	paths, err := ownTasksFiles(dirs, ctrls, mount)
 	if err != nil {
 		return nil, err
 	}
-	back, err := openTasks(paths)
-	if err != nil {
-		return nil, err
+	t := &ownTasks{files: make([]*os.File, 0, len(paths))}
+	for _, p := range paths {
+		f, err := os.OpenFile(p, os.O_WRONLY, 0) // O_CLOEXEC: package os sets it
+		if err != nil {
+			t.close()
+			return nil, err
+		}
+		t.files = append(t.files, f)
 	}
-	b.devBack = back
-	return back, nil
+	return t, nil
 }
 
-// forgetOwnTasks closes the files of ownTasks and ownDevicesTasks; backMu
-// held.
-func (b *v1Backend) forgetOwnTasks() {
-	closeTasks(b.back)
-	closeTasks(b.devBack)
-	b.back, b.devBack = nil, nil
+func (t *ownTasks) close() {
+	if t == nil {
+		return
+	}
+	for _, f := range t.files {
+		f.Close()
+	}
 }
 
-func closeTasks(ts []ownTask) {
-	for _, t := range ts {
-		unix.Close(t.fd)
+// forgetOwnTasks drops and closes back and devBack, the files a thread
+// failed to move back through, so that the next start opens them again.
+// Files that another start's failure has dropped already are left to it.
+// Other starts may be writing to them meanwhile: an os.File's fd is
+// closed only once no write is under way on it, and a write after Close
+// fails (os.ErrClosed), so a thread that took the files before they were
+// dropped may then fail to move back, and ends. That costs a thread,
+// rarely (only after a move back failed), and never writes to an fd
+// number reused for another file.
+func (b *v1Backend) forgetOwnTasks(back, devBack *ownTasks) {
+	b.backMu.Lock()
+	if b.back == back {
+		b.back = nil
+	} else {
+		back = nil // replaced, and closed, by another start's failure
 	}
+	if b.devBack == devBack {
+		b.devBack = nil
+	} else {
+		devBack = nil
+	}
+	b.backMu.Unlock()
+	back.close()
+	devBack.close()
 }
 
 // ownTasksFiles returns the tasks files of the process's own cgroups in
@@ -318,12 +336,13 @@ func ownTasksFiles(dirs, ctrls []string, mount string) ([]string, error) {
 func moveThread(f string) error { return writeFile(f, []byte("0")) }
 
 // moveThreadBack moves the calling thread into the group of every tasks
-// file in back, trying them all.
-func moveThreadBack(back []ownTask) error {
+// file of files, the last first (memory's last: see startIn), trying
+// them all.
+func moveThreadBack(files []*os.File) error {
 	var errs []error
-	for _, t := range back {
-		if err := ignoringEINTR(func() error { _, err := unix.Write(t.fd, []byte("0")); return err }); err != nil {
-			errs = append(errs, &os.PathError{Op: "write", Path: t.path, Err: err})
+	for _, f := range slices.Backward(files) {
+		if _, err := f.Write([]byte("0")); err != nil { // EINTR retried by package os
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -163,8 +163,8 @@ type server struct {
 	// forkMu is held shared across each fork and alone by the reaper
 	// across wait4, so that the reaper never reaps a child whose exec
 	// failed (ForkExec reaps those itself). Forks run at once with each
-	// other (on cgroup v1 they are one at a time anyway: the thread moves
-	// of cgroup.Manager.StartIn are), never with a wait4.
+	// other (on cgroup v1 too: cgroup.Manager.StartIn runs each on a
+	// thread of its own), never with a wait4.
 	forkMu sync.RWMutex
 
 	launchSem chan struct{} // a token per launch running (maxLaunches)
