@@ -111,18 +111,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	f := New()
 	apply(t, f, 1, Command{Type: CmdSubmit, Time: 1, Work: managed()}, Command{Type: CmdSubmit, Time: 1, Work: managed()})
 	apply(t, f, 2, Command{Type: CmdAssign, Time: 2, WorkID: 2, Assign: &Assignment{Node: "n1", Shares: 2, MemoryLimit: 2 << 30}})
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := snap.Persist(&sink{Buffer: &buf}); err != nil {
-		t.Fatal(err)
-	}
-	g := New()
-	if err := g.Restore(io.NopCloser(&buf)); err != nil {
-		t.Fatal(err)
-	}
+	g := roundTrip(t, f)
 	var a, b []*Work
 	var na, nb uint64
 	f.View(func(v *View) { a, na = v.All(), v.NextID() })
@@ -208,18 +197,7 @@ func TestSubmitWithAssignment(t *testing.T) {
 				})
 			}
 			check("applied", f)
-			snap, err := f.Snapshot()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var buf bytes.Buffer
-			if err := snap.Persist(&sink{Buffer: &buf}); err != nil {
-				t.Fatal(err)
-			}
-			g := New()
-			if err := g.Restore(io.NopCloser(&buf)); err != nil {
-				t.Fatal(err)
-			}
+			g := roundTrip(t, f)
 			check("restored from a snapshot", g)
 		})
 	}

@@ -1,8 +1,6 @@
 package state
 
 import (
-	"bytes"
-	"io"
 	"testing"
 )
 
@@ -17,18 +15,7 @@ func TestIncarnationAndIDFloor(t *testing.T) {
 	if res[0].Err != nil || res[0].ID != 18 {
 		t.Fatalf("submission after the floor got %+v, want id 18", res[0])
 	}
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := snap.Persist(&sink{Buffer: &buf}); err != nil {
-		t.Fatal(err)
-	}
-	g := New()
-	if err := g.Restore(io.NopCloser(&buf)); err != nil {
-		t.Fatal(err)
-	}
+	g := roundTrip(t, f)
 	for name, s := range map[string]*FSM{"applied": f, "restored": g} {
 		s.View(func(v *View) {
 			if v.Incarnation() != "a1" || v.NextID() != 19 {

@@ -1,8 +1,6 @@
 package state
 
 import (
-	"bytes"
-	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -111,18 +109,7 @@ func TestServiceRegistryAndFailures(t *testing.T) {
 	if !reflect.DeepEqual(w.Service.IDs, []int{0, 2, 3}) || w.Service.Spec.LingerMS != 1234 || !w.Service.Started {
 		t.Fatalf("after changes: %+v", w.Service)
 	}
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := snap.Persist(&sink{Buffer: &buf}); err != nil {
-		t.Fatal(err)
-	}
-	g := New()
-	if err := g.Restore(io.NopCloser(&buf)); err != nil {
-		t.Fatal(err)
-	}
+	g := roundTrip(t, f)
 	var got *Work
 	g.View(func(v *View) { got = v.ActiveService("HTTP:h:1/").Copy() })
 	if !reflect.DeepEqual(got.Service, w.Service) || !reflect.DeepEqual(got.Procs, w.Procs) {
