@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ducc-project/ducc/head/state"
@@ -163,14 +164,15 @@ func (o *Orchestrator) pushAll(ctx context.Context) {
 }
 
 // pushNode computes a node's desired state and hands it to the node's
-// pusher when it changed (or when force is set). Pushes are computed and
-// numbered one at a time (pushMu): a state computed from an older view of
-// the durable state never gets a newer version than one computed after
-// it, which the agent would apply last (stopping what the newer one
-// started).
+// pusher when it changed (or when force is set). A node's pushes are
+// computed and numbered one at a time (pushLock): a state computed from
+// an older view of the durable state never gets a newer version than one
+// computed after it, which the agent would apply last (stopping what the
+// newer one started).
 func (o *Orchestrator) pushNode(node string, force bool) {
-	o.pushMu.Lock()
-	defer o.pushMu.Unlock()
+	l := o.pushLock(node)
+	l.Lock()
+	defer l.Unlock()
 	ds := o.desired(node)
 	fp := fingerprint(ds)
 	var idx uint64
@@ -211,6 +213,18 @@ func (o *Orchestrator) pushNode(node string, force bool) {
 			}
 		}
 	}
+}
+
+// pushLock is node's lock of pushNode.
+func (o *Orchestrator) pushLock(node string) *sync.Mutex {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	l := o.pushLocks[node]
+	if l == nil {
+		l = &sync.Mutex{}
+		o.pushLocks[node] = l
+	}
+	return l
 }
 
 // delivered drops the acknowledgements of a desired state the node

@@ -129,11 +129,6 @@ type Orchestrator struct {
 	// submitting counts the Submit calls under way.
 	submitting atomic.Int32
 
-	// pushMu is held by pushNode from computing a desired state to
-	// queueing it: cycles, reports, heartbeats and Submit push from their
-	// own goroutines. Taken before mu, never while holding it.
-	pushMu sync.Mutex
-
 	mu       sync.Mutex
 	sched    *rm.Config
 	classes  []rm.ClassUsage // per-class usage of the last cycle
@@ -145,13 +140,18 @@ type Orchestrator struct {
 	sent     map[string]string      // node → fingerprint of last desired pushed
 	sentVer  map[string]sentVersion // node → version of the last desired pushed
 	pushers  map[string]chan wire.DesiredState
-	runCtx   context.Context            // Run's context: pushers live as long as the term, not the call that first pushed
-	stopped  bool                       // Run has returned: no new pushers
-	reported map[string]wire.ProcStatus // proc id → last status applied
-	endedQ   []endedRef                 // the ended ones in reported, first ended first (prune)
-	live     map[string]wire.ProcStatus // proc id → newest status an agent reported
-	stretch  stretch                    // the announced heartbeat interval
-	wg       sync.WaitGroup
+	// pushLocks holds a lock per node, held by pushNode from computing
+	// the node's desired state to queueing it: cycles, reports,
+	// heartbeats and Submit push from their own goroutines. Taken
+	// without mu held; the map itself is under mu.
+	pushLocks map[string]*sync.Mutex
+	runCtx    context.Context            // Run's context: pushers live as long as the term, not the call that first pushed
+	stopped   bool                       // Run has returned: no new pushers
+	reported  map[string]wire.ProcStatus // proc id → last status applied
+	endedQ    []endedRef                 // the ended ones in reported, first ended first (prune)
+	live      map[string]wire.ProcStatus // proc id → newest status an agent reported
+	stretch   stretch                    // the announced heartbeat interval
+	wg        sync.WaitGroup
 
 	// termStart is when Run began, the start of the failover grace (under mu).
 	termStart time.Time
@@ -193,18 +193,19 @@ func New(cfg Config) *Orchestrator {
 		cfg.SubmitPlaceBudget = 2 * time.Millisecond
 	}
 	return &Orchestrator{
-		cfg:      cfg,
-		sched:    cfg.Scheduler,
-		log:      cfg.Logger.With("component", "orch"),
-		trigger:  make(chan struct{}, 1),
-		nodes:    make(map[string]*Node),
-		pending:  make(map[uint64]Waiting),
-		sent:     make(map[string]string),
-		sentVer:  make(map[string]sentVersion),
-		pushers:  make(map[string]chan wire.DesiredState),
-		reported: make(map[string]wire.ProcStatus),
-		endedOn:  make(map[string]map[string]struct{}),
-		live:     make(map[string]wire.ProcStatus),
+		cfg:       cfg,
+		sched:     cfg.Scheduler,
+		log:       cfg.Logger.With("component", "orch"),
+		trigger:   make(chan struct{}, 1),
+		nodes:     make(map[string]*Node),
+		pending:   make(map[uint64]Waiting),
+		sent:      make(map[string]string),
+		sentVer:   make(map[string]sentVersion),
+		pushers:   make(map[string]chan wire.DesiredState),
+		pushLocks: map[string]*sync.Mutex{},
+		reported:  make(map[string]wire.ProcStatus),
+		endedOn:   make(map[string]map[string]struct{}),
+		live:      make(map[string]wire.ProcStatus),
 	}
 }
 
