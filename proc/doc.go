@@ -66,7 +66,8 @@
 // A server catches and drops SIGTERM, SIGINT, SIGHUP and SIGPIPE (caught,
 // not ignored, so that its children start with them at their defaults),
 // and exits once it has no process and no connected agent. Its stderr is
-// DataDir/shim-server.log, warnings only.
+// DataDir/shim-server.log, warnings only. It runs its Go code on one P
+// below 8 cores and on a P per 4 cores above, up to four (serverProcs).
 //
 // # The shim
 //
