@@ -577,6 +577,12 @@ func (o *Orchestrator) downAt(n *Node, timeout time.Duration) time.Time {
 	return at
 }
 
+// overdue reports whether node n, up or unknown, is past downAt at now:
+// the next checkNodes declares it down. o.mu must be held.
+func (o *Orchestrator) overdue(n *Node, now time.Time, timeout time.Duration) bool {
+	return (n.State == NodeUp || n.State == NodeUnknown) && now.After(o.downAt(n, timeout))
+}
+
 // checkNodes declares nodes without heartbeats down (downAt) and writes
 // off the processes of every down node: a down node runs nothing the state
 // counts on (the scheduler places nothing there, and its return makes it Up
@@ -589,7 +595,7 @@ func (o *Orchestrator) checkNodes(ctx context.Context, now time.Time) {
 	o.mu.Lock()
 	timeout := o.nodeTimeoutLocked(now)
 	for name, n := range o.nodes {
-		if (n.State == NodeUp || n.State == NodeUnknown) && now.After(o.downAt(n, timeout)) {
+		if o.overdue(n, now, timeout) {
 			n.State = NodeDown
 			dead = append(dead, name)
 		}

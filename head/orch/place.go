@@ -61,7 +61,7 @@ func (o *Orchestrator) placeNew(c state.Command) (uint64, *state.Assignment) {
 	// here, as the cycle would not place on it.
 	timeout, overdue := o.nodeTimeoutLocked(now), false
 	for _, n := range o.nodes {
-		if (n.State == NodeUp || n.State == NodeUnknown) && now.After(o.downAt(n, timeout)) {
+		if o.overdue(n, now, timeout) {
 			overdue = true
 			break
 		}
