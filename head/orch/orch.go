@@ -202,7 +202,7 @@ func New(cfg Config) *Orchestrator {
 		sent:      make(map[string]string),
 		sentVer:   make(map[string]sentVersion),
 		pushers:   make(map[string]chan wire.DesiredState),
-		pushLocks: map[string]*sync.Mutex{},
+		pushLocks: make(map[string]*sync.Mutex),
 		reported:  make(map[string]wire.ProcStatus),
 		endedOn:   make(map[string]map[string]struct{}),
 		live:      make(map[string]wire.ProcStatus),
